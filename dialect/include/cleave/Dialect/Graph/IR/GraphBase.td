@@ -1,0 +1,70 @@
+//===- GraphBase.td - graph dialect, attributes, types -----*- tablegen -*-===//
+//
+// The `graph` dialect definition, its attributes and the tensor type
+// constraints shared by its ops.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_DIALECT_GRAPH_IR_GRAPHBASE_TD
+#define CLEAVE_DIALECT_GRAPH_IR_GRAPHBASE_TD
+
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/IR/OpBase.td"
+include "cleave/Interfaces/CleaveEnums.td"
+include "cleave/Dialect/Graph/IR/GraphEnums.td"
+
+def Graph_Dialect : Dialect {
+  let name = "graph";
+  let cppNamespace = "::cleave::graph";
+  let summary = "the model graph: static ranked tensors with value semantics";
+  let description = [{
+    Ops are few and general (ONNX-like), plus the fused ops that matter for
+    speed and for sharding: attention, layer and RMS norm, gelu, cross-entropy
+    and the mixture-of-experts pieces. Trainable parameters are module-level
+    `graph.param` symbols read by `graph.read_param`, so that training can
+    update them in place. Every op carries a sharding rule
+    (`ShardingRuleOpInterface`).
+  }];
+  let hasConstantMaterializer = 1;
+  let useDefaultAttributePrinterParser = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Attributes
+//===----------------------------------------------------------------------===//
+
+def Graph_ReductionKindAttr
+    : EnumAttr<Graph_Dialect, Cleave_ReductionKind, "reduction_kind"> {
+  let cppNamespace = "::cleave::graph";
+}
+def Graph_GeluApproximationAttr
+    : EnumAttr<Graph_Dialect, Graph_GeluApproximation, "gelu_approximation">;
+def Graph_CompareDirectionAttr
+    : EnumAttr<Graph_Dialect, Graph_CompareDirection, "compare_direction">;
+
+def Graph_ExternalWeightsAttr : AttrDef<Graph_Dialect, "ExternalWeights"> {
+  let mnemonic = "external";
+  let summary = "initial value stored in an external weights file";
+  let description = [{
+    For models too large to embed: the parameter's initial value is `size`
+    bytes of raw little-endian data at byte `offset` of `path` (relative to
+    the IR file), e.g. `#graph.external<"model.bin", offset = 0, size = 128>`.
+  }];
+  let parameters = (ins StringRefParameter<"file path">:$path,
+                        "int64_t":$offset, "int64_t":$size);
+  let assemblyFormat = "`<` $path `,` `offset` `=` $offset `,` `size` `=` $size `>`";
+  let genVerifyDecl = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Type constraints
+//===----------------------------------------------------------------------===//
+
+def Graph_Tensor : StaticShapeTensorOf<[F32, BF16, F16, I64, I32, I1]>;
+def Graph_FloatTensor : StaticShapeTensorOf<[F32, BF16, F16]>;
+def Graph_NumericTensor : StaticShapeTensorOf<[F32, BF16, F16, I64, I32]>;
+def Graph_IndexTensor : StaticShapeTensorOf<[I64, I32]>;
+def Graph_BoolTensor : StaticShapeTensorOf<[I1]>;
+
+#endif // CLEAVE_DIALECT_GRAPH_IR_GRAPHBASE_TD

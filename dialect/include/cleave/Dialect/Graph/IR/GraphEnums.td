@@ -1,0 +1,34 @@
+//===- GraphEnums.td - Enums of the graph dialect -----------*- tablegen -*-===//
+//
+// Enums used only by `graph` ops.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_DIALECT_GRAPH_IR_GRAPHENUMS_TD
+#define CLEAVE_DIALECT_GRAPH_IR_GRAPHENUMS_TD
+
+include "mlir/IR/EnumAttr.td"
+
+def Graph_GeluApproximation : I32EnumAttr<"GeluApproximation",
+    "how gelu is computed", [
+      I32EnumAttrCase<"None", 0, "none">,
+      I32EnumAttrCase<"Tanh", 1, "tanh">
+    ]> {
+  let cppNamespace = "::cleave::graph";
+  let genSpecializedAttr = 0;
+}
+
+def Graph_CompareDirection : I32EnumAttr<"CompareDirection",
+    "elementwise comparison", [
+      I32EnumAttrCase<"EQ", 0, "eq">,
+      I32EnumAttrCase<"NE", 1, "ne">,
+      I32EnumAttrCase<"LT", 2, "lt">,
+      I32EnumAttrCase<"LE", 3, "le">,
+      I32EnumAttrCase<"GT", 4, "gt">,
+      I32EnumAttrCase<"GE", 5, "ge">
+    ]> {
+  let cppNamespace = "::cleave::graph";
+  let genSpecializedAttr = 0;
+}
+
+#endif // CLEAVE_DIALECT_GRAPH_IR_GRAPHENUMS_TD

@@ -1,0 +1,24 @@
+//===- GraphOps.h - graph dialect ops ---------------------------*- C++ -*-===//
+//
+// The ops of the `graph` dialect.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_DIALECT_GRAPH_IR_GRAPHOPS_H
+#define CLEAVE_DIALECT_GRAPH_IR_GRAPHOPS_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "cleave/Dialect/Graph/IR/GraphDialect.h"
+#include "cleave/Interfaces/ShardingRule.h"
+
+#define GET_OP_CLASSES
+#include "cleave/Dialect/Graph/IR/GraphOps.h.inc"
+
+#endif // CLEAVE_DIALECT_GRAPH_IR_GRAPHOPS_H

@@ -1,0 +1,408 @@
+//===- GraphShardingRules.cpp - factor rules of the graph ops -----------===//
+//
+// The `ShardingRuleOpInterface` implementation of every `graph` op
+// (DESIGN.md §3). Each rule names the factors that operand and result
+// dimensions share; propagation and partitioning only read these rules.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cleave/Dialect/Graph/IR/GraphOps.h"
+
+using namespace mlir;
+using namespace cleave;
+using namespace cleave::graph;
+
+using B = ShardingRuleBuilder;
+
+namespace {
+int64_t dimSize(Value v, int64_t d) {
+  return cast<RankedTensorType>(v.getType()).getDimSize(d);
+}
+ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+
+/// Elementwise ops: every operand broadcasts into every result.
+ShardingRule elementwiseRule(Operation *op) {
+  B b(op);
+  SmallVector<unsigned> operands =
+      llvm::to_vector(llvm::seq<unsigned>(0, op->getNumOperands()));
+  b.addElementwiseFactors(operands, shapeOf(op->getResult(0)));
+  return b.take();
+}
+
+/// Ops whose single result is made from nothing: each dimension is its own
+/// parallel factor (a constant or parameter can be sliced per shard).
+ShardingRule sourceRule(Operation *op) {
+  B b(op);
+  b.addOwnFactorsToResults();
+  return b.take();
+}
+
+/// Operand 0 and result 0 share every dimension except `dim`, which gets a
+/// factor of the given kind on both when they have the same size there, or a
+/// need-replication factor on each otherwise.
+ShardingRule sameShapeExceptDim(Operation *op, int64_t dim, FactorKind kind) {
+  B b(op);
+  Value in = op->getOperand(0);
+  auto rank = cast<RankedTensorType>(in.getType()).getRank();
+  for (int64_t d = 0; d < rank; ++d) {
+    SmallVector<B::DimRef> dims = {B::operand(0, d)};
+    for (unsigned r = 0; r < op->getNumResults(); ++r)
+      if (d != dim || dimSize(op->getResult(r), d) == dimSize(in, d))
+        dims.push_back(B::result(r, d));
+    b.addFactor(dimSize(in, d), dims,
+                d == dim ? kind : FactorKind::Parallel);
+  }
+  b.addOwnFactorsToResults(FactorKind::NeedReplication);
+  return b.take();
+}
+
+/// layer_norm and rms_norm: the normalized dimensions are shared with the
+/// affine operands and must stay whole; the leading ones are parallel.
+ShardingRule normRule(Operation *op, int64_t normDim) {
+  B b(op);
+  Value in = op->getOperand(0);
+  auto rank = cast<RankedTensorType>(in.getType()).getRank();
+  for (int64_t d = 0; d < rank; ++d) {
+    SmallVector<B::DimRef> dims = {B::operand(0, d), B::result(0, d)};
+    bool normalized = d >= normDim;
+    if (normalized)
+      for (unsigned o = 1; o < op->getNumOperands(); ++o)
+        dims.push_back(B::operand(o, d - normDim));
+    b.addFactor(dimSize(in, d), dims,
+                normalized ? FactorKind::NeedReplication
+                           : FactorKind::Parallel);
+  }
+  return b.take();
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Parameters, constants, elementwise
+//===----------------------------------------------------------------------===//
+
+ShardingRule ReadParamOp::getShardingRule() { return sourceRule(*this); }
+ShardingRule ConstantOp::getShardingRule() { return sourceRule(*this); }
+
+ShardingRule IotaOp::getShardingRule() {
+  // Sharding the counted dimension needs the shard's offset: a hook.
+  B b(*this);
+  for (int64_t d = 0, e = getType().getRank(); d < e; ++d)
+    b.addFactor(getType().getDimSize(d), {B::result(0, d)},
+                FactorKind::Parallel, ReductionKind::Sum, d == static_cast<int64_t>(getDim()));
+  return b.take();
+}
+
+#define GRAPH_ELEMENTWISE_RULE(OP)                                             \
+  ShardingRule OP::getShardingRule() { return elementwiseRule(*this); }
+GRAPH_ELEMENTWISE_RULE(NegOp)
+GRAPH_ELEMENTWISE_RULE(AbsOp)
+GRAPH_ELEMENTWISE_RULE(ReluOp)
+GRAPH_ELEMENTWISE_RULE(ExpOp)
+GRAPH_ELEMENTWISE_RULE(LogOp)
+GRAPH_ELEMENTWISE_RULE(SqrtOp)
+GRAPH_ELEMENTWISE_RULE(RsqrtOp)
+GRAPH_ELEMENTWISE_RULE(ReciprocalOp)
+GRAPH_ELEMENTWISE_RULE(TanhOp)
+GRAPH_ELEMENTWISE_RULE(ErfOp)
+GRAPH_ELEMENTWISE_RULE(SigmoidOp)
+GRAPH_ELEMENTWISE_RULE(SiluOp)
+GRAPH_ELEMENTWISE_RULE(SinOp)
+GRAPH_ELEMENTWISE_RULE(CosOp)
+GRAPH_ELEMENTWISE_RULE(GeluOp)
+GRAPH_ELEMENTWISE_RULE(AddOp)
+GRAPH_ELEMENTWISE_RULE(SubOp)
+GRAPH_ELEMENTWISE_RULE(MulOp)
+GRAPH_ELEMENTWISE_RULE(DivOp)
+GRAPH_ELEMENTWISE_RULE(PowOp)
+GRAPH_ELEMENTWISE_RULE(MaxOp)
+GRAPH_ELEMENTWISE_RULE(MinOp)
+GRAPH_ELEMENTWISE_RULE(CompareOp)
+GRAPH_ELEMENTWISE_RULE(WhereOp)
+GRAPH_ELEMENTWISE_RULE(CastOp)
+#undef GRAPH_ELEMENTWISE_RULE
+
+//===----------------------------------------------------------------------===//
+// Contractions, normalizations, reductions
+//===----------------------------------------------------------------------===//
+
+ShardingRule MatmulOp::getShardingRule() {
+  // [batch..., m, k] x [batch..., k, n] -> [batch..., m, n], k reduced.
+  B b(*this);
+  RankedTensorType lhs = getLhs().getType(), rhs = getRhs().getType(),
+                   out = getType();
+  int64_t rank = out.getRank(), batch = rank - 2;
+  for (int64_t d = 0; d < batch; ++d) {
+    SmallVector<B::DimRef> dims = {B::result(0, d)};
+    int64_t size = out.getDimSize(d);
+    int64_t ld = d - (rank - lhs.getRank()), rd = d - (rank - rhs.getRank());
+    if (ld >= 0 && lhs.getDimSize(ld) == size)
+      dims.push_back(B::operand(0, ld));
+    if (rd >= 0 && rhs.getDimSize(rd) == size)
+      dims.push_back(B::operand(1, rd));
+    b.addFactor(size, dims);
+  }
+  b.addFactor(out.getDimSize(rank - 2),
+              {B::operand(0, lhs.getRank() - 2), B::result(0, rank - 2)});
+  b.addFactor(lhs.getShape().back(),
+              {B::operand(0, lhs.getRank() - 1),
+               B::operand(1, rhs.getRank() - 2)},
+              FactorKind::Reduction, ReductionKind::Sum);
+  b.addFactor(out.getShape().back(),
+              {B::operand(1, rhs.getRank() - 1), B::result(0, rank - 1)});
+  return b.take();
+}
+
+ShardingRule SoftmaxOp::getShardingRule() {
+  return sameShapeExceptDim(*this, getDim(), FactorKind::NeedReplication);
+}
+
+ShardingRule LogSoftmaxOp::getShardingRule() {
+  return sameShapeExceptDim(*this, getDim(), FactorKind::NeedReplication);
+}
+
+ShardingRule ReduceOp::getShardingRule() {
+  B b(*this);
+  RankedTensorType in = getOperand().getType();
+  ArrayRef<int64_t> dims = getDims();
+  int64_t r = 0;
+  for (int64_t d = 0; d < in.getRank(); ++d) {
+    bool reduced = llvm::is_contained(dims, d);
+    if (reduced) {
+      b.addFactor(in.getDimSize(d), {B::operand(0, d)},
+                  FactorKind::Reduction, getKind());
+      if (getKeepdim())
+        ++r;
+      continue;
+    }
+    b.addFactor(in.getDimSize(d), {B::operand(0, d), B::result(0, r++)});
+  }
+  return b.take();
+}
+
+ShardingRule LayerNormOp::getShardingRule() {
+  return normRule(*this, getDim());
+}
+ShardingRule RmsNormOp::getShardingRule() { return normRule(*this, getDim()); }
+
+//===----------------------------------------------------------------------===//
+// Shape manipulation
+//===----------------------------------------------------------------------===//
+
+ShardingRule ReshapeOp::getShardingRule() {
+  B b(*this);
+  b.addReshapeFactors(B::operand(0, 0), getOperand().getType().getShape(),
+                      B::result(0, 0), getType().getShape());
+  return b.take();
+}
+
+ShardingRule TransposeOp::getShardingRule() {
+  B b(*this);
+  for (auto [d, p] : llvm::enumerate(getPerm()))
+    b.addFactor(getType().getDimSize(d),
+                {B::operand(0, p), B::result(0, d)});
+  return b.take();
+}
+
+ShardingRule BroadcastInDimOp::getShardingRule() {
+  B b(*this);
+  RankedTensorType in = getOperand().getType();
+  for (auto [i, d] : llvm::enumerate(getDims()))
+    if (in.getDimSize(i) == getType().getDimSize(d))
+      b.addFactor(in.getDimSize(i), {B::operand(0, i), B::result(0, d)});
+  b.addOwnFactorsToResults();
+  return b.take();
+}
+
+ShardingRule SliceOp::getShardingRule() {
+  // Untouched dimensions are shared; sliced ones are separate and whole.
+  B b(*this);
+  RankedTensorType in = getOperand().getType();
+  SmallVector<int64_t> strides = getStridesOrOnes();
+  for (int64_t d = 0; d < in.getRank(); ++d)
+    if (getStart()[d] == 0 && getLimit()[d] == in.getDimSize(d) &&
+        strides[d] == 1)
+      b.addFactor(in.getDimSize(d), {B::operand(0, d), B::result(0, d)});
+  b.addOwnFactorsToOperands(FactorKind::NeedReplication);
+  b.addOwnFactorsToResults(FactorKind::NeedReplication);
+  return b.take();
+}
+
+ShardingRule ConcatOp::getShardingRule() {
+  B b(*this);
+  for (int64_t d = 0, e = getType().getRank(); d < e; ++d) {
+    if (d == static_cast<int64_t>(getDim()))
+      continue;
+    SmallVector<B::DimRef> dims = {B::result(0, d)};
+    for (unsigned o = 0; o < getNumOperands(); ++o)
+      dims.push_back(B::operand(o, d));
+    b.addFactor(getType().getDimSize(d), dims);
+  }
+  b.addOwnFactorsToOperands(FactorKind::NeedReplication);
+  b.addOwnFactorsToResults(FactorKind::NeedReplication);
+  return b.take();
+}
+
+ShardingRule SplitOp::getShardingRule() {
+  return sameShapeExceptDim(*this, getDim(), FactorKind::NeedReplication);
+}
+
+ShardingRule GatherOp::getShardingRule() {
+  // data[pre..., V, post...], indices[idx...] -> [pre..., idx..., post...].
+  // Sharding V (vocabulary-parallel embedding) leaves partial sums: each
+  // shard contributes the rows it owns, through the op's partition hook.
+  B b(*this);
+  RankedTensorType data = getData().getType(), idx = getIndices().getType();
+  int64_t dim = getDim(), n = idx.getRank();
+  for (int64_t d = 0; d < dim; ++d)
+    b.addFactor(data.getDimSize(d), {B::operand(0, d), B::result(0, d)});
+  for (int64_t d = 0; d < n; ++d)
+    b.addFactor(idx.getDimSize(d), {B::operand(1, d), B::result(0, dim + d)});
+  for (int64_t d = dim + 1; d < data.getRank(); ++d)
+    b.addFactor(data.getDimSize(d),
+                {B::operand(0, d), B::result(0, d - 1 + n)});
+  b.addFactor(data.getDimSize(dim), {B::operand(0, dim)},
+              FactorKind::Reduction, ReductionKind::Sum, /*needsHook=*/true);
+  return b.take();
+}
+
+ShardingRule TopKOp::getShardingRule() {
+  return sameShapeExceptDim(*this, getDim(), FactorKind::NeedReplication);
+}
+
+//===----------------------------------------------------------------------===//
+// Attention and losses
+//===----------------------------------------------------------------------===//
+
+ShardingRule AttentionOp::getShardingRule() {
+  // q[b, (hkv g), sq, d], k[b, hkv, sk, d], v[b, hkv, sk, dv]
+  //   -> [b, (hkv g), sq, dv]
+  // Heads and queries are parallel; the head dim must stay whole (softmax
+  // follows the contraction); the key sequence is a ring under context
+  // parallelism, which only the attention partition hook can do.
+  B b(*this);
+  ArrayRef<int64_t> q = getQuery().getType().getShape(),
+                    k = getKey().getType().getShape(),
+                    v = getValue().getType().getShape();
+  int64_t groups = q[1] / k[1];
+  SmallVector<B::DimRef> batch = {B::operand(0, 0), B::operand(1, 0),
+                                  B::operand(2, 0), B::result(0, 0)};
+  SmallVector<B::DimRef> kvHeads = {B::operand(0, 1), B::operand(1, 1),
+                                    B::operand(2, 1), B::result(0, 1)};
+  SmallVector<B::DimRef> qSeq = {B::operand(0, 2), B::result(0, 2)};
+  SmallVector<B::DimRef> kSeq = {B::operand(1, 2), B::operand(2, 2)};
+  if (Value mask = getMask()) {
+    auto m = cast<RankedTensorType>(mask.getType());
+    int64_t off = 4 - m.getRank();
+    auto add = [&](SmallVector<B::DimRef> &dims, int64_t d, int64_t size) {
+      if (d - off >= 0 && m.getDimSize(d - off) == size)
+        dims.push_back(B::operand(3, d - off));
+    };
+    add(batch, 0, q[0]);
+    // A per-head mask shares the head factors only without grouping.
+    if (groups == 1)
+      add(kvHeads, 1, q[1]);
+    add(qSeq, 2, q[2]);
+    add(kSeq, 3, k[2]);
+  }
+  b.addFactor(q[0], batch);
+  b.addFactor(k[1], kvHeads);
+  b.addFactor(groups, {B::operand(0, 1), B::result(0, 1)});
+  b.addFactor(q[2], qSeq);
+  b.addFactor(k[2], kSeq, FactorKind::NeedReplication, ReductionKind::Sum,
+              /*needsHook=*/true);
+  b.addFactor(q[3], {B::operand(0, 3), B::operand(1, 3)},
+              FactorKind::NeedReplication);
+  b.addFactor(v[3], {B::operand(2, 3), B::result(0, 3)});
+  // A grouped per-head mask dimension keeps its own, whole factor.
+  b.addOwnFactorsToOperands(FactorKind::NeedReplication);
+  return b.take();
+}
+
+ShardingRule CrossEntropyOp::getShardingRule() {
+  // Positions are averaged away; the class dimension is the softmax axis,
+  // shardable only by the vocabulary-parallel partition hook.
+  B b(*this);
+  RankedTensorType logits = getLogits().getType();
+  int64_t rank = logits.getRank();
+  for (int64_t d = 0; d + 1 < rank; ++d)
+    b.addFactor(logits.getDimSize(d), {B::operand(0, d), B::operand(1, d)},
+                FactorKind::Reduction, ReductionKind::Mean);
+  b.addFactor(logits.getDimSize(rank - 1), {B::operand(0, rank - 1)},
+              FactorKind::NeedReplication, ReductionKind::Sum,
+              /*needsHook=*/true);
+  return b.take();
+}
+
+ShardingRule MseOp::getShardingRule() {
+  B b(*this);
+  RankedTensorType type = getPrediction().getType();
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    b.addFactor(type.getDimSize(d), {B::operand(0, d), B::operand(1, d)},
+                FactorKind::Reduction, ReductionKind::Mean);
+  return b.take();
+}
+
+//===----------------------------------------------------------------------===//
+// Mixture of experts
+//===----------------------------------------------------------------------===//
+
+ShardingRule RouterTopKOp::getShardingRule() {
+  // logits[t, e] -> gates[t, k], experts[t, k].
+  B b(*this);
+  ArrayRef<int64_t> logits = getLogits().getType().getShape();
+  b.addFactor(logits[0], {B::operand(0, 0), B::result(0, 0), B::result(1, 0)});
+  b.addFactor(logits[1], {B::operand(0, 1)}, FactorKind::NeedReplication);
+  b.addFactor(getK(), {B::result(0, 1), B::result(1, 1)},
+              FactorKind::NeedReplication);
+  return b.take();
+}
+
+ShardingRule MoeDispatchOp::getShardingRule() {
+  // tokens[t, h], experts[t, k] -> [e, c, h]. Tokens and experts trade
+  // places through an all_to_all, which only the partition hook emits.
+  B b(*this);
+  ArrayRef<int64_t> tokens = getTokens().getType().getShape();
+  ArrayRef<int64_t> out = getType().getShape();
+  b.addFactor(tokens[1], {B::operand(0, 1), B::result(0, 2)});
+  b.addFactor(tokens[0], {B::operand(0, 0), B::operand(1, 0)},
+              FactorKind::NeedReplication, ReductionKind::Sum, true);
+  b.addFactor(getExperts().getType().getDimSize(1), {B::operand(1, 1)},
+              FactorKind::NeedReplication);
+  b.addFactor(out[0], {B::result(0, 0)}, FactorKind::NeedReplication,
+              ReductionKind::Sum, true);
+  b.addFactor(out[1], {B::result(0, 1)}, FactorKind::NeedReplication,
+              ReductionKind::Sum, true);
+  return b.take();
+}
+
+ShardingRule ExpertMatmulOp::getShardingRule() {
+  // [e, c, h] x [e, h, f] -> [e, c, f]: expert parallelism shards e.
+  B b(*this);
+  ArrayRef<int64_t> in = getInput().getType().getShape();
+  ArrayRef<int64_t> w = getWeight().getType().getShape();
+  b.addFactor(in[0], {B::operand(0, 0), B::operand(1, 0), B::result(0, 0)});
+  b.addFactor(in[1], {B::operand(0, 1), B::result(0, 1)});
+  b.addFactor(in[2], {B::operand(0, 2), B::operand(1, 1)},
+              FactorKind::Reduction, ReductionKind::Sum);
+  b.addFactor(w[2], {B::operand(1, 2), B::result(0, 2)});
+  return b.take();
+}
+
+ShardingRule MoeCombineOp::getShardingRule() {
+  // expert_out[e, c, h], gates[t, k], experts[t, k] -> [t, h].
+  B b(*this);
+  ArrayRef<int64_t> out = getExpertOut().getType().getShape();
+  ArrayRef<int64_t> gates = getGates().getType().getShape();
+  b.addFactor(out[2], {B::operand(0, 2), B::result(0, 1)});
+  b.addFactor(out[0], {B::operand(0, 0)}, FactorKind::NeedReplication,
+              ReductionKind::Sum, true);
+  b.addFactor(out[1], {B::operand(0, 1)}, FactorKind::NeedReplication,
+              ReductionKind::Sum, true);
+  b.addFactor(gates[0], {B::operand(1, 0), B::operand(2, 0), B::result(0, 0)},
+              FactorKind::NeedReplication, ReductionKind::Sum, true);
+  b.addFactor(gates[1], {B::operand(1, 1), B::operand(2, 1)},
+              FactorKind::NeedReplication);
+  return b.take();
+}

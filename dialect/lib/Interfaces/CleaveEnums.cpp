@@ -1,0 +1,13 @@
+//===- CleaveEnums.cpp - Enums shared by the Cleave dialects ------------===//
+//
+// Generated string conversions of the shared enums.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include "cleave/Interfaces/CleaveEnums.h.inc"
+
+#include "cleave/Interfaces/CleaveEnums.cpp.inc"

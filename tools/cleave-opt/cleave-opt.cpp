@@ -1,0 +1,38 @@
+//===- cleave-opt.cpp - Cleave's mlir-opt -------------------------------===//
+//
+// Runs any pipeline of Cleave and upstream passes over `graph`/`dist` IR, as
+// mlir-opt does. Only the upstream dialects and passes Cleave uses are
+// registered, which keeps the tool small.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cleave/Dialect/Dist/IR/DistOps.h"
+#include "cleave/Dialect/Graph/IR/GraphOps.h"
+#include "cleave/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "mlir/Transforms/Passes.h"
+
+int main(int argc, char **argv) {
+  mlir::DialectRegistry registry;
+  registry.insert<cleave::graph::GraphDialect, cleave::dist::DistDialect,
+                  mlir::func::FuncDialect, mlir::arith::ArithDialect>();
+  mlir::func::registerInlinerExtension(registry);
+
+  // Upstream passes that Cleave pipelines use.
+  mlir::registerCanonicalizerPass();
+  mlir::registerCSEPass();
+  mlir::registerInlinerPass();
+  mlir::registerSymbolDCEPass();
+  mlir::registerSCCPPass();
+
+  cleave::registerCleavePasses();
+
+  return mlir::asMainReturnCode(mlir::MlirOptMain(
+      argc, argv, "Cleave optimizer driver: graph and dist IR passes\n",
+      registry));
+}
