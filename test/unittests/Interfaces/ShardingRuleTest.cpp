@@ -162,7 +162,7 @@ TEST_F(ShardingRuleTest, GroupedQueryAttention) {
       "tensor<2x2x16x32xf32>, tensor<2x2x16x32xf32>");
   EXPECT_EQ(rule.str(),
             "([a, (b c), d, f], [a, b, e, f], [a, b, e, g]) -> "
-            "([a, (b c), d, g]) {a=2, b=2, c=4, d=16, e=16 need_replication "
+            "([a, (b c), d, g]) {a=2, b=2, c=4, d=16 hook, e=16 need_replication "
             "hook, f=32 need_replication, g=32}");
 }
 
@@ -185,6 +185,15 @@ TEST_F(ShardingRuleTest, CrossEntropyAveragesPositions) {
              "tensor<2x8xi64>");
   EXPECT_EQ(rule.str(), "([a, b, c], [a, b]) -> ([]) {a=2 reduction(mean), "
                         "b=8 reduction(mean), c=100 need_replication hook}");
+}
+
+TEST_F(ShardingRuleTest, CrossEntropyWithIgnoreIndexNeedsTheHook) {
+  ShardingRule rule =
+      ruleOf("%l: tensor<8x100xf32>, %y: tensor<8xi64>",
+             "%0 = graph.cross_entropy %l, %y ignore_index -100 : "
+             "tensor<8x100xf32>, tensor<8xi64>");
+  EXPECT_EQ(rule.str(), "([a, b], [a]) -> ([]) {a=8 reduction(mean) hook, "
+                        "b=100 need_replication hook}");
 }
 
 TEST_F(ShardingRuleTest, MoeRouterDispatchExpertMatmulCombine) {

@@ -18,7 +18,6 @@ def Cleave_ReductionKind : I32EnumAttr<"ReductionKind",
       I32EnumAttrCase<"Min", 3, "min">
     ]> {
   let cppNamespace = "::cleave";
-  let genSpecializedAttr = 0;
 }
 
 #endif // CLEAVE_INTERFACES_CLEAVEENUMS_TD

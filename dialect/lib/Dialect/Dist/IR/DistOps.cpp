@@ -114,9 +114,12 @@ LogicalResult cleave::dist::verifySharding(
     return emitError() << "sharding of " << valueName
                        << " needs a ranked tensor, got " << type;
   if (static_cast<int64_t>(sharding.getDims().size()) != tensor.getRank())
-    return emitError() << "sharding of " << valueName << " has "
-                       << sharding.getDims().size() << " dimensions but "
-                       << tensor << " has rank " << tensor.getRank();
+    return emitError() << "sharding of " << valueName << " lists "
+                       << sharding.getDims().size()
+                       << (sharding.getDims().size() == 1 ? " dimension"
+                                                          : " dimensions")
+                       << " but " << tensor << " has rank "
+                       << tensor.getRank();
   auto axisSize = [&](StringRef axis) -> FailureOr<int64_t> {
     if (auto size = mesh.getAxisSize(axis))
       return *size;

@@ -309,7 +309,9 @@ ShardingRule AttentionOp::getShardingRule() {
   b.addFactor(q[0], batch);
   b.addFactor(k[1], kvHeads);
   b.addFactor(groups, {B::operand(0, 1), B::result(0, 1)});
-  b.addFactor(q[2], qSeq);
+  // Under a causal mask each query shard must know its global offset.
+  b.addFactor(q[2], qSeq, FactorKind::Parallel, ReductionKind::Sum,
+              /*needsHook=*/getCausal());
   b.addFactor(k[2], kSeq, FactorKind::NeedReplication, ReductionKind::Sum,
               /*needsHook=*/true);
   b.addFactor(q[3], {B::operand(0, 3), B::operand(1, 3)},
@@ -322,13 +324,16 @@ ShardingRule AttentionOp::getShardingRule() {
 
 ShardingRule CrossEntropyOp::getShardingRule() {
   // Positions are averaged away; the class dimension is the softmax axis,
-  // shardable only by the vocabulary-parallel partition hook.
+  // shardable only by the vocabulary-parallel partition hook. With an ignore
+  // index, shards count different numbers of positions, so the mean of shard
+  // means is wrong: the hook must reduce sums and counts separately.
   B b(*this);
   RankedTensorType logits = getLogits().getType();
   int64_t rank = logits.getRank();
+  bool unevenCounts = getIgnoreIndex().has_value();
   for (int64_t d = 0; d + 1 < rank; ++d)
     b.addFactor(logits.getDimSize(d), {B::operand(0, d), B::operand(1, d)},
-                FactorKind::Reduction, ReductionKind::Mean);
+                FactorKind::Reduction, ReductionKind::Mean, unevenCounts);
   b.addFactor(logits.getDimSize(rank - 1), {B::operand(0, rank - 1)},
               FactorKind::NeedReplication, ReductionKind::Sum,
               /*needsHook=*/true);

@@ -35,10 +35,6 @@ def Dist_Dialect : Dialect {
   }];
 }
 
-def Dist_ReductionKindAttr
-    : EnumAttr<Dist_Dialect, Cleave_ReductionKind, "reduction_kind"> {
-  let cppNamespace = "::cleave::dist";
-}
 
 def Dist_ShardingAttr : AttrDef<Dist_Dialect, "Sharding"> {
   let mnemonic = "sharding";

@@ -52,7 +52,7 @@ def Dist_ShardOp : Dist_Op<"shard", [Pure, AllTypesMatch<["input", "result"]>,
     it as a user constraint, the highest priority.
 
     ```mlir
-    %y = dist.shard %x to #dist.sharding<@mesh, [{"dp"}, {} ]> : tensor<8x16xf32>
+    %y = dist.shard %x to <@mesh, [{"dp"}, {} ]> : tensor<8x16xf32>
     ```
   }];
   let arguments = (ins Dist_Tensor:$input, Dist_ShardingAttr:$sharding);
@@ -84,7 +84,7 @@ def Dist_AllReduceOp : Dist_CollectiveOp<"all_reduce", [Pure,
     ```
   }];
   let arguments = (ins Dist_Tensor:$input, FlatSymbolRefAttr:$mesh,
-                       StrArrayAttr:$axes, Dist_ReductionKindAttr:$kind);
+                       StrArrayAttr:$axes, Cleave_ReductionKind:$kind);
   let results = (outs Dist_Tensor:$result);
   let assemblyFormat = [{
     $input `on` $mesh $axes $kind attr-dict `:` type($input)
@@ -120,7 +120,7 @@ def Dist_ReduceScatterOp : Dist_CollectiveOp<"reduce_scatter", [Pure]> {
     ```
   }];
   let arguments = (ins Dist_Tensor:$input, FlatSymbolRefAttr:$mesh,
-                       StrArrayAttr:$axes, Dist_ReductionKindAttr:$kind,
+                       StrArrayAttr:$axes, Cleave_ReductionKind:$kind,
                        I64Attr:$dim);
   let results = (outs Dist_Tensor:$result);
   let assemblyFormat = [{

@@ -34,14 +34,6 @@ def Graph_Dialect : Dialect {
 // Attributes
 //===----------------------------------------------------------------------===//
 
-def Graph_ReductionKindAttr
-    : EnumAttr<Graph_Dialect, Cleave_ReductionKind, "reduction_kind"> {
-  let cppNamespace = "::cleave::graph";
-}
-def Graph_GeluApproximationAttr
-    : EnumAttr<Graph_Dialect, Graph_GeluApproximation, "gelu_approximation">;
-def Graph_CompareDirectionAttr
-    : EnumAttr<Graph_Dialect, Graph_CompareDirection, "compare_direction">;
 
 def Graph_ExternalWeightsAttr : AttrDef<Graph_Dialect, "ExternalWeights"> {
   let mnemonic = "external";

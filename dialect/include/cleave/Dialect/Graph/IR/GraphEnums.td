@@ -15,7 +15,6 @@ def Graph_GeluApproximation : I32EnumAttr<"GeluApproximation",
       I32EnumAttrCase<"Tanh", 1, "tanh">
     ]> {
   let cppNamespace = "::cleave::graph";
-  let genSpecializedAttr = 0;
 }
 
 def Graph_CompareDirection : I32EnumAttr<"CompareDirection",
@@ -28,7 +27,6 @@ def Graph_CompareDirection : I32EnumAttr<"CompareDirection",
       I32EnumAttrCase<"GE", 5, "ge">
     ]> {
   let cppNamespace = "::cleave::graph";
-  let genSpecializedAttr = 0;
 }
 
 #endif // CLEAVE_DIALECT_GRAPH_IR_GRAPHENUMS_TD

@@ -164,7 +164,7 @@ def Graph_GeluOp : Graph_Op<"gelu", [Pure, SameOperandsAndResultType]> {
     ```
   }];
   let arguments = (ins Graph_FloatTensor:$operand,
-                       DefaultValuedAttr<Graph_GeluApproximationAttr,
+                       DefaultValuedAttr<Graph_GeluApproximation,
                                          "GeluApproximation::None">:$approximate);
   let results = (outs Graph_FloatTensor:$result);
   let assemblyFormat = [{
@@ -213,7 +213,7 @@ def Graph_CompareOp : Graph_Op<"compare", [Pure, InferTypeOpAdaptor]> {
     %m = graph.compare lt %a, %b : tensor<4x8xi64>, tensor<8xi64>
     ```
   }];
-  let arguments = (ins Graph_CompareDirectionAttr:$direction,
+  let arguments = (ins Graph_CompareDirection:$direction,
                        Graph_NumericTensor:$lhs, Graph_NumericTensor:$rhs);
   let results = (outs Graph_BoolTensor:$result);
   let assemblyFormat = [{
@@ -301,7 +301,7 @@ def Graph_ReduceOp : Graph_Op<"reduce", [Pure, InferTypeOpAdaptor]> {
     %m = graph.reduce mean %x dims [2] keepdim : tensor<2x8x64xf32>
     ```
   }];
-  let arguments = (ins Graph_ReductionKindAttr:$kind,
+  let arguments = (ins Cleave_ReductionKind:$kind,
                        Graph_NumericTensor:$operand,
                        DenseI64ArrayAttr:$dims, UnitAttr:$keepdim);
   let results = (outs Graph_NumericTensor:$result);

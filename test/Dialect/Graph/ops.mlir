@@ -1,0 +1,200 @@
+// Every graph op and attribute round-trips: custom form, then generic form.
+// RUN: cleave-opt %s | cleave-opt | FileCheck %s
+// RUN: cleave-opt %s --mlir-print-op-generic | cleave-opt | FileCheck %s
+
+// CHECK: graph.param @w : tensor<2x3xf32> = dense<{{\[\[}}1.000000e+00, 2.000000e+00, 3.000000e+00], [4.000000e+00, 5.000000e+00, 6.000000e+00]]> : tensor<2x3xf32>
+graph.param @w : tensor<2x3xf32> = dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>
+// CHECK: graph.param @frozen frozen : tensor<4xbf16> = dense<0.000000e+00> : tensor<4xbf16>
+graph.param @frozen frozen : tensor<4xbf16> = dense<0.0> : tensor<4xbf16>
+// CHECK: graph.param @blob : tensor<2xf32> = dense_resource<blob1> : tensor<2xf32>
+graph.param @blob : tensor<2xf32> = dense_resource<blob1> : tensor<2xf32>
+// CHECK: graph.param @ext : tensor<8x8xf16> = #graph.external<"weights.bin", offset = 256, size = 128>
+graph.param @ext : tensor<8x8xf16> = #graph.external<"weights.bin", offset = 256, size = 128>
+// CHECK: graph.param @uninit : tensor<3xi64>
+graph.param @uninit : tensor<3xi64>
+
+// CHECK-LABEL: func.func @params_and_constants
+func.func @params_and_constants() -> (tensor<2x3xf32>, tensor<4xf32>, tensor<2x5xi64>) {
+  // CHECK: %[[W:.*]] = graph.read_param @w : tensor<2x3xf32>
+  %w = graph.read_param @w : tensor<2x3xf32>
+  // CHECK: %[[C:.*]] = graph.constant dense<1.500000e+00> : tensor<4xf32>
+  %c = graph.constant dense<1.5> : tensor<4xf32>
+  // CHECK: %[[I:.*]] = graph.iota dim 1 : tensor<2x5xi64>
+  %i = graph.iota dim 1 : tensor<2x5xi64>
+  // CHECK: return %[[W]], %[[C]], %[[I]]
+  return %w, %c, %i : tensor<2x3xf32>, tensor<4xf32>, tensor<2x5xi64>
+}
+
+// CHECK-LABEL: func.func @unary
+func.func @unary(%x: tensor<4x8xf32>, %n: tensor<4xi32>) {
+  // CHECK: graph.neg %{{.*}} : tensor<4xi32>
+  %0 = graph.neg %n : tensor<4xi32>
+  // CHECK: graph.abs %{{.*}} : tensor<4x8xf32>
+  %1 = graph.abs %x : tensor<4x8xf32>
+  // CHECK: graph.relu
+  %2 = graph.relu %x : tensor<4x8xf32>
+  // CHECK: graph.exp
+  %3 = graph.exp %x : tensor<4x8xf32>
+  // CHECK: graph.log
+  %4 = graph.log %x : tensor<4x8xf32>
+  // CHECK: graph.sqrt
+  %5 = graph.sqrt %x : tensor<4x8xf32>
+  // CHECK: graph.rsqrt
+  %6 = graph.rsqrt %x : tensor<4x8xf32>
+  // CHECK: graph.reciprocal
+  %7 = graph.reciprocal %x : tensor<4x8xf32>
+  // CHECK: graph.tanh
+  %8 = graph.tanh %x : tensor<4x8xf32>
+  // CHECK: graph.erf
+  %9 = graph.erf %x : tensor<4x8xf32>
+  // CHECK: graph.sigmoid
+  %10 = graph.sigmoid %x : tensor<4x8xf32>
+  // CHECK: graph.silu
+  %11 = graph.silu %x : tensor<4x8xf32>
+  // CHECK: graph.sin
+  %12 = graph.sin %x : tensor<4x8xf32>
+  // CHECK: graph.cos
+  %13 = graph.cos %x : tensor<4x8xf32>
+  // CHECK: graph.gelu %{{.*}} : tensor<4x8xf32>
+  %14 = graph.gelu %x : tensor<4x8xf32>
+  // CHECK: graph.gelu %{{.*}} approximate tanh : tensor<4x8xf32>
+  %15 = graph.gelu %x approximate tanh : tensor<4x8xf32>
+  return
+}
+
+// CHECK-LABEL: func.func @binary
+func.func @binary(%a: tensor<2x4x8xf32>, %b: tensor<8xf32>, %c: tensor<4x1xf32>,
+                  %i: tensor<4xi64>, %j: tensor<1xi64>) -> tensor<2x4x8xf32> {
+  // CHECK: %[[ADD:.*]] = graph.add %{{.*}}, %{{.*}} : tensor<2x4x8xf32>, tensor<8xf32>
+  %0 = graph.add %a, %b : tensor<2x4x8xf32>, tensor<8xf32>
+  // CHECK: graph.sub %[[ADD]], %{{.*}} : tensor<2x4x8xf32>, tensor<4x1xf32>
+  %1 = graph.sub %0, %c : tensor<2x4x8xf32>, tensor<4x1xf32>
+  // CHECK: graph.mul %{{.*}}, %{{.*}} : tensor<4x1xf32>, tensor<8xf32>
+  %2 = graph.mul %c, %b : tensor<4x1xf32>, tensor<8xf32>
+  // CHECK: graph.div
+  %3 = graph.div %1, %2 : tensor<2x4x8xf32>, tensor<4x8xf32>
+  // CHECK: graph.pow
+  %4 = graph.pow %3, %b : tensor<2x4x8xf32>, tensor<8xf32>
+  // CHECK: graph.max
+  %5 = graph.max %4, %a : tensor<2x4x8xf32>, tensor<2x4x8xf32>
+  // CHECK: graph.min %{{.*}}, %{{.*}} : tensor<4xi64>, tensor<1xi64>
+  %6 = graph.min %i, %j : tensor<4xi64>, tensor<1xi64>
+  // CHECK: %[[CMP:.*]] = graph.compare lt %{{.*}}, %{{.*}} : tensor<2x4x8xf32>, tensor<8xf32>
+  %7 = graph.compare lt %5, %b : tensor<2x4x8xf32>, tensor<8xf32>
+  // CHECK: graph.compare ne %{{.*}}, %{{.*}} : tensor<4xi64>, tensor<1xi64>
+  %8 = graph.compare ne %i, %j : tensor<4xi64>, tensor<1xi64>
+  // CHECK: %[[SEL:.*]] = graph.where %[[CMP]], %{{.*}}, %{{.*}} : tensor<2x4x8xi1>, tensor<2x4x8xf32>, tensor<8xf32>
+  %9 = graph.where %7, %5, %b : tensor<2x4x8xi1>, tensor<2x4x8xf32>, tensor<8xf32>
+  // CHECK: graph.cast %[[SEL]] : tensor<2x4x8xf32> -> tensor<2x4x8xbf16>
+  %10 = graph.cast %9 : tensor<2x4x8xf32> -> tensor<2x4x8xbf16>
+  return %9 : tensor<2x4x8xf32>
+}
+
+// CHECK-LABEL: func.func @contractions
+func.func @contractions(%x: tensor<2x16x64xf32>, %w: tensor<64x32xf32>,
+                        %bx: tensor<3x1x4x8xf32>, %by: tensor<5x8x2xf32>) {
+  // CHECK: graph.matmul %{{.*}}, %{{.*}} : tensor<2x16x64xf32>, tensor<64x32xf32>
+  %0 = graph.matmul %x, %w : tensor<2x16x64xf32>, tensor<64x32xf32>
+  // CHECK: graph.matmul %{{.*}}, %{{.*}} : tensor<3x1x4x8xf32>, tensor<5x8x2xf32>
+  %1 = graph.matmul %bx, %by : tensor<3x1x4x8xf32>, tensor<5x8x2xf32>
+  // The broadcast batch gives 3x5x4x2.
+  // CHECK: graph.reduce sum %{{.*}} dims [0, 1] : tensor<3x5x4x2xf32>
+  %2 = graph.reduce sum %1 dims [0, 1] : tensor<3x5x4x2xf32>
+  // CHECK: graph.reduce mean %{{.*}} dims [2] keepdim : tensor<2x16x32xf32>
+  %3 = graph.reduce mean %0 dims [2] keepdim : tensor<2x16x32xf32>
+  // CHECK: graph.reduce max
+  %4 = graph.reduce max %0 dims [1] : tensor<2x16x32xf32>
+  // CHECK: graph.reduce min
+  %5 = graph.reduce min %0 dims [1] : tensor<2x16x32xf32>
+  // CHECK: graph.softmax %{{.*}} dim 2 : tensor<2x16x32xf32>
+  %6 = graph.softmax %0 dim 2 : tensor<2x16x32xf32>
+  // CHECK: graph.log_softmax %{{.*}} dim 0 : tensor<2x16x32xf32>
+  %7 = graph.log_softmax %0 dim 0 : tensor<2x16x32xf32>
+  return
+}
+
+// CHECK-LABEL: func.func @norms
+func.func @norms(%x: tensor<2x8x64xf32>, %g: tensor<64xf32>, %b: tensor<64xf32>,
+                 %g2: tensor<8x64xf32>) {
+  // CHECK: graph.layer_norm %{{.*}}, %{{.*}}, %{{.*}} dim 2 : tensor<2x8x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %0 = graph.layer_norm %x, %g, %b dim 2 : tensor<2x8x64xf32>, tensor<64xf32>, tensor<64xf32>
+  // CHECK: graph.layer_norm %{{.*}}, %{{.*}} dim 1 eps 1.000000e-03 : tensor<2x8x64xf32>, tensor<8x64xf32>
+  %1 = graph.layer_norm %x, %g2 dim 1 eps 1.0e-3 : tensor<2x8x64xf32>, tensor<8x64xf32>
+  // CHECK: graph.rms_norm %{{.*}}, %{{.*}} dim 2 : tensor<2x8x64xf32>, tensor<64xf32>
+  %2 = graph.rms_norm %x, %g dim 2 : tensor<2x8x64xf32>, tensor<64xf32>
+  // CHECK: graph.rms_norm %{{.*}}, %{{.*}} dim 2 eps 1.000000e-05 : tensor<2x8x64xf32>, tensor<64xf32>
+  %3 = graph.rms_norm %x, %g dim 2 eps 1.0e-5 : tensor<2x8x64xf32>, tensor<64xf32>
+  return
+}
+
+// CHECK-LABEL: func.func @shapes
+func.func @shapes(%x: tensor<2x8x64xf32>, %v: tensor<8xf32>, %ids: tensor<2x8xi64>,
+                  %table: tensor<100x64xf32>) {
+  // CHECK: %[[R:.*]] = graph.reshape %{{.*}} : tensor<2x8x64xf32> -> tensor<2x8x4x16xf32>
+  %0 = graph.reshape %x : tensor<2x8x64xf32> -> tensor<2x8x4x16xf32>
+  // CHECK: graph.transpose %[[R]] perm [0, 2, 1, 3] : tensor<2x8x4x16xf32>
+  %1 = graph.transpose %0 perm [0, 2, 1, 3] : tensor<2x8x4x16xf32>
+  // CHECK: graph.broadcast_in_dim %{{.*}} dims [1] : tensor<8xf32> -> tensor<4x8xf32>
+  %2 = graph.broadcast_in_dim %v dims [1] : tensor<8xf32> -> tensor<4x8xf32>
+  // CHECK: graph.slice %{{.*}} start [0, 2, 0] limit [2, 8, 64] strides [1, 3, 2] : tensor<2x8x64xf32>
+  %3 = graph.slice %x start [0, 2, 0] limit [2, 8, 64] strides [1, 3, 2] : tensor<2x8x64xf32>
+  // CHECK: graph.slice %{{.*}} start [0, 0, 0] limit [1, 8, 64] : tensor<2x8x64xf32>
+  %4 = graph.slice %x start [0, 0, 0] limit [1, 8, 64] : tensor<2x8x64xf32>
+  // CHECK: graph.concat %{{.*}}, %{{.*}} dim 0 : tensor<1x8x64xf32>, tensor<2x8x64xf32>
+  %5 = graph.concat %4, %x dim 0 : tensor<1x8x64xf32>, tensor<2x8x64xf32>
+  // CHECK: %{{.*}}:3 = graph.split %{{.*}} dim 2 sizes [16, 16, 32] : tensor<2x8x64xf32>
+  %6:3 = graph.split %x dim 2 sizes [16, 16, 32] : tensor<2x8x64xf32>
+  // CHECK: graph.gather %{{.*}}[%{{.*}}] dim 0 : tensor<100x64xf32>, tensor<2x8xi64>
+  %7 = graph.gather %table[%ids] dim 0 : tensor<100x64xf32>, tensor<2x8xi64>
+  // CHECK: graph.topk %{{.*}} k 3 dim 2 : tensor<2x8x64xf32>
+  %8:2 = graph.topk %x k 3 dim 2 : tensor<2x8x64xf32>
+  // CHECK: graph.topk %{{.*}} k 1 dim 0 smallest : tensor<2x8x64xf32>
+  %9:2 = graph.topk %x k 1 dim 0 smallest : tensor<2x8x64xf32>
+  return
+}
+
+// CHECK-LABEL: func.func @attention_and_losses
+func.func @attention_and_losses(%q: tensor<2x8x16x32xf32>, %k: tensor<2x2x16x32xf32>,
+                                %v: tensor<2x2x16x8xf32>, %m: tensor<16x16xi1>,
+                                %am: tensor<2x1x16x16xf32>, %logits: tensor<2x16x100xf32>,
+                                %labels: tensor<2x16xi64>, %p: tensor<4x2xf32>, %t: tensor<4x2xf32>)
+    -> (tensor<2x8x16x8xf32>, tensor<f32>) {
+  // CHECK: %[[A:.*]] = graph.attention %{{.*}}, %{{.*}}, %{{.*}} causal : tensor<2x8x16x32xf32>, tensor<2x2x16x32xf32>, tensor<2x2x16x8xf32>
+  %0 = graph.attention %q, %k, %v causal : tensor<2x8x16x32xf32>, tensor<2x2x16x32xf32>, tensor<2x2x16x8xf32>
+  // CHECK: graph.attention %{{.*}}, %{{.*}}, %{{.*}} mask %{{.*}} scale 1.250000e-01 : tensor<2x8x16x32xf32>, tensor<2x2x16x32xf32>, tensor<2x2x16x8xf32>, tensor<16x16xi1>
+  %1 = graph.attention %q, %k, %v mask %m scale 0.125 : tensor<2x8x16x32xf32>, tensor<2x2x16x32xf32>, tensor<2x2x16x8xf32>, tensor<16x16xi1>
+  // CHECK: graph.attention %{{.*}}, %{{.*}}, %{{.*}} mask %{{.*}} causal : {{.*}}, tensor<2x1x16x16xf32>
+  %2 = graph.attention %q, %k, %v mask %am causal : tensor<2x8x16x32xf32>, tensor<2x2x16x32xf32>, tensor<2x2x16x8xf32>, tensor<2x1x16x16xf32>
+  // CHECK: %[[L:.*]] = graph.cross_entropy %{{.*}}, %{{.*}} ignore_index -100 : tensor<2x16x100xf32>, tensor<2x16xi64>
+  %3 = graph.cross_entropy %logits, %labels ignore_index -100 : tensor<2x16x100xf32>, tensor<2x16xi64>
+  // CHECK: graph.cross_entropy %{{.*}}, %{{.*}} : tensor<2x16x100xf32>, tensor<2x16xi64>
+  %4 = graph.cross_entropy %logits, %labels : tensor<2x16x100xf32>, tensor<2x16xi64>
+  // CHECK: graph.mse %{{.*}}, %{{.*}} : tensor<4x2xf32>
+  %5 = graph.mse %p, %t : tensor<4x2xf32>
+  // CHECK: return %[[A]], %[[L]]
+  return %0, %3 : tensor<2x8x16x8xf32>, tensor<f32>
+}
+
+// CHECK-LABEL: func.func @moe
+func.func @moe(%x: tensor<16x64xf32>, %router: tensor<16x8xf32>,
+               %w1: tensor<8x64x256xf32>) -> tensor<16x256xf32> {
+  // CHECK: %[[G:.*]], %[[E:.*]] = graph.router_topk %{{.*}} k 2 normalize : tensor<16x8xf32>
+  %g, %e = graph.router_topk %router k 2 normalize : tensor<16x8xf32>
+  // CHECK: %[[D:.*]] = graph.moe_dispatch %{{.*}}, %[[E]] experts 8 capacity 4 : tensor<16x64xf32>, tensor<16x2xi64>
+  %d = graph.moe_dispatch %x, %e experts 8 capacity 4 : tensor<16x64xf32>, tensor<16x2xi64>
+  // CHECK: %[[H:.*]] = graph.expert_matmul %[[D]], %{{.*}} : tensor<8x4x64xf32>, tensor<8x64x256xf32>
+  %h = graph.expert_matmul %d, %w1 : tensor<8x4x64xf32>, tensor<8x64x256xf32>
+  // CHECK: graph.moe_combine %[[H]], %[[G]], %[[E]] : tensor<8x4x256xf32>, tensor<16x2xf32>, tensor<16x2xi64>
+  %y = graph.moe_combine %h, %g, %e : tensor<8x4x256xf32>, tensor<16x2xf32>, tensor<16x2xi64>
+  // CHECK: graph.router_topk %{{.*}} k 1 : tensor<16x8xf32>
+  %g1, %e1 = graph.router_topk %router k 1 : tensor<16x8xf32>
+  return %y : tensor<16x256xf32>
+}
+
+{-#
+  dialect_resources: {
+    builtin: {
+      blob1: "0x040000000000803F00000040"
+    }
+  }
+#-}
