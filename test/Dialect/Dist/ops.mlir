@@ -1,0 +1,69 @@
+// Meshes, shardings and every collective round-trip (custom and generic form).
+// RUN: cleave-opt %s | cleave-opt | FileCheck %s
+// RUN: cleave-opt %s --mlir-print-op-generic | cleave-opt | FileCheck %s
+
+// CHECK: dist.mesh @mesh ["dp" = 2, "tp" = 4]
+dist.mesh @mesh ["dp" = 2, "tp" = 4]
+// CHECK: dist.mesh @pipe ["pp" = 4]
+dist.mesh @pipe ["pp" = 4]
+
+// CHECK-LABEL: func.func @shardings
+// CHECK-SAME: (%[[X:.*]]: tensor<8x16xf32> {dist.sharding = #dist.sharding<@mesh, [{"dp"}, {}]>},
+// CHECK-SAME: %{{.*}}: tensor<8x16xf32> {dist.sharding = #dist.sharding<@mesh, [{}, {"dp", "tp"}]>})
+// CHECK-SAME: -> (tensor<8x16xf32> {dist.sharding = #dist.sharding<@mesh, [{"dp"}, {}], partial sum {"tp"}>})
+func.func @shardings(%x: tensor<8x16xf32> {dist.sharding = #dist.sharding<@mesh, [{"dp"}, {}]>},
+                     %y: tensor<8x16xf32> {dist.sharding = #dist.sharding<@mesh, [{}, {"dp", "tp"}]>})
+    -> (tensor<8x16xf32> {dist.sharding = #dist.sharding<@mesh, [{"dp"}, {}], partial sum {"tp"}>}) {
+  // CHECK: %[[S:.*]] = dist.shard %[[X]] to <@mesh, [{"dp"}, {"tp"}]> : tensor<8x16xf32>
+  %0 = dist.shard %x to <@mesh, [{"dp"}, {"tp"}]> : tensor<8x16xf32>
+  // CHECK: dist.shard %[[S]] to <@mesh, [{}, {}], partial max {"dp", "tp"}> : tensor<8x16xf32>
+  %1 = dist.shard %0 to <@mesh, [{}, {}], partial max {"dp", "tp"}> : tensor<8x16xf32>
+  // CHECK: dist.shard %{{.*}} to <@mesh, [{}, {}]> : tensor<8x16xf32>
+  %2 = dist.shard %1 to <@mesh, [{}, {}]> : tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+
+// CHECK-LABEL: func.func @collectives
+func.func @collectives(%x: tensor<8x16xf32>) {
+  // CHECK: dist.all_reduce %{{.*}} on @mesh ["tp"] sum : tensor<8x16xf32>
+  %0 = dist.all_reduce %x on @mesh ["tp"] sum : tensor<8x16xf32>
+  // CHECK: dist.all_reduce %{{.*}} on @mesh ["dp", "tp"] max : tensor<8x16xf32>
+  %1 = dist.all_reduce %x on @mesh ["dp", "tp"] max : tensor<8x16xf32>
+  // CHECK: dist.all_gather %{{.*}} on @mesh ["tp"] dim 1 : tensor<8x16xf32> -> tensor<8x64xf32>
+  %2 = dist.all_gather %x on @mesh ["tp"] dim 1 : tensor<8x16xf32> -> tensor<8x64xf32>
+  // Two axes: a group of 8.
+  // CHECK: dist.all_gather %{{.*}} on @mesh ["dp", "tp"] dim 0 : tensor<8x16xf32> -> tensor<64x16xf32>
+  %3 = dist.all_gather %x on @mesh ["dp", "tp"] dim 0 : tensor<8x16xf32> -> tensor<64x16xf32>
+  // CHECK: dist.reduce_scatter %{{.*}} on @mesh ["tp"] sum dim 0 : tensor<8x16xf32> -> tensor<2x16xf32>
+  %4 = dist.reduce_scatter %x on @mesh ["tp"] sum dim 0 : tensor<8x16xf32> -> tensor<2x16xf32>
+  // CHECK: dist.reduce_scatter %{{.*}} on @mesh ["dp"] mean dim 1 : tensor<8x16xf32> -> tensor<8x8xf32>
+  %5 = dist.reduce_scatter %x on @mesh ["dp"] mean dim 1 : tensor<8x16xf32> -> tensor<8x8xf32>
+  // CHECK: dist.all_to_all %{{.*}} on @mesh ["tp"] split 0 concat 1 : tensor<8x16xf32> -> tensor<2x64xf32>
+  %6 = dist.all_to_all %x on @mesh ["tp"] split 0 concat 1 : tensor<8x16xf32> -> tensor<2x64xf32>
+  // CHECK: dist.all_to_all %{{.*}} on @mesh ["tp"] split 1 concat 1 : tensor<8x16xf32> -> tensor<8x16xf32>
+  %7 = dist.all_to_all %x on @mesh ["tp"] split 1 concat 1 : tensor<8x16xf32> -> tensor<8x16xf32>
+  // CHECK: dist.collective_permute %{{.*}} on @mesh ["tp"] pairs {{\[\[}}0, 1], [1, 2], [2, 3], [3, 0]] : tensor<8x16xf32>
+  %8 = dist.collective_permute %x on @mesh ["tp"] pairs [[0, 1], [1, 2], [2, 3], [3, 0]] : tensor<8x16xf32>
+  // CHECK: dist.broadcast %{{.*}} on @mesh ["dp"] root 1 : tensor<8x16xf32>
+  %9 = dist.broadcast %x on @mesh ["dp"] root 1 : tensor<8x16xf32>
+  return
+}
+
+// CHECK-LABEL: func.func @stage0
+func.func @stage0(%act: tensor<4x16xf32>) {
+  // CHECK: dist.send %{{.*}} on @pipe ["pp"] to 1 : tensor<4x16xf32>
+  dist.send %act on @pipe ["pp"] to 1 : tensor<4x16xf32>
+  // CHECK: dist.send %{{.*}} on @pipe ["pp"] to 1 tag 7 : tensor<4x16xf32>
+  dist.send %act on @pipe ["pp"] to 1 tag 7 : tensor<4x16xf32>
+  return
+}
+
+// CHECK-LABEL: func.func @stage1
+func.func @stage1() -> tensor<4x16xf32> {
+  // CHECK: %[[R:.*]] = dist.recv on @pipe ["pp"] from 0 : tensor<4x16xf32>
+  %0 = dist.recv on @pipe ["pp"] from 0 : tensor<4x16xf32>
+  // CHECK: dist.recv on @pipe ["pp"] from 0 tag 7 : tensor<4x16xf32>
+  %1 = dist.recv on @pipe ["pp"] from 0 tag 7 : tensor<4x16xf32>
+  // CHECK: return %[[R]]
+  return %0 : tensor<4x16xf32>
+}
