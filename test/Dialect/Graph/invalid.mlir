@@ -496,6 +496,22 @@ func.func @attention_element_types(%q: tensor<2x4x16x32xf32>, %k: tensor<2x4x16x
 
 // -----
 
+func.func @attention_value_type(%q: tensor<2x4x16x32xf32>, %v: tensor<2x4x16x32xf16>) {
+  // expected-error @+1 {{expects query and value to have the same element type}}
+  %0 = graph.attention %q, %q, %v : tensor<2x4x16x32xf32>, tensor<2x4x16x32xf32>, tensor<2x4x16x32xf16>
+  return
+}
+
+// -----
+
+func.func @attention_mask_rank(%q: tensor<2x4x16x32xf32>, %m: tensor<1x2x4x16x16xi1>) {
+  // expected-error @+1 {{mask 'tensor<1x2x4x16x16xi1>' does not broadcast to the scores shape 'tensor<2x4x16x16xi1>'}}
+  %0 = graph.attention %q, %q, %q mask %m : tensor<2x4x16x32xf32>, tensor<2x4x16x32xf32>, tensor<2x4x16x32xf32>, tensor<1x2x4x16x16xi1>
+  return
+}
+
+// -----
+
 func.func @attention_batch(%q: tensor<2x4x16x32xf32>, %k: tensor<3x4x16x32xf32>) {
   // expected-error @+1 {{batch sizes differ: 2, 3, 2}}
   %0 = graph.attention %q, %k, %q : tensor<2x4x16x32xf32>, tensor<3x4x16x32xf32>, tensor<2x4x16x32xf32>

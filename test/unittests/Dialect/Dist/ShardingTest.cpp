@@ -118,5 +118,21 @@ TEST_F(ShardingTest, RepeatedAxisIsRejectedWhenBuilt) {
       ReductionKind::Sum);
   EXPECT_FALSE(bad);
   EXPECT_EQ(message, "sharding uses mesh axis \"tp\" more than once");
+
+  // Builders cannot smuggle in malformed axis lists either.
+  ShardingAttr notLists = ShardingAttr::getChecked(
+      [&]() { return mlir::emitError(loc); }, &context,
+      FlatSymbolRefAttr::get(&context, "mesh"),
+      builder.getArrayAttr({builder.getStringAttr("tp")}),
+      builder.getArrayAttr({}), ReductionKind::Sum);
+  EXPECT_FALSE(notLists);
+  EXPECT_EQ(message, "sharding dimensions must be axis lists, got \"tp\"");
+  ShardingAttr notStrings = ShardingAttr::getChecked(
+      [&]() { return mlir::emitError(loc); }, &context,
+      FlatSymbolRefAttr::get(&context, "mesh"), builder.getArrayAttr({}),
+      builder.getArrayAttr({builder.getI64IntegerAttr(1)}),
+      ReductionKind::Sum);
+  EXPECT_FALSE(notStrings);
+  EXPECT_EQ(message, "sharding axes must be strings, got 1 : i64");
 }
 } // namespace
