@@ -1,0 +1,751 @@
+//===- OnnxImporter.cpp - ONNX models into the graph dialect ------------===//
+//
+// Parses the ModelProto, turns float initializers into `graph.param`s (tied
+// weights stay one parameter), integer initializers into known constants,
+// and the graph into `func.func @forward`, converting node by node in
+// topological order. Also registers `cleave-translate --import-onnx`.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cleave/Import/OnnxImporter.h"
+
+#include "Importer.h"
+#include "cleave/Dialect/Graph/IR/GraphOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Tools/mlir-translate/Translation.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include <cstring>
+#include <limits>
+
+using namespace mlir;
+using namespace cleave;
+using namespace cleave::onnx_import;
+
+//===----------------------------------------------------------------------===//
+// Types and tensors
+//===----------------------------------------------------------------------===//
+
+Type cleave::onnx_import::convertElementType(int32_t onnxType,
+                                             MLIRContext *ctx) {
+  switch (onnxType) {
+  case onnx::TensorProto::FLOAT:
+  case onnx::TensorProto::DOUBLE: // graph has no f64: imported as f32
+    return Float32Type::get(ctx);
+  case onnx::TensorProto::FLOAT16:
+    return Float16Type::get(ctx);
+  case onnx::TensorProto::BFLOAT16:
+    return BFloat16Type::get(ctx);
+  case onnx::TensorProto::INT64:
+    return IntegerType::get(ctx, 64);
+  case onnx::TensorProto::INT32:
+    return IntegerType::get(ctx, 32);
+  case onnx::TensorProto::BOOL:
+    return IntegerType::get(ctx, 1);
+  default:
+    return {};
+  }
+}
+
+static std::string onnxTypeName(int32_t onnxType) {
+  if (onnx::TensorProto::DataType_IsValid(onnxType))
+    return onnx::TensorProto::DataType_Name(
+        static_cast<onnx::TensorProto::DataType>(onnxType));
+  return "type " + std::to_string(onnxType);
+}
+
+static int64_t elementBytes(int32_t onnxType) {
+  switch (onnxType) {
+  case onnx::TensorProto::DOUBLE:
+  case onnx::TensorProto::INT64:
+    return 8;
+  case onnx::TensorProto::FLOAT:
+  case onnx::TensorProto::INT32:
+    return 4;
+  case onnx::TensorProto::FLOAT16:
+  case onnx::TensorProto::BFLOAT16:
+    return 2;
+  default:
+    return 1;
+  }
+}
+
+namespace {
+/// Reads initializers and Constant values: into a ConstTensor (integers,
+/// scalars) or into a parameter attribute (float weights).
+class TensorReader {
+public:
+  TensorReader(MLIRContext *ctx, const OnnxImportOptions &options)
+      : ctx(ctx), options(options) {}
+
+  /// The element type and shape; errors name the tensor.
+  FailureOr<RankedTensorType> typeOf(const onnx::TensorProto &t, Location loc,
+                                     StringRef what) {
+    Type element = convertElementType(t.data_type(), ctx);
+    if (!element)
+      return emitError(loc) << what << " '" << t.name()
+                            << "' has unsupported element type "
+                            << onnxTypeName(t.data_type())
+                            << " (supported: FLOAT, FLOAT16, BFLOAT16, DOUBLE, "
+                               "INT64, INT32, BOOL)";
+    SmallVector<int64_t> shape;
+    for (int64_t d : t.dims()) {
+      if (d < 0)
+        return emitError(loc) << what << " '" << t.name()
+                              << "' has negative dimension " << d;
+      shape.push_back(d);
+    }
+    return RankedTensorType::get(shape, element);
+  }
+
+  /// Where an external initializer's bytes are, checked against the file.
+  struct ExternalRef {
+    std::string path;
+    int64_t offset = 0, length = -1;
+  };
+  FailureOr<ExternalRef> resolveExternal(const onnx::TensorProto &t,
+                                         Location loc) {
+    ExternalRef ref;
+    for (const auto &kv : t.external_data()) {
+      if (kv.key() == "location")
+        ref.path = kv.value();
+      else if (kv.key() == "offset")
+        ref.offset = std::atoll(kv.value().c_str());
+      else if (kv.key() == "length")
+        ref.length = std::atoll(kv.value().c_str());
+    }
+    SmallString<256> full(ref.path);
+    if (!llvm::sys::path::is_absolute(full)) {
+      full = options.baseDir;
+      llvm::sys::path::append(full, ref.path);
+    }
+    ref.path = std::string(full);
+    uint64_t size;
+    if (std::error_code ec = llvm::sys::fs::file_size(full, size))
+      return emitError(loc) << "initializer '" << t.name()
+                            << "' reads external data from '" << ref.path
+                            << "', which cannot be opened: " << ec.message();
+    if (ref.length < 0)
+      ref.length = static_cast<int64_t>(size) - ref.offset;
+    if (ref.offset < 0 || ref.offset + ref.length > static_cast<int64_t>(size))
+      return emitError(loc) << "initializer '" << t.name() << "' reads bytes ["
+                            << ref.offset << ", " << ref.offset + ref.length
+                            << ") of '" << ref.path << "', which has " << size;
+    return ref;
+  }
+
+  /// The element bytes of a tensor in memory order (raw, typed or external).
+  FailureOr<std::string> bytesOf(const onnx::TensorProto &t,
+                                 RankedTensorType type, Location loc) {
+    int64_t width = elementBytes(t.data_type());
+    int64_t n = type.getNumElements();
+    std::string bytes;
+    if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+      FailureOr<ExternalRef> ref = resolveExternal(t, loc);
+      if (failed(ref))
+        return failure();
+      auto buffer = llvm::MemoryBuffer::getFileSlice(ref->path, ref->length,
+                                                     ref->offset);
+      if (!buffer)
+        return emitError(loc) << "cannot read '" << ref->path
+                              << "': " << buffer.getError().message();
+      bytes = (*buffer)->getBuffer().str();
+    } else if (t.has_raw_data()) {
+      bytes = t.raw_data();
+    } else {
+      auto append = [&](const void *p, size_t size) {
+        bytes.append(static_cast<const char *>(p), size);
+      };
+      switch (t.data_type()) {
+      case onnx::TensorProto::FLOAT:
+        for (float v : t.float_data())
+          append(&v, 4);
+        break;
+      case onnx::TensorProto::DOUBLE:
+        for (double v : t.double_data())
+          append(&v, 8);
+        break;
+      case onnx::TensorProto::INT64:
+        for (int64_t v : t.int64_data())
+          append(&v, 8);
+        break;
+      case onnx::TensorProto::INT32:
+        for (int32_t v : t.int32_data())
+          append(&v, 4);
+        break;
+      case onnx::TensorProto::FLOAT16:
+      case onnx::TensorProto::BFLOAT16:
+        for (int32_t v : t.int32_data()) {
+          uint16_t bits = static_cast<uint16_t>(v);
+          append(&bits, 2);
+        }
+        break;
+      case onnx::TensorProto::BOOL:
+        for (int32_t v : t.int32_data()) {
+          uint8_t byte = v != 0;
+          append(&byte, 1);
+        }
+        break;
+      default:
+        break;
+      }
+    }
+    if (static_cast<int64_t>(bytes.size()) != n * width)
+      return emitError(loc) << "tensor '" << t.name() << "' has "
+                            << bytes.size() << " bytes of data but "
+                            << type << " needs " << n * width;
+    return bytes;
+  }
+
+  /// All values of a tensor as a ConstTensor.
+  FailureOr<ConstTensor> readConstant(const onnx::TensorProto &t,
+                                      Location loc) {
+    auto type = typeOf(t, loc, "tensor");
+    if (failed(type))
+      return failure();
+    auto bytes = bytesOf(t, *type, loc);
+    if (failed(bytes))
+      return failure();
+    ConstTensor c{type->getElementType(), llvm::to_vector(type->getShape()),
+                  {}};
+    int64_t n = type->getNumElements();
+    c.values.resize(n);
+    const char *p = bytes->data();
+    for (int64_t i = 0; i < n; ++i) {
+      switch (t.data_type()) {
+      case onnx::TensorProto::FLOAT: {
+        float v;
+        std::memcpy(&v, p + 4 * i, 4);
+        c.values[i] = v;
+        break;
+      }
+      case onnx::TensorProto::DOUBLE: {
+        double v;
+        std::memcpy(&v, p + 8 * i, 8);
+        c.values[i] = v;
+        break;
+      }
+      case onnx::TensorProto::INT64: {
+        int64_t v;
+        std::memcpy(&v, p + 8 * i, 8);
+        c.values[i] = static_cast<double>(v);
+        break;
+      }
+      case onnx::TensorProto::INT32: {
+        int32_t v;
+        std::memcpy(&v, p + 4 * i, 4);
+        c.values[i] = v;
+        break;
+      }
+      case onnx::TensorProto::BOOL:
+        c.values[i] = p[i] != 0;
+        break;
+      case onnx::TensorProto::FLOAT16:
+      case onnx::TensorProto::BFLOAT16: {
+        uint16_t bits;
+        std::memcpy(&bits, p + 2 * i, 2);
+        const llvm::fltSemantics &sem =
+            t.data_type() == onnx::TensorProto::FLOAT16
+                ? llvm::APFloat::IEEEhalf()
+                : llvm::APFloat::BFloat();
+        c.values[i] = APFloat(sem, APInt(16, bits)).convertToDouble();
+        break;
+      }
+      default:
+        break;
+      }
+    }
+    return c;
+  }
+
+  /// The initial value of a float parameter.
+  FailureOr<Attribute> readParameter(const onnx::TensorProto &t,
+                                     RankedTensorType type, Location loc) {
+    if (t.data_location() == onnx::TensorProto::EXTERNAL &&
+        t.data_type() != onnx::TensorProto::DOUBLE) {
+      // Large weights stay where they are: the IR points at the file.
+      FailureOr<ExternalRef> ref = resolveExternal(t, loc);
+      if (failed(ref))
+        return failure();
+      int64_t expected = type.getNumElements() * elementBytes(t.data_type());
+      if (ref->length != expected)
+        return emitError(loc) << "initializer '" << t.name() << "' has "
+                              << ref->length << " bytes of external data but "
+                              << type << " needs " << expected;
+      return Attribute(graph::ExternalWeightsAttr::get(ctx, ref->path,
+                                                       ref->offset,
+                                                       ref->length));
+    }
+    if (t.data_type() == onnx::TensorProto::DOUBLE) {
+      auto c = readConstant(t, loc);
+      if (failed(c))
+        return failure();
+      SmallVector<float> floats(c->values.begin(), c->values.end());
+      return Attribute(DenseElementsAttr::get(type, ArrayRef<float>(floats)));
+    }
+    auto bytes = bytesOf(t, type, loc);
+    if (failed(bytes))
+      return failure();
+    return Attribute(DenseElementsAttr::getFromRawBuffer(
+        type, ArrayRef<char>(bytes->data(), bytes->size())));
+  }
+
+private:
+  MLIRContext *ctx;
+  const OnnxImportOptions &options;
+};
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Importer and NodeContext
+//===----------------------------------------------------------------------===//
+
+Value Importer::materialize(ImportedValue &v, Location loc) {
+  if (v.value)
+    return v.value;
+  if (!v.param.empty())
+    v.value = graph::ReadParamOp::create(b, loc, v.paramType,
+                                         FlatSymbolRefAttr::get(ctx, v.param));
+  else if (v.constant)
+    v.value = graph::ConstantOp::create(b, loc, v.constant->getType(),
+                                        v.constant->toAttr());
+  return v.value;
+}
+
+NodeContext::NodeContext(Importer &importer, const onnx::NodeProto &node,
+                         Location loc, int64_t opset)
+    : node(node), loc(loc), opset(opset), b(importer.b), ctx(importer.ctx),
+      importer(importer) {}
+
+InFlightDiagnostic NodeContext::error() {
+  return emitError(loc) << "node '" << node.name() << "' (" << node.op_type()
+                        << "): ";
+}
+
+const onnx::AttributeProto *NodeContext::attr(StringRef name) const {
+  for (const onnx::AttributeProto &a : node.attribute())
+    if (a.name() == name)
+      return &a;
+  return nullptr;
+}
+
+int64_t NodeContext::getInt(StringRef name, int64_t dflt) const {
+  const onnx::AttributeProto *a = attr(name);
+  return a ? a->i() : dflt;
+}
+
+float NodeContext::getFloat(StringRef name, float dflt) const {
+  const onnx::AttributeProto *a = attr(name);
+  return a ? a->f() : dflt;
+}
+
+std::optional<SmallVector<int64_t>>
+NodeContext::getInts(StringRef name) const {
+  const onnx::AttributeProto *a = attr(name);
+  if (!a)
+    return std::nullopt;
+  return SmallVector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
+bool NodeContext::hasInput(unsigned i) const {
+  return i < numInputs() && !node.input(i).empty();
+}
+
+ImportedValue *NodeContext::input(unsigned i) {
+  if (!hasInput(i))
+    return nullptr;
+  auto it = importer.values.find(node.input(i));
+  return it == importer.values.end() ? nullptr : &it->second;
+}
+
+Value NodeContext::value(unsigned i) {
+  ImportedValue *v = input(i);
+  return v ? importer.materialize(*v, loc) : Value();
+}
+
+RankedTensorType NodeContext::type(unsigned i) {
+  ImportedValue *v = input(i);
+  if (!v)
+    return {};
+  if (v->value)
+    return cast<RankedTensorType>(v->value.getType());
+  if (!v->param.empty())
+    return v->paramType;
+  return v->constant->getType();
+}
+
+const ConstTensor *NodeContext::constant(unsigned i) {
+  ImportedValue *v = input(i);
+  return v && v->constant ? &*v->constant : nullptr;
+}
+
+bool NodeContext::allInputsConstant() {
+  for (unsigned i = 0; i < numInputs(); ++i)
+    if (hasInput(i) && !constant(i))
+      return false;
+  return true;
+}
+
+FailureOr<SmallVector<int64_t>> NodeContext::constInts(unsigned i,
+                                                       StringRef what) {
+  const ConstTensor *c = constant(i);
+  if (!c)
+    return error() << what << " (input " << i
+                   << ") must be known at import time: static shapes only";
+  return c->asInts();
+}
+
+bool NodeContext::outputUsed(unsigned i) const {
+  if (i >= numOutputs() || node.output(i).empty())
+    return false;
+  return importer.useCounts.lookup(node.output(i)) > 0;
+}
+
+void NodeContext::set(unsigned i, Value v) {
+  if (i < numOutputs() && !node.output(i).empty())
+    importer.values[node.output(i)] = ImportedValue{v, std::nullopt, {}, {}};
+}
+
+void NodeContext::set(unsigned i, ConstTensor t) {
+  if (i < numOutputs() && !node.output(i).empty())
+    importer.values[node.output(i)] = ImportedValue{{}, std::move(t), {}, {}};
+}
+
+void NodeContext::forward(unsigned out, unsigned in) {
+  if (out >= numOutputs() || node.output(out).empty())
+    return;
+  // Copy first: inserting into the map may move the input's entry.
+  ImportedValue copy = *input(in);
+  importer.values[node.output(out)] = std::move(copy);
+}
+
+FailureOr<int64_t> NodeContext::axis(int64_t a, int64_t rank, StringRef what) {
+  if (a < -rank || a >= rank)
+    return error() << what << " " << a << " is out of range for rank "
+                   << rank;
+  return a < 0 ? a + rank : a;
+}
+
+//===----------------------------------------------------------------------===//
+// The driver
+//===----------------------------------------------------------------------===//
+
+namespace {
+constexpr int64_t kMinOpset = 13, kMaxOpset = 18;
+
+std::string shapeString(ArrayRef<int64_t> shape) {
+  std::string s;
+  for (auto [i, d] : llvm::enumerate(shape))
+    s += (i ? "x" : "") + std::to_string(d);
+  return s;
+}
+
+class ModelImporter {
+public:
+  ModelImporter(MLIRContext *ctx, const OnnxImportOptions &options)
+      : ctx(ctx), options(options), reader(ctx, options),
+        fileLoc(FileLineColLoc::get(ctx, options.fileName, 0, 0)) {}
+
+  OwningOpRef<ModuleOp> run(StringRef bytes) {
+    onnx::ModelProto model;
+    google::protobuf::io::ArrayInputStream raw(bytes.data(),
+                                               static_cast<int>(bytes.size()));
+    google::protobuf::io::CodedInputStream stream(&raw);
+    stream.SetTotalBytesLimit(std::numeric_limits<int>::max());
+    if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
+        !model.ParseFromCodedStream(&stream) ||
+        !stream.ConsumedEntireMessage()) {
+      emitError(fileLoc) << "'" << options.fileName
+                         << "' is not a valid ONNX model (the protobuf does "
+                            "not parse; is the file truncated?)";
+      return {};
+    }
+    if (!model.has_graph() || model.ir_version() <= 0) {
+      emitError(fileLoc) << "'" << options.fileName
+                         << "' is not an ONNX model (no graph or IR version)";
+      return {};
+    }
+    for (const onnx::OperatorSetIdProto &o : model.opset_import())
+      if (o.domain().empty() || o.domain() == "ai.onnx")
+        opset = o.version();
+    if (opset < kMinOpset || opset > kMaxOpset) {
+      emitError(fileLoc) << "'" << options.fileName << "' uses opset "
+                         << opset << " of the default ONNX domain; Cleave "
+                         << "imports opsets " << kMinOpset << " to "
+                         << kMaxOpset
+                         << " (re-export with opset_version=17)";
+      return {};
+    }
+
+    OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
+    OpBuilder b(ctx);
+    Importer importer(ctx, *module, b);
+    if (failed(importGraph(model.graph(), importer)))
+      return {};
+    if (failed(verify(*module)))
+      return {};
+    return module;
+  }
+
+private:
+  LogicalResult importGraph(const onnx::GraphProto &g, Importer &imp) {
+    OpBuilder &b = imp.b;
+    b.setInsertionPointToEnd(imp.module.getBody());
+
+    // Initializers: floats become parameters, the rest known constants.
+    llvm::StringSet<> initializerNames;
+    for (const onnx::TensorProto &t : g.initializer()) {
+      Location loc = NameLoc::get(StringAttr::get(ctx, t.name()), fileLoc);
+      initializerNames.insert(t.name());
+      auto type = reader.typeOf(t, loc, "initializer");
+      if (failed(type))
+        return failure();
+      if (isa<FloatType>(type->getElementType())) {
+        if (type->getNumElements() == 0)
+          return emitError(loc) << "initializer '" << t.name()
+                                << "' is an empty float tensor";
+        auto init = reader.readParameter(t, *type, loc);
+        if (failed(init))
+          return failure();
+        graph::ParamOp::create(b, loc, t.name(), *type, *init,
+                               /*frozen=*/false);
+        imp.values[t.name()] = ImportedValue{{}, std::nullopt, t.name(), *type};
+        continue;
+      }
+      auto c = reader.readConstant(t, loc);
+      if (failed(c))
+        return failure();
+      imp.values[t.name()] = ImportedValue{{}, std::move(*c), {}, {}};
+    }
+
+    // Inputs, with their static shapes.
+    SmallVector<Type> argTypes;
+    SmallVector<std::string> argNames;
+    llvm::StringSet<> inputNames;
+    for (const onnx::ValueInfoProto &in : g.input()) {
+      if (initializerNames.contains(in.name()))
+        continue;
+      inputNames.insert(in.name());
+      auto type = inputType(in);
+      if (failed(type))
+        return failure();
+      argTypes.push_back(*type);
+      argNames.push_back(in.name());
+    }
+    for (const auto &entry : options.inputShapes)
+      if (!inputNames.contains(entry.getKey())) {
+        std::string names;
+        for (const std::string &n : argNames)
+          names += (names.empty() ? "" : ", ") + n;
+        return emitError(fileLoc)
+               << "--input-shape names '" << entry.getKey()
+               << "', which is not a model input (inputs: " << names << ")";
+      }
+
+    // Count uses so converters can tell whether optional outputs matter.
+    for (const onnx::NodeProto &n : g.node())
+      for (const std::string &i : n.input())
+        ++imp.useCounts[i];
+    for (const onnx::ValueInfoProto &out : g.output())
+      ++imp.useCounts[out.name()];
+
+    auto fn = func::FuncOp::create(b, fileLoc, "forward",
+                                   b.getFunctionType(argTypes, {}));
+    Block *entry = fn.addEntryBlock();
+    for (auto [i, name] : llvm::enumerate(argNames)) {
+      fn.setArgAttr(i, "onnx.name", b.getStringAttr(name));
+      imp.values[name] = ImportedValue{entry->getArgument(i), std::nullopt,
+                                       {}, {}};
+    }
+    b.setInsertionPointToStart(entry);
+
+    const llvm::StringMap<Converter> &converters = getConverters();
+    for (const onnx::NodeProto &node : g.node()) {
+      std::string name = node.name().empty()
+                             ? node.op_type() + "_" + std::to_string(nodeIndex)
+                             : node.name();
+      ++nodeIndex;
+      Location loc = NameLoc::get(StringAttr::get(ctx, name), fileLoc);
+      NodeContext nc(imp, node, loc, opset);
+      bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
+      auto it = converters.find(node.op_type());
+      if (!defaultDomain || it == converters.end()) {
+        std::string supported;
+        for (StringRef op : getSupportedOnnxOps())
+          supported += (supported.empty() ? "" : ", ") + op.str();
+        return emitError(loc)
+               << "unsupported ONNX op: node '" << name << "' has op type '"
+               << (defaultDomain ? "" : node.domain() + "::")
+               << node.op_type() << "' (opset " << opset
+               << "); supported ops: " << supported;
+      }
+      for (unsigned i = 0; i < nc.numInputs(); ++i)
+        if (nc.hasInput(i) && !imp.values.count(node.input(i)))
+          return nc.error() << "input '" << node.input(i)
+                            << "' is not produced by any earlier node, "
+                               "initializer or graph input";
+      if (failed(it->second(nc)))
+        return failure();
+      for (unsigned i = 0; i < nc.numOutputs(); ++i)
+        if (nc.outputUsed(i) && !imp.values.count(node.output(i)))
+          return nc.error() << "output " << i << " ('" << node.output(i)
+                            << "') is used but not supported";
+    }
+
+    SmallVector<Value> results;
+    for (const onnx::ValueInfoProto &out : g.output()) {
+      auto it = imp.values.find(out.name());
+      if (it == imp.values.end())
+        return emitError(fileLoc) << "graph output '" << out.name()
+                                  << "' is not produced by any node";
+      results.push_back(imp.materialize(it->second, fileLoc));
+    }
+    func::ReturnOp::create(b, fileLoc, results);
+    fn.setType(b.getFunctionType(argTypes, ValueRange(results).getTypes()));
+    for (auto [i, out] : llvm::enumerate(g.output()))
+      fn.setResultAttr(i, "onnx.name", b.getStringAttr(out.name()));
+    return success();
+  }
+
+  FailureOr<RankedTensorType> inputType(const onnx::ValueInfoProto &in) {
+    Location loc = NameLoc::get(StringAttr::get(ctx, in.name()), fileLoc);
+    if (!in.type().has_tensor_type())
+      return emitError(loc) << "input '" << in.name()
+                            << "' is not a tensor";
+    const onnx::TypeProto::Tensor &tt = in.type().tensor_type();
+    Type element = convertElementType(tt.elem_type(), ctx);
+    if (!element)
+      return emitError(loc) << "input '" << in.name()
+                            << "' has unsupported element type "
+                            << onnxTypeName(tt.elem_type());
+    auto given = options.inputShapes.find(in.name());
+    if (given != options.inputShapes.end()) {
+      ArrayRef<int64_t> shape = given->getValue();
+      if (tt.has_shape()) {
+        if (tt.shape().dim_size() != static_cast<int>(shape.size()))
+          return emitError(loc)
+                 << "--input-shape " << in.name() << "=" << shapeString(shape)
+                 << " has rank " << shape.size() << " but the model's input "
+                 << "has rank " << tt.shape().dim_size();
+        for (auto [d, dim] : llvm::enumerate(tt.shape().dim()))
+          if (dim.has_dim_value() && dim.dim_value() != shape[d])
+            return emitError(loc)
+                   << "--input-shape " << in.name() << "="
+                   << shapeString(shape) << " contradicts the model: dimension "
+                   << d << " is " << dim.dim_value();
+      }
+      return RankedTensorType::get(shape, element);
+    }
+    if (!tt.has_shape())
+      return emitError(loc) << "input '" << in.name()
+                            << "' has no shape; give it with --input-shape "
+                            << in.name() << "=2x8";
+    SmallVector<int64_t> shape;
+    std::string suggestion;
+    for (auto [d, dim] : llvm::enumerate(tt.shape().dim())) {
+      if (!dim.has_dim_value() || dim.dim_value() < 0) {
+        return emitError(loc)
+               << "input '" << in.name() << "' has unknown dimension " << d
+               << (dim.has_dim_param() ? " ('" + dim.dim_param() + "')" : "")
+               << "; Cleave needs static shapes: set them with --input-shape "
+               << in.name() << "=" << exampleShape(tt.shape());
+      }
+      shape.push_back(dim.dim_value());
+    }
+    return RankedTensorType::get(shape, element);
+  }
+
+  static std::string exampleShape(const onnx::TensorShapeProto &shape) {
+    std::string s;
+    for (auto [d, dim] : llvm::enumerate(shape.dim()))
+      s += (d ? "x" : "") +
+           std::to_string(dim.has_dim_value() && dim.dim_value() > 0
+                              ? dim.dim_value()
+                              : 8);
+    return s;
+  }
+
+  MLIRContext *ctx;
+  const OnnxImportOptions &options;
+  TensorReader reader;
+  Location fileLoc;
+  int64_t opset = 0;
+  int64_t nodeIndex = 0;
+};
+} // namespace
+
+OwningOpRef<ModuleOp> cleave::importOnnxModel(StringRef bytes,
+                                              const OnnxImportOptions &options,
+                                              MLIRContext *context) {
+  context->loadDialect<graph::GraphDialect, func::FuncDialect>();
+  return ModelImporter(context, options).run(bytes);
+}
+
+SmallVector<StringRef> cleave::getSupportedOnnxOps() {
+  SmallVector<StringRef> ops;
+  for (const auto &entry : onnx_import::getConverters())
+    ops.push_back(entry.getKey());
+  llvm::sort(ops);
+  return ops;
+}
+
+std::string cleave::parseInputShape(StringRef spec,
+                                    OnnxImportOptions &options) {
+  auto [name, dims] = spec.split('=');
+  if (name.empty() || dims.empty())
+    return "--input-shape expects NAME=DxDx..., got '" + spec.str() + "'";
+  SmallVector<int64_t> shape;
+  SmallVector<StringRef> parts;
+  dims.split(parts, 'x');
+  for (StringRef p : parts) {
+    int64_t d;
+    if (p.getAsInteger(10, d) || d <= 0)
+      return "--input-shape " + spec.str() +
+             ": dimensions must be positive integers separated by 'x'";
+    shape.push_back(d);
+  }
+  options.inputShapes[name] = shape;
+  return "";
+}
+
+void cleave::registerOnnxImportTranslation() {
+  static llvm::cl::list<std::string> inputShapes(
+      "input-shape",
+      llvm::cl::desc("Static shape of a model input, NAME=DxDx... "
+                     "(e.g. idx=2x128); repeatable"),
+      llvm::cl::ZeroOrMore);
+  static TranslateToMLIRRegistration registration(
+      "import-onnx", "Import an ONNX model (.onnx) into the graph dialect",
+      [](llvm::SourceMgr &sourceMgr,
+         MLIRContext *context) -> OwningOpRef<Operation *> {
+        const llvm::MemoryBuffer *buffer =
+            sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
+        OnnxImportOptions options;
+        options.fileName = buffer->getBufferIdentifier().str();
+        SmallString<256> dir(options.fileName);
+        llvm::sys::path::remove_filename(dir);
+        options.baseDir = std::string(dir.empty() ? "." : dir.str());
+        for (const std::string &spec : inputShapes) {
+          std::string err = parseInputShape(spec, options);
+          if (!err.empty()) {
+            emitError(UnknownLoc::get(context)) << err;
+            return {};
+          }
+        }
+        OwningOpRef<ModuleOp> module =
+            importOnnxModel(buffer->getBuffer(), options, context);
+        return OwningOpRef<Operation *>(module.release());
+      },
+      [](DialectRegistry &registry) {
+        registry.insert<graph::GraphDialect, func::FuncDialect>();
+      });
+}
