@@ -7,6 +7,7 @@
 #ifndef CLEAVE_TRANSFORMS_PASSES_H
 #define CLEAVE_TRANSFORMS_PASSES_H
 
+#include "cleave/Dialect/Graph/IR/GraphDialect.h"
 #include "mlir/Pass/Pass.h"
 
 namespace cleave {
