@@ -9,6 +9,9 @@ packages=(
   cmake ninja-build ccache g++ python3
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools  # MLIR 22, lit, FileCheck
   libgtest-dev                                             # unit tests
+  libonnx-dev libprotobuf-dev protobuf-compiler            # ONNX import
+  libonnx-testdata python3-onnx                            # ONNX conformance suite
+  clang-22 libclang-rt-22-dev                              # libFuzzer target
 )
 missing=()
 for p in "${packages[@]}"; do

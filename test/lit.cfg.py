@@ -17,4 +17,4 @@ llvm_config.use_default_substitutions()
 config.substitutions.append(("%examples", os.path.join(config.cleave_src_root, "examples")))
 
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
-llvm_config.add_tool_substitutions(["cleave-opt"], [config.cleave_tools_dir])
+llvm_config.add_tool_substitutions(["cleave-opt", "cleave-translate"], [config.cleave_tools_dir])

@@ -33,6 +33,9 @@ struct ImportedValue {
   mlir::RankedTensorType paramType;
 };
 
+/// The name of an ONNX element type (FLOAT, INT64, ...).
+std::string onnxTypeName(int32_t onnxType);
+
 /// The MLIR element type of an ONNX tensor element type, or null.
 mlir::Type convertElementType(int32_t onnxType, mlir::MLIRContext *ctx);
 
@@ -42,9 +45,11 @@ class Importer;
 class NodeContext {
 public:
   NodeContext(Importer &importer, const onnx::NodeProto &node,
-              mlir::Location loc, int64_t opset);
+              std::string name, mlir::Location loc, int64_t opset);
 
   const onnx::NodeProto &node;
+  /// The node's name, or `<OpType>_<index>` for unnamed nodes.
+  std::string name;
   mlir::Location loc;
   int64_t opset;
   mlir::OpBuilder &b;
@@ -97,10 +102,24 @@ public:
         return {};
     }
     typename OpTy::Adaptor adaptor(operands, dict, props, {});
-    if (mlir::failed(OpTy::inferReturnTypes(ctx, loc, adaptor, types)))
-      return {};
-    return OpTy::create(b, loc, types, operands, attrs);
+    std::string message;
+    {
+      // Re-emit the op's own type error with the node's name in front.
+      mlir::ScopedDiagnosticHandler capture(ctx, [&](mlir::Diagnostic &d) {
+        if (message.empty())
+          message = d.str();
+        return mlir::success();
+      });
+      if (mlir::succeeded(OpTy::inferReturnTypes(ctx, loc, adaptor, types)))
+        return OpTy::create(b, loc, types, operands, attrs);
+    }
+    error() << message;
+    return {};
   }
+
+  /// Verifies the ops this node created after `last` (all of the block when
+  /// null); a failure is reported with the node's name.
+  mlir::LogicalResult verifyCreated(mlir::Block *block, mlir::Operation *last);
 
   /// Normalizes a possibly negative axis for rank `rank`; errors when out of
   /// range.
@@ -114,8 +133,14 @@ private:
 
 using Converter = mlir::LogicalResult (*)(NodeContext &);
 
+struct OpConverter {
+  Converter convert;
+  /// Inputs that must be present (non-empty names); the rest are optional.
+  unsigned requiredInputs;
+};
+
 /// The converter of each supported ONNX op type (default domain).
-const llvm::StringMap<Converter> &getConverters();
+const llvm::StringMap<OpConverter> &getConverters();
 
 class Importer {
 public:
@@ -128,6 +153,8 @@ public:
   llvm::StringMap<ImportedValue> values;
   /// How many nodes read each value (to reject unsupported optional outputs).
   llvm::StringMap<unsigned> useCounts;
+  /// The one read of each parameter, shared by every use (tied weights).
+  llvm::StringMap<mlir::Value> paramReads;
 
   mlir::Value materialize(ImportedValue &v, mlir::Location loc);
 };

@@ -56,7 +56,7 @@ Type cleave::onnx_import::convertElementType(int32_t onnxType,
   }
 }
 
-static std::string onnxTypeName(int32_t onnxType) {
+std::string cleave::onnx_import::onnxTypeName(int32_t onnxType) {
   if (onnx::TensorProto::DataType_IsValid(onnxType))
     return onnx::TensorProto::DataType_Name(
         static_cast<onnx::TensorProto::DataType>(onnxType));
@@ -128,6 +128,9 @@ public:
       full = options.baseDir;
       llvm::sys::path::append(full, ref.path);
     }
+    // The IR may be written anywhere: keep a path that does not depend on it.
+    (void)llvm::sys::fs::make_absolute(full);
+    llvm::sys::path::remove_dots(full, /*remove_dot_dot=*/true);
     ref.path = std::string(full);
     uint64_t size;
     if (std::error_code ec = llvm::sys::fs::file_size(full, size))
@@ -139,7 +142,8 @@ public:
     if (ref.offset < 0 || ref.offset + ref.length > static_cast<int64_t>(size))
       return emitError(loc) << "initializer '" << t.name() << "' reads bytes ["
                             << ref.offset << ", " << ref.offset + ref.length
-                            << ") of '" << ref.path << "', which has " << size;
+                            << ") of '" << ref.path << "', which has " << size
+                            << " bytes";
     return ref;
   }
 
@@ -312,9 +316,14 @@ private:
 Value Importer::materialize(ImportedValue &v, Location loc) {
   if (v.value)
     return v.value;
-  if (!v.param.empty())
-    v.value = graph::ReadParamOp::create(b, loc, v.paramType,
-                                         FlatSymbolRefAttr::get(ctx, v.param));
+  if (!v.param.empty()) {
+    // One read per parameter: copies of the value (Identity) share it.
+    Value &read = paramReads[v.param];
+    if (!read)
+      read = graph::ReadParamOp::create(b, loc, v.paramType,
+                                        FlatSymbolRefAttr::get(ctx, v.param));
+    v.value = read;
+  }
   else if (v.constant)
     v.value = graph::ConstantOp::create(b, loc, v.constant->getType(),
                                         v.constant->toAttr());
@@ -322,12 +331,12 @@ Value Importer::materialize(ImportedValue &v, Location loc) {
 }
 
 NodeContext::NodeContext(Importer &importer, const onnx::NodeProto &node,
-                         Location loc, int64_t opset)
-    : node(node), loc(loc), opset(opset), b(importer.b), ctx(importer.ctx),
+                         std::string name, Location loc, int64_t opset)
+    : node(node), name(std::move(name)), loc(loc), opset(opset), b(importer.b), ctx(importer.ctx),
       importer(importer) {}
 
 InFlightDiagnostic NodeContext::error() {
-  return emitError(loc) << "node '" << node.name() << "' (" << node.op_type()
+  return emitError(loc) << "node '" << name << "' (" << node.op_type()
                         << "): ";
 }
 
@@ -420,6 +429,25 @@ void NodeContext::set(unsigned i, ConstTensor t) {
     importer.values[node.output(i)] = ImportedValue{{}, std::move(t), {}, {}};
 }
 
+LogicalResult NodeContext::verifyCreated(Block *block, Operation *last) {
+  auto begin = last ? std::next(Block::iterator(last)) : block->begin();
+  for (Operation &op : llvm::make_range(begin, block->end())) {
+    std::string message;
+    LogicalResult result = success();
+    {
+      ScopedDiagnosticHandler capture(ctx, [&](Diagnostic &d) {
+        if (message.empty())
+          message = d.str();
+        return success();
+      });
+      result = mlir::verify(&op, /*verifyRecursively=*/false);
+    }
+    if (failed(result))
+      return error() << message;
+  }
+  return success();
+}
+
 void NodeContext::forward(unsigned out, unsigned in) {
   if (out >= numOutputs() || node.output(out).empty())
     return;
@@ -474,9 +502,22 @@ public:
                          << "' is not an ONNX model (no graph or IR version)";
       return {};
     }
+    bool importsDefault = false;
     for (const onnx::OperatorSetIdProto &o : model.opset_import())
-      if (o.domain().empty() || o.domain() == "ai.onnx")
+      if (o.domain().empty() || o.domain() == "ai.onnx") {
         opset = o.version();
+        importsDefault = true;
+      }
+    if (!importsDefault) {
+      std::string domains;
+      for (const onnx::OperatorSetIdProto &o : model.opset_import())
+        domains += (domains.empty() ? "'" : ", '") + o.domain() + "'";
+      emitError(fileLoc) << "'" << options.fileName
+                         << "' does not import the default ONNX domain (only "
+                         << (domains.empty() ? "none" : domains)
+                         << "); only ONNX-domain models are supported";
+      return {};
+    }
     if (opset < kMinOpset || opset > kMaxOpset) {
       emitError(fileLoc) << "'" << options.fileName << "' uses opset "
                          << opset << " of the default ONNX domain; Cleave "
@@ -528,28 +569,29 @@ private:
     }
 
     // Inputs, with their static shapes.
-    SmallVector<Type> argTypes;
-    SmallVector<std::string> argNames;
+    SmallVector<const onnx::ValueInfoProto *> inputs;
     llvm::StringSet<> inputNames;
-    for (const onnx::ValueInfoProto &in : g.input()) {
-      if (initializerNames.contains(in.name()))
-        continue;
-      inputNames.insert(in.name());
-      auto type = inputType(in);
-      if (failed(type))
-        return failure();
-      argTypes.push_back(*type);
-      argNames.push_back(in.name());
-    }
+    std::string names;
+    for (const onnx::ValueInfoProto &in : g.input())
+      if (!initializerNames.contains(in.name())) {
+        inputs.push_back(&in);
+        inputNames.insert(in.name());
+        names += (names.empty() ? "" : ", ") + in.name();
+      }
     for (const auto &entry : options.inputShapes)
-      if (!inputNames.contains(entry.getKey())) {
-        std::string names;
-        for (const std::string &n : argNames)
-          names += (names.empty() ? "" : ", ") + n;
+      if (!inputNames.contains(entry.getKey()))
         return emitError(fileLoc)
                << "--input-shape names '" << entry.getKey()
                << "', which is not a model input (inputs: " << names << ")";
-      }
+    SmallVector<Type> argTypes;
+    SmallVector<std::string> argNames;
+    for (const onnx::ValueInfoProto *in : inputs) {
+      auto type = inputType(*in);
+      if (failed(type))
+        return failure();
+      argTypes.push_back(*type);
+      argNames.push_back(in->name());
+    }
 
     // Count uses so converters can tell whether optional outputs matter.
     for (const onnx::NodeProto &n : g.node())
@@ -568,14 +610,14 @@ private:
     }
     b.setInsertionPointToStart(entry);
 
-    const llvm::StringMap<Converter> &converters = getConverters();
+    const llvm::StringMap<OpConverter> &converters = getConverters();
     for (const onnx::NodeProto &node : g.node()) {
       std::string name = node.name().empty()
                              ? node.op_type() + "_" + std::to_string(nodeIndex)
                              : node.name();
       ++nodeIndex;
       Location loc = NameLoc::get(StringAttr::get(ctx, name), fileLoc);
-      NodeContext nc(imp, node, loc, opset);
+      NodeContext nc(imp, node, name, loc, opset);
       bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
       auto it = converters.find(node.op_type());
       if (!defaultDomain || it == converters.end()) {
@@ -588,17 +630,22 @@ private:
                << node.op_type() << "' (opset " << opset
                << "); supported ops: " << supported;
       }
+      for (unsigned i = 0; i < it->second.requiredInputs; ++i)
+        if (!nc.hasInput(i))
+          return nc.error() << "required input " << i << " is missing";
       for (unsigned i = 0; i < nc.numInputs(); ++i)
         if (nc.hasInput(i) && !imp.values.count(node.input(i)))
           return nc.error() << "input '" << node.input(i)
                             << "' is not produced by any earlier node, "
                                "initializer or graph input";
-      if (failed(it->second(nc)))
+      Operation *last = entry->empty() ? nullptr : &entry->back();
+      if (failed(it->second.convert(nc)) ||
+          failed(nc.verifyCreated(entry, last)))
         return failure();
       for (unsigned i = 0; i < nc.numOutputs(); ++i)
         if (nc.outputUsed(i) && !imp.values.count(node.output(i)))
           return nc.error() << "output " << i << " ('" << node.output(i)
-                            << "') is used but not supported";
+                            << "') is used, which is not supported";
     }
 
     SmallVector<Value> results;
@@ -620,13 +667,16 @@ private:
     Location loc = NameLoc::get(StringAttr::get(ctx, in.name()), fileLoc);
     if (!in.type().has_tensor_type())
       return emitError(loc) << "input '" << in.name()
-                            << "' is not a tensor";
+                            << "' is a sequence, map or optional, which is "
+                               "not supported (only tensors)";
     const onnx::TypeProto::Tensor &tt = in.type().tensor_type();
     Type element = convertElementType(tt.elem_type(), ctx);
     if (!element)
       return emitError(loc) << "input '" << in.name()
                             << "' has unsupported element type "
-                            << onnxTypeName(tt.elem_type());
+                            << onnxTypeName(tt.elem_type())
+                            << " (supported: FLOAT, FLOAT16, BFLOAT16, DOUBLE, "
+                               "INT64, INT32, BOOL)";
     auto given = options.inputShapes.find(in.name());
     if (given != options.inputShapes.end()) {
       ArrayRef<int64_t> shape = given->getValue();
@@ -713,7 +763,8 @@ std::string cleave::parseInputShape(StringRef spec,
              ": dimensions must be positive integers separated by 'x'";
     shape.push_back(d);
   }
-  options.inputShapes[name] = shape;
+  if (!options.inputShapes.try_emplace(name, shape).second)
+    return "--input-shape gives '" + name.str() + "' twice";
   return "";
 }
 
@@ -737,7 +788,8 @@ void cleave::registerOnnxImportTranslation() {
         for (const std::string &spec : inputShapes) {
           std::string err = parseInputShape(spec, options);
           if (!err.empty()) {
-            emitError(UnknownLoc::get(context)) << err;
+            emitError(FileLineColLoc::get(context, options.fileName, 0, 0))
+                << err;
             return {};
           }
         }

@@ -104,6 +104,7 @@ LogicalResult binaryOp(NodeContext &n) {
   return binary<OpTy>(n, Fold);
 }
 
+
 double add(double a, double b) { return a + b; }
 double sub(double a, double b) { return a - b; }
 double mul(double a, double b) { return a * b; }
@@ -111,6 +112,13 @@ double div_(double a, double b) { return a / b; }
 double pow_(double a, double b) { return std::pow(a, b); }
 double max_(double a, double b) { return std::max(a, b); }
 double min_(double a, double b) { return std::min(a, b); }
+
+LogicalResult convertPow(NodeContext &n) {
+  if (!n.allInputsConstant() && !isa<FloatType>(n.type(0).getElementType()))
+    return n.error() << "Pow of " << n.type(0)
+                     << ": unsupported element type (graph.pow is for floats)";
+  return binary<PowOp>(n, pow_);
+}
 
 /// Max and Min take any number of inputs.
 template <typename OpTy, double (*Fold)(double, double)>
@@ -236,8 +244,8 @@ LogicalResult logical(NodeContext &n) {
 LogicalResult convertCast(NodeContext &n) {
   Type to = convertElementType(n.getInt("to", 0), n.ctx);
   if (!to)
-    return n.error() << "cannot cast to ONNX element type "
-                     << n.getInt("to", 0);
+    return n.error() << "cannot cast to unsupported element type "
+                     << onnxTypeName(n.getInt("to", 0));
   if (const ConstTensor *c = n.constant(0)) {
     ConstTensor out = *c;
     out.elementType = to;
@@ -634,14 +642,18 @@ LogicalResult convertSlice(NodeContext &n) {
     start[*ax] = clampIndex((*starts)[i]);
     limit[*ax] = clampIndex((*ends)[i]);
     stride[*ax] = steps[i];
-    if (limit[*ax] <= start[*ax])
-      return n.error() << "slice of axis " << *ax
-                       << " is empty; empty tensors are not supported";
+    limit[*ax] = std::max(limit[*ax], start[*ax]);
   }
+  // Shape arithmetic may slice known tensors down to nothing; real tensors
+  // may not be empty.
   if (const ConstTensor *c = n.constant(0)) {
     n.set(0, foldSlice(*c, start, limit, stride));
     return success();
   }
+  for (int64_t d = 0; d < rank; ++d)
+    if (limit[d] == start[d])
+      return n.error() << "slice of axis " << d
+                       << " is empty; empty tensors are not supported";
   bool full = true, unitStrides = true;
   for (int64_t d = 0; d < rank; ++d) {
     full &= start[d] == 0 && limit[d] == in.getDimSize(d) && stride[d] == 1;
@@ -676,7 +688,8 @@ LogicalResult convertGather(NodeContext &n) {
     int64_t dim = data.getDimSize(*axis);
     for (double &v : fixed.values) {
       if (v < -dim || v >= dim)
-        return n.error() << "index " << v << " is out of range for axis "
+        return n.error() << "index " << static_cast<int64_t>(v)
+                         << " is out of range for axis "
                          << *axis << " of size " << dim;
       if (v < 0)
         v += dim;
@@ -708,6 +721,8 @@ LogicalResult convertTrilu(NodeContext &n) {
     auto kv = n.constInts(1, "k");
     if (failed(kv))
       return failure();
+    if (kv->size() != 1)
+      return n.error() << "k must have one element, got " << kv->size();
     k = (*kv)[0];
   }
   bool upper = n.getInt("upper", 1) != 0;
@@ -885,10 +900,35 @@ LogicalResult convertLayerNorm(NodeContext &n) {
   if (failed(axis))
     return failure();
   Value bias = n.hasInput(2) ? n.value(2) : Value();
-  n.set(0, LayerNormOp::create(
-               n.b, n.loc, type, n.value(0), n.value(1), bias,
-               n.b.getI64IntegerAttr(*axis),
-               n.b.getF64FloatAttr(n.getFloat("epsilon", 1e-5f))));
+  float eps = n.getFloat("epsilon", 1e-5f);
+  n.set(0, LayerNormOp::create(n.b, n.loc, type, n.value(0), n.value(1), bias,
+                               n.b.getI64IntegerAttr(*axis),
+                               n.b.getF64FloatAttr(eps)));
+  if (!n.outputUsed(1) && !n.outputUsed(2))
+    return success();
+  // The optional statistics outputs: mean and 1/sqrt(var + eps), keepdim.
+  SmallVector<int64_t> dims;
+  for (int64_t d = *axis; d < type.getRank(); ++d)
+    dims.push_back(d);
+  SmallVector<NamedAttribute> attrs = {
+      n.b.getNamedAttr("kind", ReductionKindAttr::get(n.ctx, ReductionKind::Mean)),
+      n.b.getNamedAttr("dims", n.b.getDenseI64ArrayAttr(dims)),
+      n.b.getNamedAttr("keepdim", n.b.getUnitAttr())};
+  ReduceOp mean = n.create<ReduceOp>({n.value(0)}, attrs);
+  if (!mean)
+    return failure();
+  n.set(1, mean.getResult());
+  if (n.outputUsed(2)) {
+    Value centered = n.create<SubOp>({n.value(0), mean});
+    Value squared = n.create<MulOp>({centered, centered});
+    ReduceOp var = n.create<ReduceOp>({squared}, attrs);
+    auto scalar = RankedTensorType::get({}, type.getElementType());
+    Value epsValue = ConstantOp::create(
+        n.b, n.loc, scalar,
+        ConstTensor::scalarLike(type.getElementType(), eps).toAttr());
+    Value shifted = n.create<AddOp>({var, epsValue});
+    n.set(2, RsqrtOp::create(n.b, n.loc, shifted.getType(), shifted));
+  }
   return success();
 }
 
@@ -898,6 +938,8 @@ LogicalResult convertTopK(NodeContext &n) {
   auto k = n.constInts(1, "k");
   if (failed(axis) || failed(k))
     return failure();
+  if (k->size() != 1)
+    return n.error() << "k must have one element, got " << k->size();
   SmallVector<NamedAttribute> attrs = {
       n.b.getNamedAttr("k", n.b.getI64IntegerAttr((*k)[0])),
       n.b.getNamedAttr("dim", n.b.getI64IntegerAttr(*axis))};
@@ -916,9 +958,17 @@ LogicalResult convertDropout(NodeContext &n) {
   if (n.hasInput(2)) {
     const ConstTensor *mode = n.constant(2);
     if (!mode || mode->values[0] != 0)
-      return n.error() << "training_mode must be false at import";
+      return n.error() << "training-mode Dropout is not supported (export "
+                          "the model in eval mode)";
   }
   n.forward(0, 0);
+  if (n.outputUsed(1)) {
+    // In inference nothing is dropped: the mask keeps every element.
+    RankedTensorType type = n.type(0);
+    ConstTensor mask{n.b.getI1Type(), llvm::to_vector(type.getShape()), {}};
+    mask.values.assign(type.getNumElements(), 1.0);
+    n.set(1, mask);
+  }
   return success();
 }
 
@@ -1011,66 +1061,67 @@ FailureOr<ConstTensor> readTensorAttr(NodeContext &n,
 }
 } // namespace
 
-const llvm::StringMap<Converter> &cleave::onnx_import::getConverters() {
-  static const llvm::StringMap<Converter> converters = {
-      {"Abs", unaryOp<AbsOp, abs_>},
-      {"Add", binaryOp<AddOp, add>},
-      {"And", logical<1>},
-      {"Cast", convertCast},
-      {"Concat", convertConcat},
-      {"Constant", convertConstant},
-      {"ConstantOfShape", convertConstantOfShape},
-      {"Cos", unaryOp<CosOp, cos_>},
-      {"Div", binaryOp<DivOp, div_>},
-      {"Dropout", convertDropout},
-      {"Equal", compare<CompareDirection::EQ>},
-      {"Erf", unaryOp<ErfOp, erf_>},
-      {"Exp", unaryOp<ExpOp, exp_>},
-      {"Expand", convertExpand},
-      {"Flatten", convertFlatten},
-      {"Gather", convertGather},
-      {"Gemm", convertGemm},
-      {"Greater", compare<CompareDirection::GT>},
-      {"GreaterOrEqual", compare<CompareDirection::GE>},
-      {"Identity", convertIdentity},
-      {"LayerNormalization", convertLayerNorm},
-      {"Less", compare<CompareDirection::LT>},
-      {"LessOrEqual", compare<CompareDirection::LE>},
-      {"Log", unaryOp<LogOp, log_>},
-      {"LogSoftmax", softmaxLike<LogSoftmaxOp>},
-      {"MatMul", convertMatMul},
-      {"Max", variadic<MaxOp, max_>},
-      {"Min", variadic<MinOp, min_>},
-      {"Mul", binaryOp<MulOp, mul>},
-      {"Neg", unaryOp<NegOp, neg>},
-      {"Not", logical<0>},
-      {"Or", logical<2>},
-      {"Pow", binaryOp<PowOp, pow_>},
-      {"Range", convertRange},
-      {"Reciprocal", unaryOp<ReciprocalOp, reciprocal>},
-      {"ReduceMax", reduce<ReductionKind::Max>},
-      {"ReduceMean", reduce<ReductionKind::Mean>},
-      {"ReduceMin", reduce<ReductionKind::Min>},
-      {"ReduceSum", reduce<ReductionKind::Sum>},
-      {"Relu", unaryOp<ReluOp, relu>},
-      {"Reshape", convertReshape},
-      {"Shape", convertShape},
-      {"Sigmoid", unaryOp<SigmoidOp, sigmoid>},
-      {"Sin", unaryOp<SinOp, sin_>},
-      {"Size", convertSize},
-      {"Slice", convertSlice},
-      {"Softmax", softmaxLike<SoftmaxOp>},
-      {"Split", convertSplit},
-      {"Sqrt", unaryOp<SqrtOp, sqrt_>},
-      {"Squeeze", convertSqueeze},
-      {"Sub", binaryOp<SubOp, sub>},
-      {"Tanh", unaryOp<TanhOp, tanh_>},
-      {"TopK", convertTopK},
-      {"Transpose", convertTranspose},
-      {"Trilu", convertTrilu},
-      {"Unsqueeze", convertUnsqueeze},
-      {"Where", convertWhere},
-      {"Xor", logical<3>},
+const llvm::StringMap<OpConverter> &cleave::onnx_import::getConverters() {
+  // Each op type with its converter and number of required inputs.
+  static const llvm::StringMap<OpConverter> converters = {
+      {"Abs", {unaryOp<AbsOp, abs_>, 1}},
+      {"Add", {binaryOp<AddOp, add>, 2}},
+      {"And", {logical<1>, 2}},
+      {"Cast", {convertCast, 1}},
+      {"Concat", {convertConcat, 1}},
+      {"Constant", {convertConstant, 0}},
+      {"ConstantOfShape", {convertConstantOfShape, 1}},
+      {"Cos", {unaryOp<CosOp, cos_>, 1}},
+      {"Div", {binaryOp<DivOp, div_>, 2}},
+      {"Dropout", {convertDropout, 1}},
+      {"Equal", {compare<CompareDirection::EQ>, 2}},
+      {"Erf", {unaryOp<ErfOp, erf_>, 1}},
+      {"Exp", {unaryOp<ExpOp, exp_>, 1}},
+      {"Expand", {convertExpand, 2}},
+      {"Flatten", {convertFlatten, 1}},
+      {"Gather", {convertGather, 2}},
+      {"Gemm", {convertGemm, 2}},
+      {"Greater", {compare<CompareDirection::GT>, 2}},
+      {"GreaterOrEqual", {compare<CompareDirection::GE>, 2}},
+      {"Identity", {convertIdentity, 1}},
+      {"LayerNormalization", {convertLayerNorm, 2}},
+      {"Less", {compare<CompareDirection::LT>, 2}},
+      {"LessOrEqual", {compare<CompareDirection::LE>, 2}},
+      {"Log", {unaryOp<LogOp, log_>, 1}},
+      {"LogSoftmax", {softmaxLike<LogSoftmaxOp>, 1}},
+      {"MatMul", {convertMatMul, 2}},
+      {"Max", {variadic<MaxOp, max_>, 1}},
+      {"Min", {variadic<MinOp, min_>, 1}},
+      {"Mul", {binaryOp<MulOp, mul>, 2}},
+      {"Neg", {unaryOp<NegOp, neg>, 1}},
+      {"Not", {logical<0>, 1}},
+      {"Or", {logical<2>, 2}},
+      {"Pow", {convertPow, 2}},
+      {"Range", {convertRange, 3}},
+      {"Reciprocal", {unaryOp<ReciprocalOp, reciprocal>, 1}},
+      {"ReduceMax", {reduce<ReductionKind::Max>, 1}},
+      {"ReduceMean", {reduce<ReductionKind::Mean>, 1}},
+      {"ReduceMin", {reduce<ReductionKind::Min>, 1}},
+      {"ReduceSum", {reduce<ReductionKind::Sum>, 1}},
+      {"Relu", {unaryOp<ReluOp, relu>, 1}},
+      {"Reshape", {convertReshape, 2}},
+      {"Shape", {convertShape, 1}},
+      {"Sigmoid", {unaryOp<SigmoidOp, sigmoid>, 1}},
+      {"Sin", {unaryOp<SinOp, sin_>, 1}},
+      {"Size", {convertSize, 1}},
+      {"Slice", {convertSlice, 3}},
+      {"Softmax", {softmaxLike<SoftmaxOp>, 1}},
+      {"Split", {convertSplit, 1}},
+      {"Sqrt", {unaryOp<SqrtOp, sqrt_>, 1}},
+      {"Squeeze", {convertSqueeze, 1}},
+      {"Sub", {binaryOp<SubOp, sub>, 2}},
+      {"Tanh", {unaryOp<TanhOp, tanh_>, 1}},
+      {"TopK", {convertTopK, 2}},
+      {"Transpose", {convertTranspose, 1}},
+      {"Trilu", {convertTrilu, 1}},
+      {"Unsqueeze", {convertUnsqueeze, 2}},
+      {"Where", {convertWhere, 3}},
+      {"Xor", {logical<3>, 2}},
   };
   return converters;
 }
