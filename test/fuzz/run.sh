@@ -28,5 +28,5 @@ done
 # -rss_limit and -timeout turn a leak-like blowup or a hang into a failure.
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 "$build/test/fuzz/onnx-import-fuzzer" -runs="$runs" -max_len=262144 -timeout=20 \
-  -rss_limit_mb=4096 -seed=1 -print_final_stats=1 "$corpus"
+  -rss_limit_mb=4096 -seed=1 -print_final_stats=1 -artifact_prefix="$build/" "$corpus"
 echo "fuzzer: $runs runs without a crash"

@@ -336,9 +336,37 @@ def write_features():
          "reduce_sum_dynamic_axes.onnx", check=False)
 
 
+def write_outputs_and_limits():
+    # LayerNormalization's optional Mean and InvStdDev outputs, used.
+    save(model([node("LayerNormalization", ["x", "g"], ["y", "mean", "inv"],
+                     "ln/LayerNormalization", axis=-1, epsilon=1e-5)],
+               [vinfo("x", F32, [2, 4])],
+               [vinfo("y", F32, [2, 4]), vinfo("mean", F32, [2, 1]),
+                vinfo("inv", F32, [2, 1])],
+               [weights("g", [4])]),
+         "layer_norm_stats.onnx")
+    # Dropout in inference with its mask output used: an all-true mask.
+    save(model([node("Dropout", ["x"], ["y", "m"], "drop/Dropout")],
+               [vinfo("x", F32, [2, 3])],
+               [vinfo("y", F32, [2, 3]), vinfo("m", TensorProto.BOOL, [2, 3])]),
+         "dropout_mask.onnx")
+    # Pow on integers: graph.pow is for floats; a clear error.
+    save(model([node("Pow", ["x", "e"], ["y"], "sq/Pow")],
+               [vinfo("x", I64, [3]), vinfo("e", I64, [3])],
+               [vinfo("y", I64, [3])]),
+         "pow_int.onnx")
+    # TopK with an empty k tensor.
+    save(model([node("TopK", ["x", "k"], ["v", "i"], "route/TopK")],
+               [vinfo("x", F32, [3, 5])],
+               [vinfo("v", F32, None), vinfo("i", I64, None)],
+               [const("k", np.zeros([0], dtype=np.int64))]),
+         "topk_empty_k.onnx", check=False)
+
+
 if __name__ == "__main__":
     write_malformed()
     write_unsupported()
     write_symbolic()
     write_external()
     write_features()
+    write_outputs_and_limits()
