@@ -14,4 +14,10 @@ echo "== examples/transformer/block.mlir: sharding rule of every op"
 "$opt" examples/transformer/block.mlir --cleave-print-sharding-rules \
   -mlir-print-op-on-diagnostic=false -o /dev/null 2>&1 | grep 'remark:' |
   sed -E 's/^[^:]*:([0-9]+):[0-9]+: remark: sharding rule /  line \1: /'
-echo "== done: both examples parse, verify and have sharding rules"
+translate="${CLEAVE_BUILD_DIR:-build}/bin/cleave-translate"
+for m in gpt llama moe; do
+  echo "== examples/$m/model.onnx: imported from ONNX and raised; ops in @forward"
+  "$translate" --import-onnx "examples/$m/model.onnx" | "$opt" --cleave-raise -canonicalize |
+    grep -oE 'graph\.[a-z_]+' | grep -v 'graph.param' | sort | uniq -c | sort -rn | head -12
+done
+echo "== done: the examples parse, verify, have sharding rules, and import from ONNX"
