@@ -1,0 +1,208 @@
+/*===- cleave_rt.h - the runtime C ABI of compiled Cleave programs -*- C -*-===*
+ *
+ * A compiled program is a sequence of calls of these functions. Every tensor
+ * lives in one arena per rank (DESIGN.md §5): the compiler assigns each a
+ * byte offset, and passes constant `cleave_tensor` descriptors (offset,
+ * element type, static shape) to the kernels together with the arena base.
+ * All tensors are dense, row-major, and never overlap unless they are the
+ * same tensor. The CPU backend implements this ABI on OpenBLAS; the CUDA
+ * backend implements it on the GPU.
+ *
+ * The generated object also defines `cleave_program` (the metadata below)
+ * and `cleave_program_run`; the runtime's `main` loads parameters and
+ * inputs into the arena, runs the program and writes the outputs.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef CLEAVE_RUNTIME_CLEAVE_RT_H
+#define CLEAVE_RUNTIME_CLEAVE_RT_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CLEAVE_RT_MAX_RANK 8
+
+/* Element types. i1 is stored as one byte per element (0 or 1). */
+enum cleave_dtype {
+  CLEAVE_F32 = 0,
+  CLEAVE_F16 = 1,
+  CLEAVE_BF16 = 2,
+  CLEAVE_I64 = 3,
+  CLEAVE_I32 = 4,
+  CLEAVE_I1 = 5,
+};
+
+/* A tensor in the arena. Rank 0 is a scalar (one element). */
+typedef struct cleave_tensor {
+  int64_t offset; /* bytes from the arena base, 64-byte aligned */
+  int32_t dtype;  /* enum cleave_dtype */
+  int32_t rank;
+  int64_t shape[CLEAVE_RT_MAX_RANK];
+} cleave_tensor;
+
+/* Kinds, in the order of the graph dialect's enums. */
+enum cleave_unary {
+  CLEAVE_NEG = 0, CLEAVE_ABS, CLEAVE_RELU, CLEAVE_EXP, CLEAVE_LOG,
+  CLEAVE_SQRT, CLEAVE_RSQRT, CLEAVE_RECIPROCAL, CLEAVE_TANH, CLEAVE_ERF,
+  CLEAVE_SIGMOID, CLEAVE_SILU, CLEAVE_SIN, CLEAVE_COS, CLEAVE_GELU_ERF,
+  CLEAVE_GELU_TANH,
+};
+enum cleave_binary {
+  CLEAVE_ADD = 0, CLEAVE_SUB, CLEAVE_MUL, CLEAVE_DIV, CLEAVE_POW, CLEAVE_MAX,
+  CLEAVE_MIN,
+};
+/* Same order as graph's CompareDirection. */
+enum cleave_compare {
+  CLEAVE_EQ = 0, CLEAVE_NE, CLEAVE_LT, CLEAVE_LE, CLEAVE_GT, CLEAVE_GE,
+};
+/* Same order as ReductionKind. */
+enum cleave_reduction {
+  CLEAVE_SUM = 0, CLEAVE_MEAN, CLEAVE_MAX_REDUCE, CLEAVE_MIN_REDUCE,
+};
+
+/* Float kernels compute in f32 (f16/bf16 are converted on load and store);
+ * integer kernels in i64. Elementwise kernels broadcast NumPy-style from the
+ * operand shapes to the output shape. */
+
+void cleave_rt_copy(char *arena, const cleave_tensor *src,
+                    const cleave_tensor *dst);
+/* Copies `data` (the tensor's bytes in its dtype) into `out`. */
+void cleave_rt_constant(char *arena, const cleave_tensor *out,
+                        const void *data);
+/* out[..., i, ...] = i along `dim` (integer or float out). */
+void cleave_rt_iota(char *arena, const cleave_tensor *out, int64_t dim);
+void cleave_rt_unary(char *arena, int32_t op, const cleave_tensor *x,
+                     const cleave_tensor *out);
+void cleave_rt_binary(char *arena, int32_t op, const cleave_tensor *a,
+                      const cleave_tensor *b, const cleave_tensor *out);
+/* out is i1. */
+void cleave_rt_compare(char *arena, int32_t direction, const cleave_tensor *a,
+                       const cleave_tensor *b, const cleave_tensor *out);
+void cleave_rt_where(char *arena, const cleave_tensor *cond,
+                     const cleave_tensor *x, const cleave_tensor *y,
+                     const cleave_tensor *out);
+/* Element type conversion; float to int truncates toward zero. */
+void cleave_rt_cast(char *arena, const cleave_tensor *x,
+                    const cleave_tensor *out);
+/* [..., m, k] x [..., k, n] -> [..., m, n], batch dims broadcast. */
+void cleave_rt_matmul(char *arena, const cleave_tensor *a,
+                      const cleave_tensor *b, const cleave_tensor *out);
+/* Softmax (or log-softmax when `log` != 0) along `dim`. */
+void cleave_rt_softmax(char *arena, const cleave_tensor *x,
+                       const cleave_tensor *out, int64_t dim, int32_t log);
+/* Reduces the sorted `dims`; out has them as size 1 or dropped. */
+void cleave_rt_reduce(char *arena, int32_t kind, const cleave_tensor *x,
+                      const cleave_tensor *out, const int64_t *dims,
+                      int64_t num_dims);
+/* Normalizes over dims [dim, rank); bias may be NULL. Biased variance. */
+void cleave_rt_layer_norm(char *arena, const cleave_tensor *x,
+                          const cleave_tensor *scale, const cleave_tensor *bias,
+                          const cleave_tensor *out, int64_t dim, double eps);
+void cleave_rt_rms_norm(char *arena, const cleave_tensor *x,
+                        const cleave_tensor *scale, const cleave_tensor *out,
+                        int64_t dim, double eps);
+/* out dim i = x dim perm[i]. */
+void cleave_rt_transpose(char *arena, const cleave_tensor *x,
+                         const cleave_tensor *out, const int64_t *perm);
+/* x dim i maps to out dim dims[i] (size 1 or equal). */
+void cleave_rt_broadcast_in_dim(char *arena, const cleave_tensor *x,
+                                const cleave_tensor *out, const int64_t *dims);
+/* out[i] = x[start + i * stride] per dim (the sizes are out's). */
+void cleave_rt_slice(char *arena, const cleave_tensor *x,
+                     const cleave_tensor *out, const int64_t *start,
+                     const int64_t *strides);
+void cleave_rt_concat(char *arena, const cleave_tensor *const *inputs,
+                      int64_t num_inputs, const cleave_tensor *out,
+                      int64_t dim);
+/* out = data[:dim] + indices + data[dim+1:]; an index outside [0, size)
+ * is a fatal error naming the index. */
+void cleave_rt_gather(char *arena, const cleave_tensor *data,
+                      const cleave_tensor *indices, const cleave_tensor *out,
+                      int64_t dim);
+/* Top (bottom when smallest) k along dim, sorted; ties to the lower index;
+ * indices are i64. */
+void cleave_rt_topk(char *arena, const cleave_tensor *x,
+                    const cleave_tensor *values, const cleave_tensor *indices,
+                    int64_t k, int64_t dim, int32_t smallest);
+/* q [B,H,Sq,D], k [B,Hkv,Sk,D], v [B,Hkv,Sk,Dv] -> [B,H,Sq,Dv]; query head h
+ * uses kv head h / (H / Hkv). mask (may be NULL) broadcasts to [B,H,Sq,Sk]:
+ * i1 keeps where true, float is added. causal masks key j > query i. */
+void cleave_rt_attention(char *arena, const cleave_tensor *q,
+                         const cleave_tensor *k, const cleave_tensor *v,
+                         const cleave_tensor *mask, const cleave_tensor *out,
+                         int32_t causal, double scale);
+/* Mean over positions whose label != ignore_index (when has_ignore) of
+ * -log_softmax(logits)[label]; logits [..., C], labels [...]; out scalar.
+ * A label outside [0, C) is a fatal error. */
+void cleave_rt_cross_entropy(char *arena, const cleave_tensor *logits,
+                             const cleave_tensor *labels,
+                             const cleave_tensor *out, int32_t has_ignore,
+                             int64_t ignore_index);
+void cleave_rt_mse(char *arena, const cleave_tensor *pred,
+                   const cleave_tensor *target, const cleave_tensor *out);
+/* logits [T,E] -> gates [T,k] (softmax probabilities of the top k, divided by
+ * their sum when normalize), experts [T,k] i64. */
+void cleave_rt_router_topk(char *arena, const cleave_tensor *logits,
+                           const cleave_tensor *gates,
+                           const cleave_tensor *experts, int64_t k,
+                           int32_t normalize);
+/* tokens [T,H], experts [T,k] -> out [E,C,H]: assignment (t, j) goes to
+ * expert experts[t,j] at its next free slot in (t, j) order; beyond C it is
+ * dropped; empty slots are zero. */
+void cleave_rt_moe_dispatch(char *arena, const cleave_tensor *tokens,
+                            const cleave_tensor *experts,
+                            const cleave_tensor *out);
+/* [E,C,H] x [E,H,F] -> [E,C,F]. */
+void cleave_rt_expert_matmul(char *arena, const cleave_tensor *x,
+                             const cleave_tensor *w, const cleave_tensor *out);
+/* expert_out [E,C,H], gates [T,k], experts [T,k] -> [T,H] with the slots
+ * that moe_dispatch assigns. */
+void cleave_rt_moe_combine(char *arena, const cleave_tensor *expert_out,
+                           const cleave_tensor *gates,
+                           const cleave_tensor *experts,
+                           const cleave_tensor *out);
+
+/* Reports a fatal error ("error: <message>") and exits with status 1. */
+void cleave_rt_fail(const char *format, ...);
+
+/*===----------------------------------------------------------------------===*
+ * Program metadata, defined by the compiled object.
+ *===----------------------------------------------------------------------===*/
+
+/* A named tensor: a parameter, input or output. */
+typedef struct cleave_named_tensor {
+  const char *name;
+  cleave_tensor tensor;
+  /* Parameters only: the initial value, either `init_data` (the tensor's
+   * bytes) or `init_file` at `init_offset` (raw little-endian bytes); both
+   * NULL leaves it zero. */
+  const void *init_data;
+  const char *init_file;
+  int64_t init_offset;
+} cleave_named_tensor;
+
+typedef struct cleave_program_info {
+  int32_t abi_version; /* CLEAVE_RT_ABI_VERSION */
+  int64_t arena_bytes;
+  int64_t num_params;
+  const cleave_named_tensor *params;
+  int64_t num_inputs;
+  const cleave_named_tensor *inputs;
+  int64_t num_outputs;
+  const cleave_named_tensor *outputs;
+} cleave_program_info;
+
+#define CLEAVE_RT_ABI_VERSION 1
+
+/* Defined by the compiled object. */
+extern const cleave_program_info cleave_program;
+void cleave_program_run(char *arena);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CLEAVE_RUNTIME_CLEAVE_RT_H */
