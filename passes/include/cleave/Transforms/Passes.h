@@ -8,6 +8,7 @@
 #define CLEAVE_TRANSFORMS_PASSES_H
 
 #include "cleave/Dialect/Graph/IR/GraphDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Pass/Pass.h"
 
 namespace cleave {

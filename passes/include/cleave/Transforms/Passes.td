@@ -63,4 +63,72 @@ def RaisePass : Pass<"cleave-raise"> {
   let dependentDialects = ["::cleave::graph::GraphDialect"];
 }
 
+def PlanMemoryPass : Pass<"cleave-plan-memory", "::mlir::ModuleOp"> {
+  let summary = "Assigns every tensor a byte offset in one arena";
+  let description = [{
+    Plans the memory of the entry function statically. Parameters and the
+    function's inputs get a persistent region, parameters first. The other
+    tensors get a temporary region, where buffers whose lifetimes do not
+    overlap share bytes (first fit in program order). A reshape or a
+    parameter read is a view and needs no storage. An elementwise op whose
+    operand dies there writes its result in place.
+
+    The plan is recorded as attributes: `cleave.offset` on params and
+    arguments, `cleave.offsets` on each op, and on the function
+    `cleave.arena_bytes` (the arena to allocate), `cleave.peak_bytes` (the
+    persistent bytes plus the most temporary bytes live at once), and the
+    sizes of the parameter and persistent regions. All offsets are multiples
+    of `alignment`.
+
+    ```mlir
+    %0 = graph.exp %x : tensor<16xf32>
+    ```
+    becomes
+    ```mlir
+    %0 = graph.exp %x {cleave.offsets = array<i64: 64>} : tensor<16xf32>
+    ```
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"forward\"",
+           "The function to plan (the only one when absent)">,
+    Option<"alignment", "alignment", "int64_t", /*default=*/"64",
+           "Byte alignment of every buffer">,
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Emit a remark with the region sizes and the peak">
+  ];
+  let statistics = [
+    Statistic<"numBuffers", "num-buffers", "Temporary buffers placed">,
+    Statistic<"numInPlace", "num-in-place", "Results written in place">
+  ];
+  let dependentDialects = ["::cleave::graph::GraphDialect"];
+}
+
+def LowerToRuntimePass : Pass<"cleave-lower-to-runtime", "::mlir::ModuleOp"> {
+  let summary = "Lowers the planned entry function to runtime calls in LLVM";
+  let description = [{
+    Replaces the memory-planned entry function with `llvm.func
+    @cleave_program_run(%arena: !llvm.ptr)`. Each op becomes one call of the
+    runtime C ABI (`runtime/include/cleave/Runtime/cleave_rt.h`). Each tensor
+    is passed as the address of a constant descriptor (offset, element type,
+    shape), and attribute lists become constant arrays. Views (reshape,
+    read_param) emit nothing. The parameters, with their initial values, and
+    the inputs and outputs, with their names, become the constant
+    `cleave_program`, which the runtime's main reads. The result is pure LLVM
+    dialect, ready for translation to LLVM IR.
+
+    ```mlir
+    %1 = graph.exp %0 {cleave.offsets = array<i64: 64>} : tensor<16xf32>
+    ```
+    becomes
+    ```mlir
+    llvm.call @cleave_rt_unary(%arena, %c3, %desc0, %desc1)
+    ```
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"forward\"",
+           "The function to lower (the only one when absent)">
+  ];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // CLEAVE_TRANSFORMS_PASSES_TD

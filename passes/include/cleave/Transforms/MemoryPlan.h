@@ -1,0 +1,36 @@
+//===- MemoryPlan.h - the arena plan recorded on the IR ---------*- C++ -*-===//
+//
+// The attributes through which -cleave-plan-memory hands its plan to the
+// lowering to the runtime, and helpers shared by both.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_TRANSFORMS_MEMORYPLAN_H
+#define CLEAVE_TRANSFORMS_MEMORYPLAN_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace cleave {
+
+/// On graph.param and entry function arguments: the byte offset.
+constexpr llvm::StringLiteral kOffsetAttr("cleave.offset");
+/// On every op with results: the byte offset of each result.
+constexpr llvm::StringLiteral kOffsetsAttr("cleave.offsets");
+/// On the entry function: the region sizes and the peak.
+constexpr llvm::StringLiteral kParamBytesAttr("cleave.param_bytes");
+constexpr llvm::StringLiteral kPersistentBytesAttr("cleave.persistent_bytes");
+constexpr llvm::StringLiteral kArenaBytesAttr("cleave.arena_bytes");
+constexpr llvm::StringLiteral kPeakBytesAttr("cleave.peak_bytes");
+
+/// Bytes of a tensor of `type` (i1 takes one byte per element).
+int64_t getTensorBytes(mlir::Type type);
+int64_t alignTo(int64_t bytes, int64_t alignment);
+
+/// The function named `name`, or the only function of the module.
+mlir::func::FuncOp getEntryFunction(mlir::ModuleOp module,
+                                    llvm::StringRef name);
+
+} // namespace cleave
+
+#endif // CLEAVE_TRANSFORMS_MEMORYPLAN_H

@@ -1,0 +1,261 @@
+//===- PlanMemory.cpp - static arena plan of a graph function -----------===//
+//
+// Every tensor of the entry function gets a byte offset in one arena:
+// parameters and inputs in a persistent region, the other tensors in a
+// temporary region where buffers whose lifetimes do not overlap share bytes.
+// Views need no storage (reshape, read_param), and an elementwise op whose
+// operand dies there writes in place. The plan is recorded as attributes
+// that the lowering to the runtime reads.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cleave/Transforms/MemoryPlan.h"
+
+#include "cleave/Dialect/Graph/IR/GraphOps.h"
+#include "cleave/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/EquivalenceClasses.h"
+
+namespace cleave {
+#define GEN_PASS_DEF_PLANMEMORYPASS
+#include "cleave/Transforms/Passes.h.inc"
+} // namespace cleave
+
+using namespace mlir;
+using namespace cleave;
+
+int64_t cleave::getTensorBytes(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  int64_t bits = tensor.getElementType().getIntOrFloatBitWidth();
+  return tensor.getNumElements() * std::max<int64_t>(bits / 8, 1);
+}
+
+int64_t cleave::alignTo(int64_t bytes, int64_t alignment) {
+  return (bytes + alignment - 1) / alignment * alignment;
+}
+
+func::FuncOp cleave::getEntryFunction(ModuleOp module, StringRef name) {
+  if (auto fn = module.lookupSymbol<func::FuncOp>(name))
+    return fn;
+  func::FuncOp only;
+  for (auto fn : module.getOps<func::FuncOp>()) {
+    if (only)
+      return {};
+    only = fn;
+  }
+  return only;
+}
+
+namespace {
+
+/// Ops whose result may reuse the storage of an operand that dies there:
+/// elementwise kernels read element i before writing it.
+bool canWriteInPlace(Operation *op) {
+  return isa<graph::NegOp, graph::AbsOp, graph::ReluOp, graph::ExpOp,
+             graph::LogOp, graph::SqrtOp, graph::RsqrtOp, graph::ReciprocalOp,
+             graph::TanhOp, graph::ErfOp, graph::SigmoidOp, graph::SiluOp,
+             graph::SinOp, graph::CosOp, graph::GeluOp, graph::AddOp,
+             graph::SubOp, graph::MulOp, graph::DivOp, graph::PowOp,
+             graph::MaxOp, graph::MinOp>(op);
+}
+
+struct Buffer {
+  int64_t bytes = 0;
+  int64_t start = 0, end = 0; // op indices, inclusive
+  int64_t offset = -1;
+  bool persistent = false;
+};
+
+struct PlanMemoryPass : cleave::impl::PlanMemoryPassBase<PlanMemoryPass> {
+  using PlanMemoryPassBase::PlanMemoryPassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    func::FuncOp fn = getEntryFunction(module, entry);
+    if (!fn) {
+      module.emitError("no entry function '")
+          << entry << "' (and not exactly one function) to plan";
+      return signalPassFailure();
+    }
+    if (!fn.getBody().hasOneBlock()) {
+      fn.emitOpError("must have a single block to plan its memory");
+      return signalPassFailure();
+    }
+    MLIRContext *ctx = &getContext();
+    Builder b(ctx);
+    const int64_t align = alignment;
+
+    // Persistent region: parameters, then the function's inputs.
+    int64_t persistent = 0;
+    llvm::StringMap<int64_t> paramOffsets;
+    for (auto param : module.getOps<graph::ParamOp>()) {
+      paramOffsets[param.getSymName()] = persistent;
+      param->setAttr(kOffsetAttr, b.getI64IntegerAttr(persistent));
+      persistent += alignTo(getTensorBytes(param.getType()), align);
+    }
+    int64_t paramBytes = persistent;
+    for (BlockArgument arg : fn.getArguments()) {
+      if (!isa<RankedTensorType>(arg.getType())) {
+        fn.emitOpError("argument #") << arg.getArgNumber()
+                                     << " is not a tensor";
+        return signalPassFailure();
+      }
+      fn.setArgAttr(arg.getArgNumber(), kOffsetAttr,
+                    b.getI64IntegerAttr(persistent));
+      persistent += alignTo(getTensorBytes(arg.getType()), align);
+    }
+
+    // Buffers: one per value, unioned for views and in-place results.
+    Block &block = fn.getBody().front();
+    DenseMap<Value, int64_t> opIndex;
+    DenseMap<Value, int64_t> lastUse;
+    int64_t n = 0;
+    for (Operation &op : block) {
+      for (Value operand : op.getOperands())
+        lastUse[operand] = n;
+      for (Value r : op.getResults())
+        opIndex[r] = n;
+      ++n;
+    }
+    // Returned values stay until the runtime reads them.
+    for (Value v : block.getTerminator()->getOperands())
+      lastUse[v] = n;
+
+    llvm::EquivalenceClasses<Value> classes;
+    DenseMap<Value, int64_t> fixedOffset; // members of persistent storage
+    for (BlockArgument arg : fn.getArguments())
+      fixedOffset[arg] = cast<IntegerAttr>(fn.getArgAttr(arg.getArgNumber(),
+                                                         kOffsetAttr))
+                             .getInt();
+    for (Operation &op : block) {
+      if (op.hasTrait<OpTrait::IsTerminator>())
+        continue;
+      if (auto read = dyn_cast<graph::ReadParamOp>(op)) {
+        fixedOffset[read.getResult()] = paramOffsets.lookup(read.getParam());
+        classes.insert(read.getResult());
+        continue;
+      }
+      for (Value r : op.getResults()) {
+        if (!isa<RankedTensorType>(r.getType())) {
+          op.emitOpError("result is not a tensor; cannot plan it");
+          return signalPassFailure();
+        }
+        classes.insert(r);
+      }
+      if (isa<graph::ReshapeOp>(op)) {
+        classes.unionSets(op.getOperand(0), op.getResult(0));
+        continue;
+      }
+      if (canWriteInPlace(&op) && op.getNumResults() == 1) {
+        Value result = op.getResult(0);
+        for (Value operand : op.getOperands()) {
+          Value leader = classes.getOrInsertLeaderValue(operand);
+          bool persistentStorage = false;
+          for (auto it = classes.findLeader(leader); it != classes.member_end();
+               ++it)
+            persistentStorage |= fixedOffset.count(*it) > 0;
+          if (!persistentStorage && operand.getType() == result.getType() &&
+              lastUse.lookup(operand) == opIndex.lookup(result)) {
+            // Every other member of the class must be dead here too.
+            bool allDead = true;
+            for (auto it = classes.findLeader(leader);
+                 it != classes.member_end(); ++it)
+              allDead &= lastUse.lookup(*it) <= opIndex.lookup(result);
+            if (allDead) {
+              classes.unionSets(operand, result);
+              ++numInPlace;
+              break;
+            }
+          }
+        }
+      }
+    }
+
+    // One buffer per class: its interval spans all members.
+    DenseMap<Value, Buffer> buffers; // by leader
+    SmallVector<Value> leaders;
+    for (auto it = classes.begin(); it != classes.end(); ++it) {
+      if (!(*it)->isLeader())
+        continue;
+      Value leader = (*it)->getData();
+      Buffer buf;
+      buf.start = std::numeric_limits<int64_t>::max();
+      buf.end = -1;
+      for (auto m = classes.member_begin(**it); m != classes.member_end();
+           ++m) {
+        Value v = *m;
+        if (auto off = fixedOffset.find(v); off != fixedOffset.end()) {
+          buf.persistent = true;
+          buf.offset = off->second;
+        }
+        int64_t def = isa<BlockArgument>(v) ? 0 : opIndex.lookup(v);
+        buf.start = std::min(buf.start, def);
+        buf.end = std::max({buf.end, def, lastUse.lookup(v)});
+        buf.bytes = std::max(buf.bytes, alignTo(getTensorBytes(v.getType()),
+                                                align));
+      }
+      buffers[leader] = buf;
+      if (!buf.persistent)
+        leaders.push_back(leader);
+    }
+
+    // First fit, in order of definition.
+    llvm::stable_sort(leaders, [&](Value a, Value c) {
+      return buffers[a].start < buffers[c].start;
+    });
+    SmallVector<Buffer *> placed;
+    int64_t tempBytes = 0;
+    for (Value leader : leaders) {
+      Buffer &buf = buffers[leader];
+      SmallVector<std::pair<int64_t, int64_t>> busy;
+      for (Buffer *other : placed)
+        if (other->start <= buf.end && buf.start <= other->end)
+          busy.push_back({other->offset, other->offset + other->bytes});
+      llvm::sort(busy);
+      int64_t offset = 0;
+      for (auto [lo, hi] : busy) {
+        if (offset + buf.bytes <= lo)
+          break;
+        offset = std::max(offset, hi);
+      }
+      buf.offset = offset;
+      tempBytes = std::max(tempBytes, offset + buf.bytes);
+      placed.push_back(&buf);
+    }
+
+    // The peak: the most bytes of temporaries live at once.
+    int64_t peak = 0;
+    for (int64_t i = 0; i <= n; ++i) {
+      int64_t live = 0;
+      for (Buffer *buf : placed)
+        if (buf->start <= i && i <= buf->end)
+          live += buf->bytes;
+      peak = std::max(peak, live);
+    }
+
+    // Record the plan.
+    for (Operation &op : block) {
+      if (op.getNumResults() == 0)
+        continue;
+      SmallVector<int64_t> offsets;
+      for (Value r : op.getResults()) {
+        const Buffer &buf = buffers[classes.getLeaderValue(r)];
+        offsets.push_back(buf.persistent ? buf.offset
+                                         : persistent + buf.offset);
+      }
+      op.setAttr(kOffsetsAttr, b.getDenseI64ArrayAttr(offsets));
+    }
+    fn->setAttr(kParamBytesAttr, b.getI64IntegerAttr(paramBytes));
+    fn->setAttr(kPersistentBytesAttr, b.getI64IntegerAttr(persistent));
+    fn->setAttr(kArenaBytesAttr, b.getI64IntegerAttr(persistent + tempBytes));
+    fn->setAttr(kPeakBytesAttr, b.getI64IntegerAttr(persistent + peak));
+    numBuffers = placed.size();
+    if (report)
+      fn.emitRemark("memory plan: arena ")
+          << persistent + tempBytes << " bytes (parameters " << paramBytes
+          << ", inputs " << persistent - paramBytes << ", temporaries "
+          << tempBytes << "), peak " << persistent + peak << " bytes";
+  }
+};
+} // namespace

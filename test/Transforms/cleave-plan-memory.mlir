@@ -1,0 +1,64 @@
+// RUN: cleave-opt %s --cleave-plan-memory -split-input-file | FileCheck %s
+// RUN: cleave-opt %s --cleave-plan-memory=report=true -split-input-file -mlir-print-op-on-diagnostic=false -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
+
+// Parameters first, then inputs, then temporaries; everything 64-aligned.
+// CHECK-LABEL: graph.param @w
+// CHECK-SAME: cleave.offset = 0
+// CHECK: graph.param @b
+// CHECK-SAME: cleave.offset = 64
+// CHECK: func.func @forward(%{{.*}}: tensor<4x4xf32> {cleave.offset = 128 : i64})
+// CHECK-SAME: cleave.arena_bytes = 320
+// CHECK-SAME: cleave.param_bytes = 128
+// CHECK-SAME: cleave.peak_bytes = 320
+// CHECK-SAME: cleave.persistent_bytes = 192
+// The parameter read is a view of the parameter.
+// CHECK: graph.read_param @w {cleave.offsets = array<i64: 0>}
+// CHECK: graph.matmul {{.*}} {cleave.offsets = array<i64: 192>}
+// CHECK: graph.read_param @b {cleave.offsets = array<i64: 64>}
+// An elementwise op whose operand dies writes in place.
+// CHECK: graph.add {{.*}} {cleave.offsets = array<i64: 192>}
+// CHECK: graph.exp {{.*}} {cleave.offsets = array<i64: 192>}
+// %2 is returned, so it lives to the end: the matmul needs a new buffer,
+// which tanh then overwrites in place.
+// CHECK: graph.matmul {{.*}} {cleave.offsets = array<i64: 256>}
+// CHECK: graph.tanh {{.*}} {cleave.offsets = array<i64: 256>}
+// REPORT: remark: memory plan: arena 320 bytes (parameters 128, inputs 64, temporaries 128), peak 320 bytes
+graph.param @w : tensor<4x4xf32>
+graph.param @b : tensor<4xf32>
+func.func @forward(%x: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>) {
+  %w = graph.read_param @w : tensor<4x4xf32>
+  %0 = graph.matmul %x, %w : tensor<4x4xf32>, tensor<4x4xf32>
+  %b = graph.read_param @b : tensor<4xf32>
+  %1 = graph.add %0, %b : tensor<4x4xf32>, tensor<4xf32>
+  %2 = graph.exp %1 : tensor<4x4xf32>
+  %3 = graph.matmul %2, %2 : tensor<4x4xf32>, tensor<4x4xf32>
+  %4 = graph.tanh %3 : tensor<4x4xf32>
+  return %2, %4 : tensor<4x4xf32>, tensor<4x4xf32>
+}
+
+// -----
+
+// Buffers whose lifetimes do not overlap share bytes. The unused broadcast
+// dies at once, so the constant takes its place; each transpose needs its
+// operand live, so they alternate between two 4 KiB buffers, and the peak
+// is those two.
+// CHECK-LABEL: func.func @reuse
+// CHECK-SAME: cleave.arena_bytes = 8256
+// CHECK-SAME: cleave.peak_bytes = 8256
+// CHECK: graph.broadcast_in_dim {{.*}} {cleave.offsets = array<i64: 64>}
+// CHECK: graph.constant {cleave.offsets = array<i64: 64>}
+// CHECK: graph.transpose {{.*}} {cleave.offsets = array<i64: 4160>}
+// CHECK: graph.transpose {{.*}} {cleave.offsets = array<i64: 64>}
+// CHECK: graph.transpose {{.*}} {cleave.offsets = array<i64: 4160>}
+// A reshape is a view of its operand.
+// CHECK: graph.reshape {{.*}} {cleave.offsets = array<i64: 4160>}
+// REPORT: remark: memory plan: arena 8256 bytes (parameters 0, inputs 64, temporaries 8192), peak 8256 bytes
+func.func @reuse(%x: tensor<4x4xf32>) -> tensor<1024xf32> {
+  %big = graph.broadcast_in_dim %x dims [0, 1] : tensor<4x4xf32> -> tensor<4x4xf32>
+  %c = graph.constant dense<1.0> : tensor<32x32xf32>
+  %0 = graph.transpose %c perm [1, 0] : tensor<32x32xf32>
+  %1 = graph.transpose %0 perm [1, 0] : tensor<32x32xf32>
+  %2 = graph.transpose %1 perm [1, 0] : tensor<32x32xf32>
+  %3 = graph.reshape %2 : tensor<32x32xf32> -> tensor<1024xf32>
+  return %3 : tensor<1024xf32>
+}

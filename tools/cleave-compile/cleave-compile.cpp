@@ -1,0 +1,280 @@
+//===- cleave-compile.cpp - model -> native program ---------------------===//
+//
+// Compiles an ONNX model or graph-dialect IR ahead of time into a native
+// executable: import, raise, plan memory, lower to runtime calls, translate
+// to LLVM IR, optimize, emit an object in-process, and link it with the
+// runtime library.
+//
+//   cleave-compile model.onnx -o prog [--emit=mlir|llvm|obj|exe]
+//
+//===----------------------------------------------------------------------===//
+
+#include "cleave/Dialect/Graph/IR/GraphOps.h"
+#include "cleave/Import/OnnxImporter.h"
+#include "cleave/Transforms/Passes.h"
+
+#include "CompileConfig.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Transforms/Passes.h"
+
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+static cl::OptionCategory category("cleave-compile options");
+
+static cl::opt<std::string> inputFile(cl::Positional,
+                                      cl::desc("<model.onnx | model.mlir>"),
+                                      cl::Required, cl::cat(category));
+static cl::opt<std::string> outputFile("o", cl::desc("Output file"),
+                                       cl::value_desc("path"), cl::init(""),
+                                       cl::cat(category));
+enum class Emit { Mlir, Llvm, Obj, Exe };
+static cl::opt<Emit> emit(
+    "emit", cl::desc("What to produce (default: an executable)"),
+    cl::values(clEnumValN(Emit::Mlir, "mlir", "the LLVM-dialect module"),
+               clEnumValN(Emit::Llvm, "llvm", "LLVM IR"),
+               clEnumValN(Emit::Obj, "obj", "an object file"),
+               clEnumValN(Emit::Exe, "exe", "a linked executable")),
+    cl::init(Emit::Exe), cl::cat(category));
+static cl::list<std::string>
+    inputShapes("input-shape",
+                cl::desc("Static shape of an ONNX input, NAME=DxD (repeatable)"),
+                cl::cat(category));
+static cl::opt<bool> printPipeline("print-pipeline",
+                                   cl::desc("Print the pass pipeline and exit"),
+                                   cl::cat(category));
+static cl::opt<bool> verbose("v", cl::desc("Report the time of each pass"),
+                             cl::cat(category));
+static cl::opt<std::string>
+    target("target", cl::desc("Runtime backend to link (cpu)"),
+           cl::init("cpu"), cl::cat(category));
+
+namespace {
+int fail(const llvm::Twine &message) {
+  llvm::errs() << "cleave-compile: error: " << message << "\n";
+  return 1;
+}
+
+/// Reads the input as ONNX (by extension) or MLIR.
+OwningOpRef<ModuleOp> loadInput(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
+  std::string error;
+  auto file = openInputFile(inputFile, &error);
+  if (!file) {
+    llvm::errs() << "cleave-compile: error: " << error << "\n";
+    return {};
+  }
+  if (llvm::StringRef(inputFile).ends_with(".onnx")) {
+    cleave::OnnxImportOptions options;
+    options.fileName = inputFile;
+    llvm::SmallString<256> dir(inputFile);
+    llvm::sys::path::remove_filename(dir);
+    options.baseDir = std::string(dir.empty() ? "." : dir.str());
+    for (const std::string &spec : inputShapes) {
+      std::string err = cleave::parseInputShape(spec, options);
+      if (!err.empty()) {
+        llvm::errs() << "cleave-compile: error: " << err << "\n";
+        return {};
+      }
+    }
+    return cleave::importOnnxModel(file->getBuffer(), options, &ctx);
+  }
+  if (!inputShapes.empty()) {
+    llvm::errs() << "cleave-compile: error: --input-shape applies to ONNX "
+                    "models only\n";
+    return {};
+  }
+  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  return parseSourceFile<ModuleOp>(sourceMgr, &ctx);
+}
+
+void buildPipeline(PassManager &pm) {
+  pm.addPass(cleave::createRaisePass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(cleave::createPlanMemoryPass());
+  pm.addPass(cleave::createLowerToRuntimePass());
+}
+
+/// Translates, optimizes (-O2) and emits an object for the host.
+LogicalResult emitNative(ModuleOp module, llvm::StringRef path) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, llvmContext, "cleave_program");
+  if (!llvmModule)
+    return failure();
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  std::string error;
+  const llvm::Target *llvmTarget =
+      llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!llvmTarget) {
+    llvm::errs() << "cleave-compile: error: " << error << "\n";
+    return failure();
+  }
+  llvm::TargetOptions options;
+  std::unique_ptr<llvm::TargetMachine> machine(llvmTarget->createTargetMachine(
+      triple, llvm::sys::getHostCPUName(), "", options, llvm::Reloc::PIC_));
+  llvmModule->setDataLayout(machine->createDataLayout());
+  llvmModule->setTargetTriple(triple);
+  if (llvm::Error err = makeOptimizingTransformer(2, 0, machine.get())(
+          llvmModule.get())) {
+    llvm::errs() << "cleave-compile: error: " << toString(std::move(err))
+                 << "\n";
+    return failure();
+  }
+  if (emit == Emit::Llvm) {
+    std::string errorMessage;
+    auto out = openOutputFile(path, &errorMessage);
+    if (!out)
+      return failure();
+    llvmModule->print(out->os(), nullptr);
+    out->keep();
+    return success();
+  }
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
+  if (ec) {
+    llvm::errs() << "cleave-compile: error: cannot write '" << path
+                 << "': " << ec.message() << "\n";
+    return failure();
+  }
+  llvm::legacy::PassManager codegen;
+  if (machine->addPassesToEmitFile(codegen, os, nullptr,
+                                   llvm::CodeGenFileType::ObjectFile)) {
+    llvm::errs() << "cleave-compile: error: the target cannot emit objects\n";
+    return failure();
+  }
+  codegen.run(*llvmModule);
+  return success();
+}
+
+/// Links `object` with the runtime into `exe`.
+int linkExecutable(llvm::StringRef object, llvm::StringRef exe) {
+  llvm::SmallVector<std::string> args = {CLEAVE_LINKER, object.str(), "-o",
+                                         exe.str()};
+  for (llvm::StringRef lib : llvm::split(CLEAVE_RUNTIME_LINK_CPU, ';'))
+    if (!lib.empty())
+      args.push_back(lib.str());
+  llvm::SmallVector<llvm::StringRef> argRefs(args.begin(), args.end());
+  std::string error;
+  int rc = llvm::sys::ExecuteAndWait(args[0], argRefs, std::nullopt, {}, 0, 0,
+                                     &error);
+  if (rc != 0)
+    return fail("linking '" + exe + "' failed" +
+                (error.empty() ? "" : ": " + error));
+  return 0;
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  registerAsmPrinterCLOptions();
+  registerMLIRContextCLOptions();
+  registerPassManagerCLOptions();
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "Cleave compiler: compiles an ONNX model or graph IR into a native "
+      "program.\n\n"
+      "  cleave-compile model.onnx -o prog\n"
+      "  ./prog --input x=x.npy --output-dir out/\n");
+
+  if (target != "cpu")
+    return fail("unknown --target '" + target + "' (available: cpu)");
+
+  DialectRegistry registry;
+  registry.insert<cleave::graph::GraphDialect, func::FuncDialect,
+                  LLVM::LLVMDialect>();
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+
+  PassManager pm(&ctx);
+  buildPipeline(pm);
+  if (printPipeline) {
+    pm.printAsTextualPipeline(llvm::outs());
+    llvm::outs() << "\n";
+    return 0;
+  }
+
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &ctx);
+  DefaultTimingManager timing;
+  timing.setEnabled(verbose);
+  TimingScope root = timing.getRootScope();
+
+  TimingScope loadTiming = root.nest("load input");
+  OwningOpRef<ModuleOp> module = loadInput(ctx, sourceMgr);
+  if (!module)
+    return 1;
+  loadTiming.stop();
+
+  if (failed(applyPassManagerCLOptions(pm)))
+    return 1;
+  pm.enableTiming(root);
+  if (failed(pm.run(*module)))
+    return 1;
+
+  std::string out = outputFile;
+  if (out.empty()) {
+    llvm::SmallString<128> stem(llvm::sys::path::stem(inputFile));
+    static const char *suffix[] = {".ll.mlir", ".ll", ".o", ""};
+    out = (stem + suffix[static_cast<int>(emit.getValue())]).str();
+  }
+  if (emit == Emit::Mlir) {
+    std::string error;
+    auto file = openOutputFile(out, &error);
+    if (!file)
+      return fail(error);
+    module->print(file->os());
+    file->keep();
+    return 0;
+  }
+  TimingScope nativeTiming = root.nest("translate, optimize, emit object");
+  std::string object = out;
+  llvm::SmallString<128> temp;
+  if (emit == Emit::Exe) {
+    if (std::error_code ec =
+            llvm::sys::fs::createTemporaryFile("cleave", "o", temp))
+      return fail("cannot create a temporary object: " + ec.message());
+    object = std::string(temp);
+  }
+  if (failed(emitNative(*module, object)))
+    return 1;
+  nativeTiming.stop();
+  if (emit != Emit::Exe)
+    return 0;
+  TimingScope linkTiming = root.nest("link");
+  int rc = linkExecutable(object, out);
+  llvm::sys::fs::remove(object);
+  return rc;
+}
