@@ -1,0 +1,25 @@
+// RUN: cleave-opt %s --cleave-lower-to-runtime -split-input-file -verify-diagnostics
+
+// expected-error @+1 {{has no memory plan; run -cleave-plan-memory first}}
+func.func @forward(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+func.func @forward(%x: tensor<4xf32> {cleave.offset = 0 : i64}) -> tensor<4xf32>
+    attributes {cleave.arena_bytes = 64 : i64} {
+  // expected-error @+1 {{has no planned offset; run -cleave-plan-memory first}}
+  %0 = graph.exp %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// Distributed programs are partitioned before they reach the runtime.
+// expected-error @+1 {{'dist.mesh' op cannot be lowered to the runtime}}
+dist.mesh @m ["dp" = 2]
+func.func @forward(%x: tensor<4xf32> {cleave.offset = 0 : i64}) -> tensor<4xf32>
+    attributes {cleave.arena_bytes = 64 : i64} {
+  return %x : tensor<4xf32>
+}

@@ -1,0 +1,49 @@
+// RUN: cleave-opt %s --cleave-plan-memory --cleave-lower-to-runtime | FileCheck %s
+
+// Each op is one runtime call on constant descriptors: [offset, dtype |
+// rank << 32, shape...]. f32 is dtype 0 and rank 2 is 8589934592.
+// CHECK-DAG: llvm.mlir.global private constant @[[W:cleave.desc.[0-9]+]](dense<[0, 8589934592, 4, 4, 0, 0, 0, 0, 0, 0]> : tensor<10xi64>)
+// CHECK-DAG: llvm.mlir.global private constant @[[X:cleave.desc.[0-9]+]](dense<[64, 8589934592, 2, 4, 0, 0, 0, 0, 0, 0]> : tensor<10xi64>)
+// CHECK-DAG: llvm.mlir.global private constant @[[MM:cleave.desc.[0-9]+]](dense<[128, 8589934592, 2, 4, 0, 0, 0, 0, 0, 0]> : tensor<10xi64>)
+// CHECK-DAG: llvm.mlir.global private constant @[[SM:cleave.desc.[0-9]+]](dense<[192, 8589934592, 2, 4, 0, 0, 0, 0, 0, 0]> : tensor<10xi64>)
+// CHECK-DAG: llvm.mlir.global private constant @[[PERM:cleave.ints.[0-9]+]](dense<[1, 0]> : tensor<2xi64>)
+// CHECK-DAG: llvm.func @cleave_rt_matmul(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr)
+// CHECK-DAG: llvm.func @cleave_rt_softmax(!llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i32)
+// The parameter's initial value is embedded as bytes (0.5f is 0x3F000000).
+// CHECK-DAG: llvm.mlir.global private constant @cleave.init.{{[0-9]+}}("\00\00\00?\00\00\00?
+// CHECK: llvm.func @cleave_program_run(%[[ARENA:.*]]: !llvm.ptr)
+// CHECK: %[[A:.*]] = llvm.mlir.addressof @[[X]]
+// CHECK: %[[B:.*]] = llvm.mlir.addressof @[[W]]
+// CHECK: %[[C:.*]] = llvm.mlir.addressof @[[MM]]
+// CHECK: llvm.call @cleave_rt_matmul(%[[ARENA]], %[[A]], %[[B]], %[[C]])
+// CHECK: %[[DIM:.*]] = llvm.mlir.constant(1 : i64) : i64
+// CHECK: %[[LOG:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK: llvm.call @cleave_rt_softmax(%[[ARENA]], %{{.*}}, %{{.*}}, %[[DIM]], %[[LOG]])
+// The reshape is a view: no call. The transpose passes its permutation.
+// CHECK-NOT: cleave_rt_copy
+// CHECK: %[[P:.*]] = llvm.mlir.addressof @[[PERM]]
+// CHECK: llvm.call @cleave_rt_transpose(%[[ARENA]], %{{.*}}, %{{.*}}, %[[P]])
+// GELU with the tanh form is unary kind 15, in place: both descriptors
+// are the same tensor.
+// CHECK: llvm.mlir.addressof @[[G:cleave.desc.[0-9]+]]
+// CHECK-NEXT: llvm.mlir.addressof @[[G]]
+// CHECK-NEXT: %[[KIND:.*]] = llvm.mlir.constant(15 : i32) : i32
+// CHECK-NEXT: llvm.call @cleave_rt_unary(%[[ARENA]], %[[KIND]]
+// CHECK: llvm.return
+// The metadata: ABI 1, the arena size, one parameter, one input, one output.
+// CHECK-LABEL: llvm.mlir.global external constant @cleave_program()
+// CHECK: llvm.mlir.constant(1 : i32)
+// CHECK: llvm.mlir.constant(256 : i64)
+// CHECK-NOT: graph.
+graph.param @w : tensor<4x4xf32> = dense<0.5> : tensor<4x4xf32>
+func.func @forward(%x: tensor<2x4xf32> {onnx.name = "x"}) -> (tensor<2x4xf32> {onnx.name = "y"}) {
+  %w = graph.read_param @w : tensor<4x4xf32>
+  %0 = graph.matmul %x, %w : tensor<2x4xf32>, tensor<4x4xf32>
+  %1 = graph.softmax %0 dim 1 : tensor<2x4xf32>
+  %2 = graph.reshape %1 : tensor<2x4xf32> -> tensor<8xf32>
+  %3 = graph.reshape %2 : tensor<8xf32> -> tensor<2x4xf32>
+  %4 = graph.transpose %3 perm [1, 0] : tensor<2x4xf32>
+  %5 = graph.transpose %4 perm [1, 0] : tensor<4x2xf32>
+  %6 = graph.gelu %5 approximate tanh : tensor<2x4xf32>
+  return %6 : tensor<2x4xf32>
+}
