@@ -35,6 +35,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 DEFAULT_SUITE = "/usr/share/libonnx-testdata/data/node"
@@ -107,7 +108,7 @@ def model_op_types(model_path):
     return sorted(domains)
 
 
-def run_case(case_dir, translate, opt, timeout):
+def run_case(case_dir, translate, opt, timeout, compiler=None):
     """Imports one case and returns its result as a dict."""
     name = os.path.basename(case_dir)
     model = os.path.join(case_dir, "model.onnx")
@@ -168,6 +169,90 @@ def run_case(case_dir, translate, opt, timeout):
             message = first_error_line(stderr) or (
                 "exit %d" % parsed.returncode)
         return finish("failed", "cleave-opt: " + message, stage="reparse")
+    if not compiler:
+        return finish("passed")
+    return execute_case(case_dir, model, compiler, timeout, finish)
+
+
+# The ONNX backend tests' default tolerances (onnx/backend/test/runner).
+RTOL, ATOL = 1e-3, 1e-7
+
+
+def execute_case(case_dir, model_path, compiler, timeout, finish):
+    """Compiles the case, runs it on each test data set and compares the
+    outputs with the expected ones."""
+    import numpy as np  # pylint: disable=import-outside-toplevel
+    import onnx  # pylint: disable=import-outside-toplevel
+    from onnx import numpy_helper  # pylint: disable=import-outside-toplevel
+
+    model = onnx.load(model_path, load_external_data=False)
+    initializers = {t.name for t in model.graph.initializer}
+    inputs = [i.name for i in model.graph.input if i.name not in initializers]
+    outputs = [o.name for o in model.graph.output]
+    with tempfile.TemporaryDirectory() as work:
+        prog = os.path.join(work, "prog")
+        try:
+            built = subprocess.run([compiler, model_path, "-o", prog],
+                                   stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, timeout=timeout,
+                                   check=False)
+        except subprocess.TimeoutExpired:
+            return finish("failed", "compile: timeout", stage="compile")
+        if built.returncode != 0:
+            message = first_error_line(built.stderr.decode("utf-8", "replace"))
+            if built.returncode < 0:
+                message = "crash (%s) %s" % (signal_name(built.returncode),
+                                             message)
+            return finish("failed", "compile: " + message, stage="compile")
+        data_sets = sorted(d for d in os.listdir(case_dir)
+                           if d.startswith("test_data_set_"))
+        for data_set in data_sets:
+            folder = os.path.join(case_dir, data_set)
+            args = [prog, "--output-dir", os.path.join(work, data_set)]
+            for i, name in enumerate(inputs):
+                tensor = onnx.TensorProto()
+                with open(os.path.join(folder, "input_%d.pb" % i), "rb") as f:
+                    tensor.ParseFromString(f.read())
+                array = numpy_helper.to_array(tensor)
+                if array.dtype == np.float64:  # imported as f32
+                    array = array.astype(np.float32)
+                path = os.path.join(work, "%s-in%d.npy" % (data_set, i))
+                np.save(path, array)
+                args += ["--input", "%s=%s" % (name, path)]
+            try:
+                ran = subprocess.run(args, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, timeout=timeout,
+                                     check=False)
+            except subprocess.TimeoutExpired:
+                return finish("failed", "run: timeout", stage="run")
+            if ran.returncode != 0:
+                message = first_error_line(ran.stderr.decode("utf-8", "replace"))
+                if ran.returncode < 0:
+                    message = "crash (%s) %s" % (signal_name(ran.returncode),
+                                                 message)
+                return finish("failed", "run: " + message, stage="run")
+            for i, name in enumerate(outputs):
+                tensor = onnx.TensorProto()
+                with open(os.path.join(folder, "output_%d.pb" % i), "rb") as f:
+                    tensor.ParseFromString(f.read())
+                expected = numpy_helper.to_array(tensor)
+                got = np.load(os.path.join(work, data_set, name + ".npy"))
+                if got.shape != expected.shape:
+                    return finish("failed", "output %s: shape %s, expected %s"
+                                  % (name, list(got.shape),
+                                     list(expected.shape)), stage="compare")
+                if expected.dtype.kind in "biu":
+                    ok = np.array_equal(got.astype(expected.dtype), expected)
+                else:
+                    ok = np.allclose(got.astype(np.float64),
+                                     expected.astype(np.float64),
+                                     rtol=RTOL, atol=ATOL, equal_nan=True)
+                if not ok:
+                    diff = np.abs(got.astype(np.float64) -
+                                  expected.astype(np.float64))
+                    return finish("failed", "output %s differs: max |diff| "
+                                  "%.3g" % (name, float(np.nanmax(diff))),
+                                  stage="compare")
     return finish("passed")
 
 
@@ -252,6 +337,10 @@ def main():
                              "(default: %(default)s)")
     parser.add_argument("--json", metavar="FILE",
                         help="write the per-case results to FILE")
+    parser.add_argument("--compile", metavar="PATH", default="",
+                        help="also compile each imported case with this "
+                             "cleave-compile, run it on the case's test data "
+                             "and compare the outputs (rtol 1e-3, atol 1e-7)")
     args = parser.parse_args()
 
     if not os.path.isdir(args.suite):
@@ -260,6 +349,10 @@ def main():
         return 2
     translate = resolve_tool(args.translate)
     opt = resolve_tool(args.opt)
+    compiler = resolve_tool(args.compile) if args.compile else None
+    if args.compile and not compiler:
+        sys.stderr.write("error: no executable at '%s'\n" % args.compile)
+        return 2
     for given, found in ((args.translate, translate), (args.opt, opt)):
         if not found:
             sys.stderr.write("error: no executable at '%s'\n" % given)
@@ -280,7 +373,8 @@ def main():
     results = []
     with concurrent.futures.ThreadPoolExecutor(
             max_workers=max(1, args.jobs)) as pool:
-        futures = [pool.submit(run_case, case, translate, opt, args.timeout)
+        futures = [pool.submit(run_case, case, translate, opt, args.timeout,
+                               compiler)
                    for case in cases]
         for future in concurrent.futures.as_completed(futures):
             results.append(future.result())
