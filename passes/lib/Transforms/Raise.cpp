@@ -194,30 +194,20 @@ bool matchNormalize(Operation *op, Value &x, Value &denominator) {
   return false;
 }
 
-/// If `v`'s only user multiplies it by a tensor of `shape` (and the product
-/// keeps v's type), returns that user and the other factor.
-MulOp singleScaleUser(Value v, ArrayRef<int64_t> shape, Value &scale) {
+/// If `v`'s only user is an `OpTy` (mul by a scale, add of a bias) whose
+/// other operand has `shape` and whose result keeps v's type, returns that
+/// user and sets `other`.
+template <typename OpTy>
+OpTy singleAffineUser(Value v, ArrayRef<int64_t> shape, Value &other) {
   if (!v.hasOneUse())
     return {};
-  auto mul = dyn_cast<MulOp>(*v.getUsers().begin());
-  if (!mul || mul.getType() != v.getType())
+  auto user = dyn_cast<OpTy>(*v.getUsers().begin());
+  if (!user || user.getType() != v.getType())
     return {};
-  scale = mul.getLhs() == v ? mul.getRhs() : mul.getLhs();
-  if (cast<RankedTensorType>(scale.getType()).getShape() != shape)
+  other = user.getLhs() == v ? user.getRhs() : user.getLhs();
+  if (cast<RankedTensorType>(other.getType()).getShape() != shape)
     return {};
-  return mul;
-}
-
-AddOp singleBiasUser(Value v, ArrayRef<int64_t> shape, Value &bias) {
-  if (!v.hasOneUse())
-    return {};
-  auto add = dyn_cast<AddOp>(*v.getUsers().begin());
-  if (!add || add.getType() != v.getType())
-    return {};
-  bias = add.getLhs() == v ? add.getRhs() : add.getLhs();
-  if (cast<RankedTensorType>(bias.getType()).getShape() != shape)
-    return {};
-  return add;
+  return user;
 }
 
 Value onesLike(PatternRewriter &rewriter, Location loc, Type elem,
@@ -262,9 +252,9 @@ struct RaiseLayerNorm : RewritePattern {
     ArrayRef<int64_t> normShape = type.getShape().drop_front(first);
     Value scale, bias;
     Operation *last = op;
-    if (MulOp mul = singleScaleUser(result, normShape, scale)) {
+    if (MulOp mul = singleAffineUser<MulOp>(result, normShape, scale)) {
       last = mul;
-      if (AddOp add = singleBiasUser(mul, normShape, bias))
+      if (AddOp add = singleAffineUser<AddOp>(mul, normShape, bias))
         last = add;
     }
     rewriter.setInsertionPoint(last);
@@ -300,7 +290,7 @@ struct RaiseRmsNorm : RewritePattern {
     ArrayRef<int64_t> normShape = type.getShape().drop_front(first);
     Value scale;
     Operation *last = op;
-    if (MulOp mul = singleScaleUser(result, normShape, scale))
+    if (MulOp mul = singleAffineUser<MulOp>(result, normShape, scale))
       last = mul;
     rewriter.setInsertionPoint(last);
     if (!scale)
