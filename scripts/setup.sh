@@ -10,7 +10,8 @@ packages=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools  # MLIR 22, lit, FileCheck
   libgtest-dev                                             # unit tests
   libonnx-dev libprotobuf-dev protobuf-compiler            # ONNX import
-  libonnx-testdata python3-onnx                            # ONNX conformance suite
+  libonnx-testdata python3-onnx python3-numpy              # ONNX conformance suite
+  libopenblas-dev                                          # CPU runtime GEMM
   clang-22 libclang-rt-22-dev                              # libFuzzer target
 )
 missing=()

@@ -8,7 +8,7 @@ from lit.llvm import llvm_config
 
 config.name = "Cleave"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
-config.suffixes = [".mlir"]
+config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.cleave_obj_root, "test")
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unittests"]
@@ -17,4 +17,4 @@ llvm_config.use_default_substitutions()
 config.substitutions.append(("%examples", os.path.join(config.cleave_src_root, "examples")))
 
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
-llvm_config.add_tool_substitutions(["cleave-opt", "cleave-translate"], [config.cleave_tools_dir])
+llvm_config.add_tool_substitutions(["cleave-opt", "cleave-translate", "cleave-plan"], [config.cleave_tools_dir])

@@ -580,7 +580,7 @@ FailureOr<ConstTensor> readTensorAttr(NodeContext &n,
       break;
     case onnx::TensorProto::FLOAT16:
     case onnx::TensorProto::BFLOAT16: {
-      ok = raw.size() == count * 2u;
+      ok = raw.size() == static_cast<size_t>(count) * 2;
       for (int64_t i = 0; ok && i < count; ++i) {
         uint16_t bits;
         std::memcpy(&bits, raw.data() + 2 * i, 2);

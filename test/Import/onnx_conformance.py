@@ -174,8 +174,36 @@ def run_case(case_dir, translate, opt, timeout, compiler=None):
     return execute_case(case_dir, model, compiler, timeout, finish)
 
 
+# Cases whose expected data Cleave deliberately does not reproduce. They are
+# still reported as failed, with the reason; --max-failures counts the others.
+KNOWN_DIFFERENCES = {
+    "test_cast_FLOAT_to_BFLOAT16":
+        "the suite truncates f32 to bf16; Cleave rounds to nearest even, as "
+        "PyTorch and the hardware do",
+    "test_castlike_BFLOAT16_to_FLOAT_expanded":
+        "the suite's data for input 'like' has shape [1], the model declares "
+        "[3, 4]",
+    "test_castlike_FLOAT_to_BFLOAT16_expanded":
+        "the suite's data for input 'like' has shape [1], the model declares "
+        "[3, 4]",
+}
+
 # The ONNX backend tests' default tolerances (onnx/backend/test/runner).
 RTOL, ATOL = 1e-3, 1e-7
+
+
+def as_program_array(tensor, declared_type, numpy_helper, np):
+    """The values of a TensorProto as the compiled program reads and writes
+    them in .npy files: f64 was imported as f32, and bf16 (no NumPy type)
+    travels as f32. The suite stores bf16 data as uint16 bits, so the
+    model's declared type (`declared_type`) decides."""
+    array = numpy_helper.to_array(tensor)
+    if array.dtype == np.float64:
+        return array.astype(np.float32)
+    if declared_type == 16:  # BFLOAT16
+        bits = array.astype(np.uint32) << 16
+        return bits.view(np.float32).reshape(array.shape)
+    return array
 
 
 def execute_case(case_dir, model_path, compiler, timeout, finish):
@@ -187,8 +215,10 @@ def execute_case(case_dir, model_path, compiler, timeout, finish):
 
     model = onnx.load(model_path, load_external_data=False)
     initializers = {t.name for t in model.graph.initializer}
-    inputs = [i.name for i in model.graph.input if i.name not in initializers]
-    outputs = [o.name for o in model.graph.output]
+    inputs = [(i.name, i.type.tensor_type.elem_type)
+              for i in model.graph.input if i.name not in initializers]
+    outputs = [(o.name, o.type.tensor_type.elem_type)
+               for o in model.graph.output]
     with tempfile.TemporaryDirectory() as work:
         prog = os.path.join(work, "prog")
         try:
@@ -209,13 +239,11 @@ def execute_case(case_dir, model_path, compiler, timeout, finish):
         for data_set in data_sets:
             folder = os.path.join(case_dir, data_set)
             args = [prog, "--output-dir", os.path.join(work, data_set)]
-            for i, name in enumerate(inputs):
+            for i, (name, declared) in enumerate(inputs):
                 tensor = onnx.TensorProto()
                 with open(os.path.join(folder, "input_%d.pb" % i), "rb") as f:
                     tensor.ParseFromString(f.read())
-                array = numpy_helper.to_array(tensor)
-                if array.dtype == np.float64:  # imported as f32
-                    array = array.astype(np.float32)
+                array = as_program_array(tensor, declared, numpy_helper, np)
                 path = os.path.join(work, "%s-in%d.npy" % (data_set, i))
                 np.save(path, array)
                 args += ["--input", "%s=%s" % (name, path)]
@@ -231,11 +259,12 @@ def execute_case(case_dir, model_path, compiler, timeout, finish):
                     message = "crash (%s) %s" % (signal_name(ran.returncode),
                                                  message)
                 return finish("failed", "run: " + message, stage="run")
-            for i, name in enumerate(outputs):
+            for i, (name, declared) in enumerate(outputs):
                 tensor = onnx.TensorProto()
                 with open(os.path.join(folder, "output_%d.pb" % i), "rb") as f:
                     tensor.ParseFromString(f.read())
-                expected = numpy_helper.to_array(tensor)
+                expected = as_program_array(tensor, declared, numpy_helper,
+                                            np)
                 got = np.load(os.path.join(work, data_set, name + ".npy"))
                 if got.shape != expected.shape:
                     return finish("failed", "output %s: shape %s, expected %s"
@@ -296,6 +325,9 @@ def print_report(results, max_failed_lines, out):
     failed = [r for r in results if r["status"] == "failed"]
     out.write("\nfailed cases (%d):\n" % len(failed))
     for result in failed[:max_failed_lines]:
+        if result["case"] in KNOWN_DIFFERENCES:
+            result = dict(result, message=result["message"] + " [known: " +
+                          KNOWN_DIFFERENCES[result["case"]] + "]")
         out.write("  %s: %s\n" % (result["case"], result["message"]))
     if len(failed) > max_failed_lines:
         out.write("  ... %d more (use --json for all)\n"
@@ -391,7 +423,9 @@ def main():
                       handle, indent=1)
             handle.write("\n")
 
-    if 0 <= args.max_failures < totals["failed"]:
+    unexpected = sum(1 for r in results if r["status"] == "failed"
+                     and r["case"] not in KNOWN_DIFFERENCES)
+    if 0 <= args.max_failures < unexpected:
         return 1
     return 0
 

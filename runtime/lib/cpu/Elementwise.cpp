@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FastMath.h"
 #include "Tensor.h"
 
 #include <algorithm>
@@ -20,9 +21,8 @@ namespace {
 
 const char *unaryName(int32_t op) {
   static const char *names[] = {
-      "neg",  "abs",        "relu", "exp",     "log",  "sqrt",
-      "rsqrt", "reciprocal", "tanh", "erf",     "sigmoid", "silu",
-      "sin",  "cos",        "gelu_erf", "gelu_tanh"};
+      "neg",  "abs", "relu",    "exp",  "log", "sqrt", "rsqrt",    "reciprocal",
+      "tanh", "erf", "sigmoid", "silu", "sin", "cos",  "gelu_erf", "gelu_tanh"};
   return op >= 0 && op <= CLEAVE_GELU_TANH ? names[op] : "unknown";
 }
 
@@ -68,18 +68,18 @@ inline void binaryRun(const In *a, int64_t sa, const In *b, int64_t sb,
 
 template <typename In, typename Out, typename F>
 void mapUnary(const Broadcast &bc, const In *x, Out *out, F f) {
-  bc.forEachRun([&](int64_t o, const int64_t *off, int64_t n,
-                    const int64_t *inner) {
-    unaryRun(x + off[0], inner[0], out + o, n, f);
-  });
+  bc.forEachRun(
+      [&](int64_t o, const int64_t *off, int64_t n, const int64_t *inner) {
+        unaryRun(x + off[0], inner[0], out + o, n, f);
+      });
 }
 
 template <typename In, typename Out, typename F>
 void mapBinary(const Broadcast &bc, const In *a, const In *b, Out *out, F f) {
-  bc.forEachRun([&](int64_t o, const int64_t *off, int64_t n,
-                    const int64_t *inner) {
-    binaryRun(a + off[0], inner[0], b + off[1], inner[1], out + o, n, f);
-  });
+  bc.forEachRun(
+      [&](int64_t o, const int64_t *off, int64_t n, const int64_t *inner) {
+        binaryRun(a + off[0], inner[0], b + off[1], inner[1], out + o, n, f);
+      });
 }
 
 constexpr float kSqrtHalf = 0.70710678118654752f;
@@ -94,7 +94,7 @@ void unaryF32(int32_t op, const Broadcast &bc, const float *x, float *out) {
   case CLEAVE_RELU:
     return mapUnary(bc, x, out, [](float v) { return v > 0.0f ? v : 0.0f; });
   case CLEAVE_EXP:
-    return mapUnary(bc, x, out, [](float v) { return std::exp(v); });
+    return mapUnary(bc, x, out, [](float v) { return fastExp(v); });
   case CLEAVE_LOG:
     return mapUnary(bc, x, out, [](float v) { return std::log(v); });
   case CLEAVE_SQRT:
@@ -104,34 +104,35 @@ void unaryF32(int32_t op, const Broadcast &bc, const float *x, float *out) {
   case CLEAVE_RECIPROCAL:
     return mapUnary(bc, x, out, [](float v) { return 1.0f / v; });
   case CLEAVE_TANH:
-    return mapUnary(bc, x, out, [](float v) { return std::tanh(v); });
+    return mapUnary(bc, x, out, [](float v) { return fastTanh(v); });
   case CLEAVE_ERF:
     return mapUnary(bc, x, out, [](float v) { return std::erf(v); });
   case CLEAVE_SIGMOID:
-    return mapUnary(bc, x, out,
-                    [](float v) { return 1.0f / (1.0f + std::exp(-v)); });
+    return mapUnary(bc, x, out, [](float v) { return fastSigmoid(v); });
   case CLEAVE_SILU:
-    return mapUnary(bc, x, out,
-                    [](float v) { return v / (1.0f + std::exp(-v)); });
+    return mapUnary(bc, x, out, [](float v) { return v * fastSigmoid(v); });
   case CLEAVE_SIN:
     return mapUnary(bc, x, out, [](float v) { return std::sin(v); });
   case CLEAVE_COS:
     return mapUnary(bc, x, out, [](float v) { return std::cos(v); });
+  // erfc(-x / sqrt 2) = 1 + erf(x / sqrt 2), without its cancellation for
+  // negative x.
   case CLEAVE_GELU_ERF:
     return mapUnary(bc, x, out, [](float v) {
-      return 0.5f * v * (1.0f + std::erf(v * kSqrtHalf));
+      return 0.5f * v * std::erfc(-v * kSqrtHalf);
     });
+  // 0.5 (1 + tanh(u)) = sigmoid(2u), again without the cancellation.
   case CLEAVE_GELU_TANH:
     return mapUnary(bc, x, out, [](float v) {
-      float inner = kSqrtTwoOverPi * (v + 0.044715f * v * v * v);
-      return 0.5f * v * (1.0f + std::tanh(inner));
+      float u = kSqrtTwoOverPi * (v + 0.044715f * v * v * v);
+      return v * fastSigmoid(2.0f * u);
     });
   }
   cleave_rt_fail("cleave_rt_unary: unknown op %d", op);
 }
 
-void unaryI64(int32_t op, const Broadcast &bc, const int64_t *x,
-              int64_t *out, int32_t dtype) {
+void unaryI64(int32_t op, const Broadcast &bc, const int64_t *x, int64_t *out,
+              int32_t dtype) {
   // Negation wraps (computed unsigned) instead of overflowing.
   switch (op) {
   case CLEAVE_NEG:
@@ -148,8 +149,8 @@ void unaryI64(int32_t op, const Broadcast &bc, const int64_t *x,
                  unaryName(op), op, dtypeName(dtype));
 }
 
-void binaryF32(int32_t op, const Broadcast &bc, const float *a,
-               const float *b, float *out) {
+void binaryF32(int32_t op, const Broadcast &bc, const float *a, const float *b,
+               float *out) {
   switch (op) {
   case CLEAVE_ADD:
     return mapBinary(bc, a, b, out, [](float x, float y) { return x + y; });
@@ -196,7 +197,7 @@ int64_t intPow(int64_t base, int64_t exp) {
 }
 
 void binaryI64(int32_t op, const Broadcast &bc, const int64_t *a,
-               const int64_t *b, int64_t *out) {
+               const int64_t *b, int64_t bCount, int64_t *out) {
   // add/sub/mul wrap on overflow (computed unsigned), as in two's complement.
   switch (op) {
   case CLEAVE_ADD:
@@ -212,14 +213,14 @@ void binaryI64(int32_t op, const Broadcast &bc, const int64_t *a,
       return int64_t(uint64_t(x) * uint64_t(y));
     });
   case CLEAVE_DIV: {
-    // Division truncates toward zero; a zero divisor is fatal. Check first
-    // so that no worker thread has to fail.
-    bc.forEachRun([&](int64_t, const int64_t *off, int64_t n,
-                      const int64_t *inner) {
-      for (int64_t i = 0; i < n; ++i)
-        if (b[off[1] + i * inner[1]] == 0)
-          cleave_rt_fail("cleave_rt_binary: integer division by zero");
-    });
+    // Division truncates toward zero; a zero divisor is fatal. Broadcasting
+    // reads every element of b, so scan b itself, before any worker thread
+    // starts.
+    for (int64_t i = 0; bc.total && i < bCount; ++i)
+      if (b[i] == 0)
+        cleave_rt_fail("cleave_rt_binary: integer division by zero (divisor "
+                       "element %lld)",
+                       (long long)i);
     return mapBinary(bc, a, b, out, [](int64_t x, int64_t y) {
       return (x == INT64_MIN && y == -1) ? INT64_MIN : x / y;
     });
@@ -264,14 +265,14 @@ void whereTyped(char *arena, const Broadcast &bc, const uint8_t *cond,
   Output<T> ov(arena, out);
   const T *xp = xv.data(), *yp = yv.data();
   T *op = ov.data();
-  bc.forEachRun([&](int64_t o, const int64_t *off, int64_t n,
-                    const int64_t *inner) {
-    const uint8_t *c = cond + off[0];
-    const T *xr = xp + off[1], *yr = yp + off[2];
-    int64_t sc = inner[0], sx = inner[1], sy = inner[2];
-    for (int64_t i = 0; i < n; ++i)
-      op[o + i] = c[i * sc] ? xr[i * sx] : yr[i * sy];
-  });
+  bc.forEachRun(
+      [&](int64_t o, const int64_t *off, int64_t n, const int64_t *inner) {
+        const uint8_t *c = cond + off[0];
+        const T *xr = xp + off[1], *yr = yp + off[2];
+        int64_t sc = inner[0], sx = inner[1], sy = inner[2];
+        for (int64_t i = 0; i < n; ++i)
+          op[o + i] = c[i * sc] ? xr[i * sx] : yr[i * sy];
+      });
   ov.commit();
 }
 
@@ -316,7 +317,7 @@ void cleave_rt_binary(char *arena, int32_t op, const cleave_tensor *a,
   }
   Input<int64_t> av(arena, *a), bv(arena, *b);
   Output<int64_t> ov(arena, *out);
-  binaryI64(op, bc, av.data(), bv.data(), ov.data());
+  binaryI64(op, bc, av.data(), bv.data(), numElements(*b), ov.data());
   ov.commit();
 }
 
@@ -372,6 +373,10 @@ void cleave_rt_cast(char *arena, const cleave_tensor *x,
       std::memmove(dst, src, size_t(n) * elementSize(x->dtype));
     return;
   }
+  // A bool is true for any nonzero value (0.5 and NaN included), as in
+  // NumPy and ONNX, so it does not go through integer truncation.
+  if (out->dtype == CLEAVE_I1)
+    return convertToBool(src, x->dtype, reinterpret_cast<uint8_t *>(dst), n);
   // Convert in blocks through the compute type (f32 for a float out, else
   // i64, which truncates floats): no full-size temporary.
   constexpr int64_t kBlock = 1 << 16;

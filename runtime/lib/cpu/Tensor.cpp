@@ -1,15 +1,13 @@
 //===- Tensor.cpp - shared helpers of the CPU kernels ---------------------===//
 //
-// Descriptor checks, dtype conversions, typed views, broadcasting plans, the
-// strided copy behind the data movement kernels, and cleave_rt_fail.
+// Descriptor checks, broadcasting plans, the strided copy behind the data
+// movement kernels, and cleave_rt_fail. (Conversions are in Convert.cpp.)
 //
 //===----------------------------------------------------------------------===//
 
 #include "Tensor.h"
 
-#include "cleave/Runtime/Float16.h"
-
-#include <cmath>
+#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -128,252 +126,6 @@ void cleave::rt::contiguousStrides(const cleave_tensor &t, int64_t *strides) {
 }
 
 //===----------------------------------------------------------------------===//
-// Conversions
-//===----------------------------------------------------------------------===//
-
-namespace {
-
-/// Loads element i of a stored dtype as T (the dtype is known valid).
-template <typename T, typename Load>
-void convertLoop(const void *src, T *dst, int64_t n, Load load) {
-#pragma omp parallel for schedule(static) if (n >= kParallelElements)
-  for (int64_t i = 0; i < n; ++i)
-    dst[i] = load(src, i);
-}
-
-int64_t floatToI64(float f) {
-  if (std::isnan(f))
-    return 0;
-  if (f >= 9.2233720368547758e18f)
-    return INT64_MAX;
-  if (f <= -9.2233720368547758e18f)
-    return INT64_MIN;
-  return int64_t(f);
-}
-
-void badDtype(const char *what, int32_t dtype) {
-  cleave_rt_fail("%s: unsupported dtype %d", what, dtype);
-}
-
-} // namespace
-
-void cleave::rt::convertToF32(const void *src, int32_t dtype, float *dst,
-                              int64_t n) {
-  switch (dtype) {
-  case CLEAVE_F32:
-    std::memcpy(dst, src, size_t(n) * 4);
-    return;
-  case CLEAVE_F16:
-    return convertLoop(src, dst, n, [](const void *p, int64_t i) {
-      return halfToFloat(static_cast<const uint16_t *>(p)[i]);
-    });
-  case CLEAVE_BF16:
-    return convertLoop(src, dst, n, [](const void *p, int64_t i) {
-      return bf16ToFloat(static_cast<const uint16_t *>(p)[i]);
-    });
-  case CLEAVE_I64:
-    return convertLoop(src, dst, n, [](const void *p, int64_t i) {
-      return float(static_cast<const int64_t *>(p)[i]);
-    });
-  case CLEAVE_I32:
-    return convertLoop(src, dst, n, [](const void *p, int64_t i) {
-      return float(static_cast<const int32_t *>(p)[i]);
-    });
-  case CLEAVE_I1:
-    return convertLoop(src, dst, n, [](const void *p, int64_t i) {
-      return static_cast<const uint8_t *>(p)[i] ? 1.0f : 0.0f;
-    });
-  }
-  badDtype("convert to f32", dtype);
-}
-
-void cleave::rt::convertToI64(const void *src, int32_t dtype, int64_t *dst,
-                              int64_t n) {
-  switch (dtype) {
-  case CLEAVE_I64:
-    std::memcpy(dst, src, size_t(n) * 8);
-    return;
-  case CLEAVE_I32:
-    return convertLoop(src, dst, n, [](const void *p, int64_t i) {
-      return int64_t(static_cast<const int32_t *>(p)[i]);
-    });
-  case CLEAVE_I1:
-    return convertLoop(src, dst, n, [](const void *p, int64_t i) {
-      return int64_t(static_cast<const uint8_t *>(p)[i] != 0);
-    });
-  case CLEAVE_F32:
-    return convertLoop(src, dst, n, [](const void *p, int64_t i) {
-      return floatToI64(static_cast<const float *>(p)[i]);
-    });
-  case CLEAVE_F16:
-    return convertLoop(src, dst, n, [](const void *p, int64_t i) {
-      return floatToI64(halfToFloat(static_cast<const uint16_t *>(p)[i]));
-    });
-  case CLEAVE_BF16:
-    return convertLoop(src, dst, n, [](const void *p, int64_t i) {
-      return floatToI64(bf16ToFloat(static_cast<const uint16_t *>(p)[i]));
-    });
-  }
-  badDtype("convert to i64", dtype);
-}
-
-void cleave::rt::convertToBool(const void *src, int32_t dtype, uint8_t *dst,
-                               int64_t n) {
-  switch (dtype) {
-  case CLEAVE_I1:
-    return convertLoop(src, dst, n, [](const void *p, int64_t i) {
-      return uint8_t(static_cast<const uint8_t *>(p)[i] != 0);
-    });
-  case CLEAVE_I64:
-    return convertLoop(src, dst, n, [](const void *p, int64_t i) {
-      return uint8_t(static_cast<const int64_t *>(p)[i] != 0);
-    });
-  case CLEAVE_I32:
-    return convertLoop(src, dst, n, [](const void *p, int64_t i) {
-      return uint8_t(static_cast<const int32_t *>(p)[i] != 0);
-    });
-  case CLEAVE_F32:
-    return convertLoop(src, dst, n, [](const void *p, int64_t i) {
-      return uint8_t(static_cast<const float *>(p)[i] != 0.0f);
-    });
-  case CLEAVE_F16:
-  case CLEAVE_BF16:
-    // Any bit pattern other than +0 and -0 is nonzero (NaN included).
-    return convertLoop(src, dst, n, [](const void *p, int64_t i) {
-      return uint8_t((static_cast<const uint16_t *>(p)[i] & 0x7fffu) != 0);
-    });
-  }
-  badDtype("convert to i1", dtype);
-}
-
-void cleave::rt::convertFromF32(const float *src, void *dst, int32_t dtype,
-                                int64_t n) {
-  switch (dtype) {
-  case CLEAVE_F32:
-    std::memcpy(dst, src, size_t(n) * 4);
-    return;
-  case CLEAVE_F16: {
-    auto *out = static_cast<uint16_t *>(dst);
-#pragma omp parallel for schedule(static) if (n >= kParallelElements)
-    for (int64_t i = 0; i < n; ++i)
-      out[i] = floatToHalf(src[i]);
-    return;
-  }
-  case CLEAVE_BF16: {
-    auto *out = static_cast<uint16_t *>(dst);
-#pragma omp parallel for schedule(static) if (n >= kParallelElements)
-    for (int64_t i = 0; i < n; ++i)
-      out[i] = floatToBf16(src[i]);
-    return;
-  }
-  case CLEAVE_I64:
-  case CLEAVE_I32: {
-    std::vector<int64_t> tmp(size_t(n));
-    convertToI64(src, CLEAVE_F32, tmp.data(), n);
-    convertFromI64(tmp.data(), dst, dtype, n);
-    return;
-  }
-  case CLEAVE_I1:
-    convertToBool(src, CLEAVE_F32, static_cast<uint8_t *>(dst), n);
-    return;
-  }
-  badDtype("convert from f32", dtype);
-}
-
-void cleave::rt::convertFromI64(const int64_t *src, void *dst, int32_t dtype,
-                                int64_t n) {
-  switch (dtype) {
-  case CLEAVE_I64:
-    std::memcpy(dst, src, size_t(n) * 8);
-    return;
-  case CLEAVE_I32: {
-    auto *out = static_cast<int32_t *>(dst);
-#pragma omp parallel for schedule(static) if (n >= kParallelElements)
-    for (int64_t i = 0; i < n; ++i)
-      out[i] = int32_t(uint32_t(uint64_t(src[i])));
-    return;
-  }
-  case CLEAVE_I1:
-    convertToBool(src, CLEAVE_I64, static_cast<uint8_t *>(dst), n);
-    return;
-  case CLEAVE_F32:
-  case CLEAVE_F16:
-  case CLEAVE_BF16: {
-    std::vector<float> tmp(size_t(n));
-    convertToF32(src, CLEAVE_I64, tmp.data(), n);
-    convertFromF32(tmp.data(), dst, dtype, n);
-    return;
-  }
-  }
-  badDtype("convert from i64", dtype);
-}
-
-//===----------------------------------------------------------------------===//
-// Views
-//===----------------------------------------------------------------------===//
-
-namespace {
-void convertTo(const void *src, int32_t dtype, float *dst, int64_t n) {
-  convertToF32(src, dtype, dst, n);
-}
-void convertTo(const void *src, int32_t dtype, int64_t *dst, int64_t n) {
-  convertToI64(src, dtype, dst, n);
-}
-void convertTo(const void *src, int32_t dtype, uint8_t *dst, int64_t n) {
-  convertToBool(src, dtype, dst, n);
-}
-void convertFrom(const float *src, void *dst, int32_t dtype, int64_t n) {
-  convertFromF32(src, dst, dtype, n);
-}
-void convertFrom(const int64_t *src, void *dst, int32_t dtype, int64_t n) {
-  convertFromI64(src, dst, dtype, n);
-}
-void convertFrom(const uint8_t *src, void *dst, int32_t dtype, int64_t n) {
-  std::vector<int64_t> tmp(size_t(n));
-  convertToI64(src, CLEAVE_I1, tmp.data(), n);
-  convertFromI64(tmp.data(), dst, dtype, n);
-}
-} // namespace
-
-template <typename T>
-Input<T>::Input(char *arena, const cleave_tensor &t, bool copy) {
-  const char *src = dataOf(arena, t);
-  int64_t n = numElements(t);
-  if (t.dtype == ComputeType<T>::dtype && !copy) {
-    ptr = reinterpret_cast<const T *>(src);
-    return;
-  }
-  storage.resize(size_t(n));
-  convertTo(src, t.dtype, storage.data(), n);
-  ptr = storage.data();
-}
-
-template <typename T>
-Output<T>::Output(char *arena, const cleave_tensor &t)
-    : dest(dataOf(arena, t)), dtype(t.dtype), count(numElements(t)) {
-  if (dtype == ComputeType<T>::dtype) {
-    ptr = static_cast<T *>(dest);
-    return;
-  }
-  storage.resize(size_t(count));
-  ptr = storage.data();
-}
-
-template <typename T> void Output<T>::commit() {
-  if (dtype != ComputeType<T>::dtype)
-    convertFrom(ptr, dest, dtype, count);
-}
-
-namespace cleave::rt {
-template class Input<float>;
-template class Input<int64_t>;
-template class Input<uint8_t>;
-template class Output<float>;
-template class Output<int64_t>;
-template class Output<uint8_t>;
-} // namespace cleave::rt
-
-//===----------------------------------------------------------------------===//
 // Broadcasting and strided copies
 //===----------------------------------------------------------------------===//
 
@@ -442,6 +194,34 @@ void stridedCopyTyped(const E *src, E *dst, int rank, const int64_t *shape,
     return;
   int64_t inner = rank == 0 ? 1 : shape[rank - 1];
   int64_t innerStride = rank == 0 ? 0 : strides[rank - 1];
+  if (rank >= 2 && innerStride != 1 && innerStride != 0) {
+    // A transpose of the last two dims: copy square tiles so that both the
+    // reads and the writes stay within a few cache lines.
+    constexpr int64_t kTile = 32;
+    int64_t rows = shape[rank - 2], rowStride = strides[rank - 2];
+    int64_t outer = total / (rows * inner);
+    int64_t tileRows = (rows + kTile - 1) / kTile;
+    int64_t tileCols = (inner + kTile - 1) / kTile;
+#pragma omp parallel for schedule(static) if (total >= kParallelElements)
+    for (int64_t t = 0; t < outer * tileRows * tileCols; ++t) {
+      int64_t o = t / (tileRows * tileCols), rest = o;
+      int64_t i0 = (t / tileCols) % tileRows * kTile, j0 = t % tileCols * kTile;
+      int64_t off = base;
+      for (int d = rank - 3; d >= 0; --d) {
+        off += (rest % shape[d]) * strides[d];
+        rest /= shape[d];
+      }
+      int64_t iEnd = std::min(rows, i0 + kTile);
+      int64_t jEnd = std::min(inner, j0 + kTile);
+      for (int64_t i = i0; i < iEnd; ++i) {
+        E *out = dst + (o * rows + i) * inner;
+        const E *in = src + off + i * rowStride;
+        for (int64_t j = j0; j < jEnd; ++j)
+          out[j] = in[j * innerStride];
+      }
+    }
+    return;
+  }
   int64_t rows = total / inner;
 #pragma omp parallel for schedule(static) if (total >= kParallelElements)
   for (int64_t row = 0; row < rows; ++row) {

@@ -69,6 +69,8 @@ template <> struct ComputeType<uint8_t> {
 template <typename T> class Input {
 public:
   Input(char *arena, const cleave_tensor &t, bool copy = false);
+  Input(const Input &) = delete; // ptr may point into storage
+  Input &operator=(const Input &) = delete;
   const T *data() const { return ptr; }
   const T &operator[](int64_t i) const { return ptr[i]; }
 
@@ -82,6 +84,8 @@ private:
 template <typename T> class Output {
 public:
   Output(char *arena, const cleave_tensor &t);
+  Output(const Output &) = delete; // ptr may point into storage
+  Output &operator=(const Output &) = delete;
   T *data() { return ptr; }
   T &operator[](int64_t i) { return ptr[i]; }
   void commit();
@@ -154,6 +158,11 @@ template <typename Body> void Broadcast::forEachRun(Body &&body) const {
 void stridedCopy(const char *src, char *dst, size_t elemSize, int outRank,
                  const int64_t *outShape, const int64_t *srcStrides,
                  int64_t base);
+
+/// Makes OpenBLAS run each call on the calling thread (Matmul.cpp): the
+/// kernels parallelize with OpenMP, and a second pool of BLAS threads would
+/// spin against it.
+void useSingleThreadedBlas();
 
 /// Row-major strides of `t` in elements.
 void contiguousStrides(const cleave_tensor &t, int64_t *strides);

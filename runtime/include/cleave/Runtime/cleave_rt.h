@@ -12,6 +12,26 @@
  * and `cleave_program_run`; the runtime's `main` loads parameters and
  * inputs into the arena, runs the program and writes the outputs.
  *
+ * Semantics fixed where the declarations alone leave a choice (every
+ * backend implements them):
+ * - Aliasing: `out` may be the same tensor as an input (same offset, same
+ *   bytes) for every kernel except concat; kernels that read out of order
+ *   then work on a copy. Partial overlaps are rejected where detected.
+ * - Mixed dtypes: a kernel computes in f32 when its output is a float type
+ *   and in i64 otherwise, converting each operand on load (compare: i64
+ *   when both operands are integers, else f32). Conversion to i1 is
+ *   "nonzero" (0.5 and NaN are true); float to integer truncates toward
+ *   zero with NaN -> 0 and saturation at the i64 bounds; narrowing to i32
+ *   wraps. The data movement kernels (transpose, broadcast_in_dim, slice,
+ *   concat, gather, moe_dispatch) copy bytes and need equal dtypes.
+ * - Integer arithmetic wraps on overflow; integer div truncates toward zero
+ *   and a zero divisor is fatal; integer pow with a negative exponent is
+ *   the truncated quotient (0 unless the base is +-1). Only neg, abs and
+ *   relu are defined on integers. Float max/min propagate NaN.
+ * - Index operands (gather indices, labels, experts) may be i64 or i32.
+ * - Errors (bad shapes or dtypes, indices out of range) end the process
+ *   through cleave_rt_fail with a message naming the kernel and the value.
+ *
  *===----------------------------------------------------------------------===*/
 
 #ifndef CLEAVE_RUNTIME_CLEAVE_RT_H
@@ -67,6 +87,8 @@ enum cleave_reduction {
  * integer kernels in i64. Elementwise kernels broadcast NumPy-style from the
  * operand shapes to the output shape. */
 
+/* src and dst may differ in shape (a reshape) if their element counts
+ * match; with different dtypes it is a cast. */
 void cleave_rt_copy(char *arena, const cleave_tensor *src,
                     const cleave_tensor *dst);
 /* Copies `data` (the tensor's bytes in its dtype) into `out`. */
@@ -87,17 +109,26 @@ void cleave_rt_where(char *arena, const cleave_tensor *cond,
 /* Element type conversion; float to int truncates toward zero. */
 void cleave_rt_cast(char *arena, const cleave_tensor *x,
                     const cleave_tensor *out);
-/* [..., m, k] x [..., k, n] -> [..., m, n], batch dims broadcast. */
+/* [..., m, k] x [..., k, n] -> [..., m, n], batch dims broadcast. A rank-1
+ * operand follows NumPy: a [k] is [1, k] and b [k] is [k, 1], with that
+ * dimension absent from out. Integer operands multiply in i64. */
 void cleave_rt_matmul(char *arena, const cleave_tensor *a,
                       const cleave_tensor *b, const cleave_tensor *out);
-/* Softmax (or log-softmax when `log` != 0) along `dim`. */
+/* Softmax (or log-softmax when `log` != 0) along `dim`. A slice that is
+ * all -inf gives NaN, as in NumPy and PyTorch (attention, below, defines
+ * its fully masked rows instead). */
 void cleave_rt_softmax(char *arena, const cleave_tensor *x,
                        const cleave_tensor *out, int64_t dim, int32_t log);
-/* Reduces the sorted `dims`; out has them as size 1 or dropped. */
+/* Reduces the sorted `dims`; out has them as size 1 or dropped. Integer
+ * mean truncates. An empty reduction gives 0 (sum), NaN (float mean), -inf
+ * or the lowest integer (max), +inf or the largest integer (min). */
 void cleave_rt_reduce(char *arena, int32_t kind, const cleave_tensor *x,
                       const cleave_tensor *out, const int64_t *dims,
                       int64_t num_dims);
-/* Normalizes over dims [dim, rank); bias may be NULL. Biased variance. */
+/* Normalizes over dims [dim, rank); bias may be NULL. Biased variance.
+ * scale and bias (also for rms_norm) either have exactly
+ * prod(x.shape[dim:]) elements, read in row-major order, or broadcast
+ * NumPy-style to x.shape[dim:]. */
 void cleave_rt_layer_norm(char *arena, const cleave_tensor *x,
                           const cleave_tensor *scale, const cleave_tensor *bias,
                           const cleave_tensor *out, int64_t dim, double eps);
@@ -110,48 +141,56 @@ void cleave_rt_transpose(char *arena, const cleave_tensor *x,
 /* x dim i maps to out dim dims[i] (size 1 or equal). */
 void cleave_rt_broadcast_in_dim(char *arena, const cleave_tensor *x,
                                 const cleave_tensor *out, const int64_t *dims);
-/* out[i] = x[start + i * stride] per dim (the sizes are out's). */
+/* out[i] = x[start + i * stride] per dim (the sizes are out's). Strides may
+ * be negative; every index read must lie in [0, size). */
 void cleave_rt_slice(char *arena, const cleave_tensor *x,
                      const cleave_tensor *out, const int64_t *start,
                      const int64_t *strides);
 void cleave_rt_concat(char *arena, const cleave_tensor *const *inputs,
                       int64_t num_inputs, const cleave_tensor *out,
                       int64_t dim);
-/* out = data[:dim] + indices + data[dim+1:]; an index outside [0, size)
- * is a fatal error naming the index. */
+/* out = data[:dim] + indices + data[dim+1:]; a negative index counts from
+ * the end (ONNX Gather); one outside [-size, size) is a fatal error naming
+ * the index. */
 void cleave_rt_gather(char *arena, const cleave_tensor *data,
                       const cleave_tensor *indices, const cleave_tensor *out,
                       int64_t dim);
 /* Top (bottom when smallest) k along dim, sorted; ties to the lower index;
- * indices are i64. */
+ * indices are i64. NaN ranks above every number (first when largest, last
+ * when smallest). */
 void cleave_rt_topk(char *arena, const cleave_tensor *x,
                     const cleave_tensor *values, const cleave_tensor *indices,
                     int64_t k, int64_t dim, int32_t smallest);
 /* q [B,H,Sq,D], k [B,Hkv,Sk,D], v [B,Hkv,Sk,Dv] -> [B,H,Sq,Dv]; query head h
  * uses kv head h / (H / Hkv). mask (may be NULL) broadcasts to [B,H,Sq,Sk]:
- * i1 keeps where true, float is added. causal masks key j > query i. */
+ * i1 keeps where true, float is added. causal masks key j > query i.
+ * `scale` is used as given. A query row whose keys are all masked (by the
+ * mask, causal, or a -inf float mask) is defined as zeros, not NaN. */
 void cleave_rt_attention(char *arena, const cleave_tensor *q,
                          const cleave_tensor *k, const cleave_tensor *v,
                          const cleave_tensor *mask, const cleave_tensor *out,
                          int32_t causal, double scale);
 /* Mean over positions whose label != ignore_index (when has_ignore) of
  * -log_softmax(logits)[label]; logits [..., C], labels [...]; out scalar.
- * A label outside [0, C) is a fatal error. */
+ * A label outside [0, C) is a fatal error (ignored positions may hold any
+ * value). When every position is ignored the loss is 0, not 0/0. */
 void cleave_rt_cross_entropy(char *arena, const cleave_tensor *logits,
                              const cleave_tensor *labels,
                              const cleave_tensor *out, int32_t has_ignore,
                              int64_t ignore_index);
+/* mean((pred - target)^2) over same-shaped pred and target; out scalar. */
 void cleave_rt_mse(char *arena, const cleave_tensor *pred,
                    const cleave_tensor *target, const cleave_tensor *out);
 /* logits [T,E] -> gates [T,k] (softmax probabilities of the top k, divided by
- * their sum when normalize), experts [T,k] i64. */
+ * their sum when normalize), experts [T,k] i64. The softmax is over all E;
+ * experts are ranked by logit, ties to the lower index. */
 void cleave_rt_router_topk(char *arena, const cleave_tensor *logits,
                            const cleave_tensor *gates,
                            const cleave_tensor *experts, int64_t k,
                            int32_t normalize);
 /* tokens [T,H], experts [T,k] -> out [E,C,H]: assignment (t, j) goes to
  * expert experts[t,j] at its next free slot in (t, j) order; beyond C it is
- * dropped; empty slots are zero. */
+ * dropped; empty slots are zero. An expert index outside [0, E) is fatal. */
 void cleave_rt_moe_dispatch(char *arena, const cleave_tensor *tokens,
                             const cleave_tensor *experts,
                             const cleave_tensor *out);
@@ -197,7 +236,15 @@ typedef struct cleave_program_info {
 
 #define CLEAVE_RT_ABI_VERSION 1
 
-/* Defined by the compiled object. */
+/* Defined by the compiled object. The CPU runtime's main:
+ *   prog [--input NAME=FILE.npy | --input FILE.npy]... --output-dir DIR
+ * (unnamed inputs fill the remaining inputs in order). It checks
+ * abi_version, allocates the arena 64-byte aligned and zeroed, and reads a
+ * relative `init_file` from the working directory, else from the
+ * executable's directory. Inputs must match their descriptor's dtype and
+ * shape exactly (bf16 is read from and written as float32, '<f4'). Output
+ * NAME is written to DIR/NAME.npy with each character outside
+ * [A-Za-z0-9._-] replaced by '_'. */
 extern const cleave_program_info cleave_program;
 void cleave_program_run(char *arena);
 

@@ -457,7 +457,9 @@ def Graph_SplitOp : Graph_Op<"split", [Pure, InferTypeOpAdaptor]> {
 def Graph_GatherOp : Graph_Op<"gather", [Pure, InferTypeOpAdaptor]> {
   let summary = "takes slices at the given indices (ONNX Gather, embedding)";
   let description = [{
-    Result shape is `data[:dim] + indices + data[dim+1:]`. An embedding
+    Result shape is `data[:dim] + indices + data[dim+1:]`. A negative index
+    counts from the end (as in ONNX); one outside `[-size, size)` is a
+    runtime error. An embedding
     lookup is a gather on dimension 0 of the table; under vocabulary
     parallelism its partition hook masks rows it does not own.
 

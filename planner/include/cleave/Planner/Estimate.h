@@ -1,0 +1,178 @@
+//===- Estimate.h - memory, communication and time of a layout --*- C++ -*-===//
+//
+// The planner's cost model, built from the published formulas:
+//  - model states: ZeRO (Rajbhandari et al. 2020, "ZeRO: Memory
+//    Optimizations Toward Training Trillion Parameter Models");
+//  - activations: Korthikanti et al. 2022, "Reducing Activation
+//    Recomputation in Large Transformer Models" (tensor and sequence
+//    parallelism, selective and full recomputation, in-flight microbatches
+//    of 1F1B and interleaved pipelines);
+//  - FLOPs, pipeline bubble: Narayanan et al. 2021, "Efficient Large-Scale
+//    Language Model Training on GPU Clusters Using Megatron-LM".
+// Sizes are bytes per GPU; times are seconds per optimizer step.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_PLANNER_ESTIMATE_H
+#define CLEAVE_PLANNER_ESTIMATE_H
+
+#include "cleave/Planner/Cluster.h"
+#include "cleave/Planner/Layout.h"
+#include "cleave/Planner/Model.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace cleave::planner {
+
+//===----------------------------------------------------------------------===//
+// Memory
+//===----------------------------------------------------------------------===//
+
+/// Model-state bytes on one GPU.
+struct ModelStates {
+  double params = 0;
+  double grads = 0;
+  double optimizer = 0;
+  double offloaded = 0; ///< optimizer state moved to host memory
+  double total() const { return params + grads + optimizer; }
+};
+
+/// ZeRO's model states of `numParams` parameters on one GPU, with stage
+/// `zero` sharding over `shards` data-parallel ranks: stage 1 (P_os) shards
+/// the optimizer state, stage 2 (P_os+g) also the gradients, stage 3
+/// (P_os+g+p) also the parameters. With `offload` the optimizer state is in
+/// host memory.
+ModelStates modelStates(double numParams, const StateBytes &bytes, int zero,
+                        int64_t shards, bool offload);
+
+/// The activations one GPU keeps for one transformer layer and microbatch.
+struct ActivationShape {
+  int64_t microBatch = 1;
+  int64_t seq = 0;    ///< query tokens on this GPU (sequence / cp)
+  int64_t keySeq = 0; ///< tokens each query attends to (the sequence)
+  int64_t tp = 1;
+  bool sequenceParallel = true;
+  Recompute recompute = Recompute::None;
+  int64_t elementBytes = 2; ///< dropout masks always take one byte
+};
+
+/// Korthikanti et al. 2022, section 4 and table 2, generalized to any element
+/// size e, grouped-query attention (g = kv heads / heads), FFN size F, gated
+/// MLPs, models without dropout (d = 0) and experts. Per layer:
+///   attention  e(3 + 2g) sbh + d sbh + (e + d + d e) a s^2 b
+///   MLP        e sbh + 2 e sbF (3 e sbF gated) + d sbh
+///   norms      2 e sbh
+/// For GPT (e = 2, g = 1, F = 4h, d = 1) this is the paper's
+/// `sbh (34 + 5 a s / h)`. With tensor parallelism t the norm and dropout
+/// activations and the inputs of the two TP regions are replicated
+/// (`sbh (10 + 24 / t + 5 a s / h t)`) unless sequence parallelism splits
+/// them too (`sbh (34 / t + 5 a s / h t)`). Selective recomputation drops the
+/// `a s^2 b` terms; full recomputation keeps only the layer input (`2 sbh`,
+/// split by t under sequence parallelism).
+double activationBytesPerLayer(const ModelSpec &model,
+                               const ActivationShape &shape);
+
+/// Layers per pipeline stage: as even as possible, earlier stages taking the
+/// remainder.
+std::vector<int64_t> splitLayers(int64_t layers, int64_t stages);
+
+/// Microbatches whose activations stage `stage` holds at once, in units of a
+/// full stage. GPipe: all m. 1F1B: min(m, p - stage). Interleaved with v
+/// chunks: Megatron's warm-up, ((p - stage - 1) * 2 + (v - 1) p + 1) / v
+/// (p + (p - 1) / v on the first stage: Korthikanti's `1 + (p - 1) / p v`
+/// factor over L layers), at most m.
+double inFlightMicrobatches(Schedule schedule, int64_t pp, int64_t stage,
+                            int64_t microbatches, int64_t virtualStages);
+
+/// The idle fraction of a pipeline relative to its busy time
+/// (Narayanan et al. 2021): (p - 1) / m, and (p - 1) / (v m) interleaved.
+double bubbleFraction(Schedule schedule, int64_t pp, int64_t microbatches,
+                      int64_t virtualStages);
+
+struct MemoryEstimate {
+  double params = 0;
+  double grads = 0;
+  double optimizer = 0;
+  double activations = 0;
+  double offloaded = 0; ///< in host memory, not counted in total()
+  int64_t stage = 0;    ///< the pipeline stage these bytes belong to
+  double total() const { return params + grads + optimizer + activations; }
+};
+
+//===----------------------------------------------------------------------===//
+// Communication and time
+//===----------------------------------------------------------------------===//
+
+/// Bytes one GPU sends per step over each link class.
+struct LinkBytes {
+  double intra = 0;
+  double inter = 0;
+  double total() const { return intra + inter; }
+  LinkBytes &operator+=(const LinkBytes &o) {
+    intra += o.intra;
+    inter += o.inter;
+    return *this;
+  }
+};
+
+struct CommEstimate {
+  LinkBytes tp; ///< activation all-reduces (all-gather/reduce-scatter with SP)
+  LinkBytes cp; ///< ring attention K/V blocks
+  LinkBytes ep; ///< all-to-all token dispatch and combine
+  LinkBytes pp; ///< activations and their gradients between stages
+  LinkBytes dp; ///< gradient reduction and ZeRO parameter gathers
+  LinkBytes total() const;
+};
+
+/// Where the time of one step goes, on the slowest pipeline stage. Every
+/// term is exposed time: the sum is the step time. Overlapped communication
+/// counts what exceeds the compute it hides behind, plus the cluster's
+/// overlapCost of the rest.
+struct TimeBreakdown {
+  double compute = 0;   ///< forward and backward of all microbatches
+  double recompute = 0; ///< the extra forward of recomputation
+  double tp = 0;        ///< tensor-parallel collectives (not overlapped)
+  double cp = 0;        ///< ring attention beyond what attention hides
+  double ep = 0;        ///< all-to-alls (not overlapped)
+  double pp = 0;        ///< stage-to-stage transfers
+  double bubble = 0;    ///< pipeline fill and drain
+  double dp = 0;        ///< gradient sync beyond the backward it overlaps
+  double offload = 0;   ///< host transfers of gradients and parameters
+  double step() const {
+    return compute + recompute + tp + cp + ep + pp + bubble + dp + offload;
+  }
+};
+
+struct Estimate {
+  Layout layout;
+  int64_t microBatch = 0; ///< sequences per microbatch
+  std::vector<int64_t> stageLayers;
+  MemoryEstimate memory; ///< of the stage that needs the most
+  CommEstimate comm;     ///< of the slowest stage
+  TimeBreakdown time;
+  double bubble = 0; ///< bubbleFraction() of the layout
+  double stepTime = 0;
+  double tokensPerSecond = 0;
+  double modelFlopsPerStep = 0; ///< without recomputation
+  double tflopsPerGpu = 0;      ///< model TFLOP/s per GPU
+  double mfu = 0;               ///< tflopsPerGpu over the peak
+  /// Tensor-parallel time if its groups were inside one node (to report the
+  /// cost of crossing nodes).
+  double tpTimeIntraNode = 0;
+  bool fits = false; ///< memory.total() within the usable GPU memory
+};
+
+/// Model FLOPs per token for forward and backward (3x forward), without
+/// recomputation: 6 x (matmul parameters used per token, LM head included)
+/// + 12 L s h for attention scores, as Narayanan et al. 2021 count them
+/// (`72 B s L h^2 (1 + s / 6h + V / 12 L h)` per step for GPT).
+double modelFlopsPerToken(const ModelSpec &model);
+
+/// Estimates a layout that passed validateLayout() (it does not re-check).
+Estimate estimate(const ModelSpec &model, const TrainingConfig &training,
+                  const ClusterSpec &cluster, const Layout &layout);
+
+} // namespace cleave::planner
+
+#endif // CLEAVE_PLANNER_ESTIMATE_H

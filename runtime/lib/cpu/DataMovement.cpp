@@ -1,0 +1,298 @@
+//===- DataMovement.cpp - shape and data movement CPU kernels -------------===//
+//
+// copy, constant, iota, transpose, broadcast_in_dim, slice, concat and
+// gather. These move elements without arithmetic, so they work on bytes of
+// any dtype (input and output dtypes must match) and never convert.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Tensor.h"
+
+#include <cstring>
+#include <vector>
+
+using namespace cleave::rt;
+
+namespace {
+
+void checkSameDtype(const char *kernel, const cleave_tensor &x,
+                    const cleave_tensor &out) {
+  if (x.dtype != out.dtype)
+    cleave_rt_fail("%s: x is %s but out is %s", kernel, dtypeName(x.dtype),
+                   dtypeName(out.dtype));
+}
+
+/// The source bytes, copied aside when they overlap the output (these
+/// kernels read elements in a different order than they write them).
+const char *sourceBytes(char *arena, const cleave_tensor &x,
+                        const cleave_tensor &out, std::vector<char> &copy) {
+  const char *src = dataOf(arena, x);
+  if (!overlaps(x, out))
+    return src;
+  size_t bytes = size_t(numElements(x)) * elementSize(x.dtype);
+  copy.assign(src, src + bytes);
+  return copy.data();
+}
+
+/// Reads index `i` of an integer index tensor as i64.
+int64_t indexAt(const char *data, int32_t dtype, int64_t i) {
+  if (dtype == CLEAVE_I64)
+    return reinterpret_cast<const int64_t *>(data)[i];
+  return reinterpret_cast<const int32_t *>(data)[i];
+}
+
+} // namespace
+
+extern "C" {
+
+void cleave_rt_copy(char *arena, const cleave_tensor *src,
+                    const cleave_tensor *dst) {
+  checkTensor("cleave_rt_copy", "src", src);
+  checkTensor("cleave_rt_copy", "dst", dst);
+  if (numElements(*src) != numElements(*dst))
+    cleave_rt_fail("cleave_rt_copy: src %s and dst %s differ in element count",
+                   shapeString(*src).c_str(), shapeString(*dst).c_str());
+  // A copy between dtypes is a cast; shapes may differ (a reshape).
+  if (src->dtype != dst->dtype)
+    return cleave_rt_cast(arena, src, dst);
+  size_t bytes = size_t(numElements(*src)) * elementSize(src->dtype);
+  if (src->offset != dst->offset)
+    std::memmove(dataOf(arena, *dst), dataOf(arena, *src), bytes);
+}
+
+void cleave_rt_constant(char *arena, const cleave_tensor *out,
+                        const void *data) {
+  checkTensor("cleave_rt_constant", "out", out);
+  size_t bytes = size_t(numElements(*out)) * elementSize(out->dtype);
+  if (bytes && !data)
+    cleave_rt_fail("cleave_rt_constant: data is NULL for out %s",
+                   shapeString(*out).c_str());
+  if (bytes)
+    std::memcpy(dataOf(arena, *out), data, bytes);
+}
+
+void cleave_rt_iota(char *arena, const cleave_tensor *out, int64_t dim) {
+  checkTensor("cleave_rt_iota", "out", out);
+  if (dim < 0 || dim >= out->rank)
+    cleave_rt_fail("cleave_rt_iota: dim %lld is out of range for rank %d",
+                   (long long)dim, out->rank);
+  int64_t outer = 1, inner = 1, size = out->shape[dim];
+  for (int d = 0; d < dim; ++d)
+    outer *= out->shape[d];
+  for (int d = int(dim) + 1; d < out->rank; ++d)
+    inner *= out->shape[d];
+  // One row of the pattern [0, 0, .., 1, 1, .., size-1] in the out dtype,
+  // then repeated `outer` times.
+  std::vector<int64_t> row(static_cast<size_t>(size * inner));
+  for (int64_t i = 0; i < size; ++i)
+    for (int64_t j = 0; j < inner; ++j)
+      row[size_t(i * inner + j)] = i;
+  size_t rowBytes = row.size() * elementSize(out->dtype);
+  char *dst = dataOf(arena, *out);
+  if (rowBytes == 0)
+    return;
+  convertFromI64(row.data(), dst, out->dtype, int64_t(row.size()));
+  for (int64_t o = 1; o < outer; ++o)
+    std::memcpy(dst + o * int64_t(rowBytes), dst, rowBytes);
+}
+
+void cleave_rt_transpose(char *arena, const cleave_tensor *x,
+                         const cleave_tensor *out, const int64_t *perm) {
+  const char *k = "cleave_rt_transpose";
+  checkTensor(k, "x", x);
+  checkTensor(k, "out", out);
+  checkSameDtype(k, *x, *out);
+  if (x->rank != out->rank)
+    cleave_rt_fail("%s: x has rank %d but out has rank %d", k, x->rank,
+                   out->rank);
+  int64_t xStrides[CLEAVE_RT_MAX_RANK], srcStrides[CLEAVE_RT_MAX_RANK];
+  contiguousStrides(*x, xStrides);
+  bool seen[CLEAVE_RT_MAX_RANK] = {};
+  for (int d = 0; d < out->rank; ++d) {
+    int64_t p = perm[d];
+    if (p < 0 || p >= x->rank || seen[p])
+      cleave_rt_fail("%s: perm[%d] = %lld is not a permutation of rank %d", k,
+                     d, (long long)p, x->rank);
+    seen[p] = true;
+    if (x->shape[p] != out->shape[d])
+      cleave_rt_fail("%s: out dim %d is %lld but x dim %lld is %lld", k, d,
+                     (long long)out->shape[d], (long long)p,
+                     (long long)x->shape[p]);
+    srcStrides[d] = xStrides[p];
+  }
+  std::vector<char> copy;
+  const char *src = sourceBytes(arena, *x, *out, copy);
+  stridedCopy(src, dataOf(arena, *out), elementSize(x->dtype), out->rank,
+              out->shape, srcStrides, 0);
+}
+
+void cleave_rt_broadcast_in_dim(char *arena, const cleave_tensor *x,
+                                const cleave_tensor *out, const int64_t *dims) {
+  const char *k = "cleave_rt_broadcast_in_dim";
+  checkTensor(k, "x", x);
+  checkTensor(k, "out", out);
+  checkSameDtype(k, *x, *out);
+  int64_t xStrides[CLEAVE_RT_MAX_RANK], srcStrides[CLEAVE_RT_MAX_RANK] = {};
+  contiguousStrides(*x, xStrides);
+  for (int d = 0; d < x->rank; ++d) {
+    int64_t o = dims[d];
+    if (o < 0 || o >= out->rank)
+      cleave_rt_fail("%s: dims[%d] = %lld is out of range for out rank %d", k,
+                     d, (long long)o, out->rank);
+    if (x->shape[d] != 1 && x->shape[d] != out->shape[o])
+      cleave_rt_fail("%s: x dim %d of size %lld does not broadcast to out dim "
+                     "%lld of size %lld",
+                     k, d, (long long)x->shape[d], (long long)o,
+                     (long long)out->shape[o]);
+    if (x->shape[d] != 1)
+      srcStrides[o] = xStrides[d];
+  }
+  std::vector<char> copy;
+  const char *src = sourceBytes(arena, *x, *out, copy);
+  stridedCopy(src, dataOf(arena, *out), elementSize(x->dtype), out->rank,
+              out->shape, srcStrides, 0);
+}
+
+void cleave_rt_slice(char *arena, const cleave_tensor *x,
+                     const cleave_tensor *out, const int64_t *start,
+                     const int64_t *strides) {
+  const char *k = "cleave_rt_slice";
+  checkTensor(k, "x", x);
+  checkTensor(k, "out", out);
+  checkSameDtype(k, *x, *out);
+  if (x->rank != out->rank)
+    cleave_rt_fail("%s: x has rank %d but out has rank %d", k, x->rank,
+                   out->rank);
+  int64_t xStrides[CLEAVE_RT_MAX_RANK], srcStrides[CLEAVE_RT_MAX_RANK];
+  contiguousStrides(*x, xStrides);
+  int64_t base = 0;
+  bool empty = numElements(*out) == 0;
+  for (int d = 0; d < x->rank; ++d) {
+    // Every index read, first and last, must lie in [0, size).
+    int64_t first = start[d];
+    int64_t last = first + (out->shape[d] - 1) * strides[d];
+    if (!empty &&
+        (first < 0 || first >= x->shape[d] || last < 0 || last >= x->shape[d]))
+      cleave_rt_fail("%s: dim %d reads indices %lld to %lld of size %lld", k, d,
+                     (long long)first, (long long)last, (long long)x->shape[d]);
+    base += first * xStrides[d];
+    srcStrides[d] = strides[d] * xStrides[d];
+  }
+  if (empty)
+    return;
+  std::vector<char> copy;
+  const char *src = sourceBytes(arena, *x, *out, copy);
+  stridedCopy(src, dataOf(arena, *out), elementSize(x->dtype), out->rank,
+              out->shape, srcStrides, base);
+}
+
+void cleave_rt_concat(char *arena, const cleave_tensor *const *inputs,
+                      int64_t num_inputs, const cleave_tensor *out,
+                      int64_t dim) {
+  const char *k = "cleave_rt_concat";
+  checkTensor(k, "out", out);
+  if (dim < 0 || dim >= out->rank)
+    cleave_rt_fail("%s: dim %lld is out of range for rank %d", k,
+                   (long long)dim, out->rank);
+  int64_t outer = 1, inner = 1, total = 0;
+  for (int d = 0; d < dim; ++d)
+    outer *= out->shape[d];
+  for (int d = int(dim) + 1; d < out->rank; ++d)
+    inner *= out->shape[d];
+  for (int64_t i = 0; i < num_inputs; ++i) {
+    const cleave_tensor *in = inputs[i];
+    checkTensor(k, "input", in);
+    checkSameDtype(k, *in, *out);
+    bool ok = in->rank == out->rank;
+    for (int d = 0; ok && d < out->rank; ++d)
+      ok = d == dim || in->shape[d] == out->shape[d];
+    if (!ok)
+      cleave_rt_fail("%s: input %lld of shape %s does not match out %s "
+                     "outside dim %lld",
+                     k, (long long)i, shapeString(*in).c_str(),
+                     shapeString(*out).c_str(), (long long)dim);
+    if (overlaps(*in, *out))
+      cleave_rt_fail("%s: input %lld overlaps out", k, (long long)i);
+    total += in->shape[dim];
+  }
+  if (total != out->shape[dim])
+    cleave_rt_fail("%s: inputs sum to %lld along dim %lld but out has %lld", k,
+                   (long long)total, (long long)dim,
+                   (long long)out->shape[dim]);
+  size_t es = elementSize(out->dtype);
+  size_t outRow = size_t(out->shape[dim] * inner) * es;
+  char *dst = dataOf(arena, *out);
+  size_t at = 0;
+  for (int64_t i = 0; i < num_inputs; ++i) {
+    size_t row = size_t(inputs[i]->shape[dim] * inner) * es;
+    const char *src = dataOf(arena, *inputs[i]);
+    if (row == 0)
+      continue;
+    bool parallel = outer * int64_t(row) >= kParallelElements * 4;
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(dst + size_t(o) * outRow + at, src + size_t(o) * row, row);
+    at += row;
+  }
+}
+
+void cleave_rt_gather(char *arena, const cleave_tensor *data,
+                      const cleave_tensor *indices, const cleave_tensor *out,
+                      int64_t dim) {
+  const char *k = "cleave_rt_gather";
+  checkTensor(k, "data", data);
+  checkTensor(k, "indices", indices);
+  checkTensor(k, "out", out);
+  checkSameDtype(k, *data, *out);
+  if (indices->dtype != CLEAVE_I64 && indices->dtype != CLEAVE_I32)
+    cleave_rt_fail("%s: indices must be i64 or i32, got %s", k,
+                   dtypeName(indices->dtype));
+  if (dim < 0 || dim >= data->rank)
+    cleave_rt_fail("%s: dim %lld is out of range for rank %d", k,
+                   (long long)dim, data->rank);
+  // out shape = data[:dim] + indices + data[dim+1:].
+  bool ok = out->rank == data->rank - 1 + indices->rank;
+  for (int d = 0; ok && d < out->rank; ++d) {
+    int64_t want = d < dim ? data->shape[d]
+                   : d < dim + indices->rank
+                       ? indices->shape[d - dim]
+                       : data->shape[d - indices->rank + 1];
+    ok = out->shape[d] == want;
+  }
+  if (!ok)
+    cleave_rt_fail("%s: out %s does not match data %s gathered along dim "
+                   "%lld by indices %s",
+                   k, shapeString(*out).c_str(), shapeString(*data).c_str(),
+                   (long long)dim, shapeString(*indices).c_str());
+  int64_t outer = 1, inner = 1, size = data->shape[dim];
+  for (int d = 0; d < dim; ++d)
+    outer *= data->shape[d];
+  for (int d = int(dim) + 1; d < data->rank; ++d)
+    inner *= data->shape[d];
+  int64_t numIdx = numElements(*indices);
+  const char *idx = dataOf(arena, *indices);
+  for (int64_t i = 0; i < numIdx; ++i) {
+    int64_t v = indexAt(idx, indices->dtype, i);
+    if (v < -size || v >= size)
+      cleave_rt_fail("%s: index %lld at position %lld is out of range [-%lld, "
+                     "%lld) of dim %lld",
+                     k, (long long)v, (long long)i, (long long)size,
+                     (long long)size, (long long)dim);
+  }
+  std::vector<char> copy;
+  const char *src = sourceBytes(arena, *data, *out, copy);
+  char *dst = dataOf(arena, *out);
+  size_t block = size_t(inner) * elementSize(data->dtype);
+  bool parallel = outer * numIdx * inner >= kParallelElements;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t t = 0; t < outer * numIdx; ++t) {
+    int64_t o = t / numIdx, i = t % numIdx;
+    int64_t v = indexAt(idx, indices->dtype, i);
+    if (v < 0) // counted from the end, as ONNX Gather allows
+      v += size;
+    std::memcpy(dst + size_t(t) * block, src + size_t(o * size + v) * block,
+                block);
+  }
+}
+
+} // extern "C"

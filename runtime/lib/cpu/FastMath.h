@@ -1,0 +1,83 @@
+//===- FastMath.h - vectorizable exp and tanh -------------------*- C++ -*-===//
+//
+// glibc's expf and tanhf are scalar calls, so loops over them do not
+// vectorize (its vector variants need -ffast-math, which would also change
+// NaN and infinity semantics everywhere). These inline versions are plain
+// arithmetic and integer bit operations that GCC vectorizes under
+// `#pragma omp simd` (with -fno-trapping-math, which lets it turn the
+// clamps into selects). Accuracy, measured against float64: relative error
+// below 1.5e-7 for exp over its normal range, tanh and sigmoid (Cephes
+// polynomials). exp overflows to inf and underflows through subnormals to
+// 0; NaN stays NaN.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_RUNTIME_LIB_CPU_FASTMATH_H
+#define CLEAVE_RUNTIME_LIB_CPU_FASTMATH_H
+
+#include <cstdint>
+#include <cstring>
+
+namespace cleave::rt {
+
+/// 2^n for integer n in [-126, 127], built from the exponent bits.
+inline float pow2i(int32_t n) {
+  uint32_t bits = uint32_t(n + 127) << 23;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+/// exp(x) = 2^n * exp(r) with r = x - n ln2 in [-ln2/2, ln2/2].
+inline float fastExp(float x) {
+  // NaN is computed as 0 and restored at the end (converting NaN to an
+  // integer is undefined). The clamp keeps n within the two half-scales
+  // below; beyond it the result is inf or 0 anyway.
+  bool nan = x != x;
+  float c = nan ? 0.0f : x;
+  c = c < -105.0f ? -105.0f : c;
+  c = c > 89.0f ? 89.0f : c;
+  // Round to nearest by adding and subtracting 1.5 * 2^23.
+  const float kRound = 12582912.0f;
+  float n = (c * 1.44269504088896341f + kRound) - kRound;
+  // Cody-Waite: ln2 in two parts so that n * C1 is exact.
+  float r = c - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  // 2^n as two normal halves: n is in [-152, 129], beyond one exponent.
+  int32_t ni = int32_t(n);
+  int32_t half = ni / 2;
+  float result = p * pow2i(half) * pow2i(ni - half);
+  return nan ? x : result;
+}
+
+/// tanh: an odd polynomial near 0, 1 - 2 / (exp(2|x|) + 1) elsewhere.
+inline float fastTanh(float x) {
+  float ax = x < 0.0f ? -x : x;
+  float z = x * x;
+  float small =
+      ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) *
+            z +
+        1.33314422036e-1f) *
+           z -
+       3.33332819422e-1f) *
+          z * x +
+      x;
+  float large = 1.0f - 2.0f / (fastExp(2.0f * ax) + 1.0f);
+  large = x < 0.0f ? -large : large;
+  // NaN fails both tests and takes the polynomial, which keeps it NaN.
+  return ax < 0.625f || ax != ax ? small : large;
+}
+
+/// 1 / (1 + exp(-x)), exact at the tails (0 and 1).
+inline float fastSigmoid(float x) { return 1.0f / (1.0f + fastExp(-x)); }
+
+} // namespace cleave::rt
+
+#endif // CLEAVE_RUNTIME_LIB_CPU_FASTMATH_H

@@ -1,0 +1,117 @@
+//===- Loss.cpp - loss CPU kernels ----------------------------------------===//
+//
+// cross_entropy (mean negative log-likelihood of integer labels, with an
+// optional ignore index) and mse (mean squared error). Both reduce to a
+// scalar, accumulating in f64.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Tensor.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace cleave::rt;
+
+namespace {
+
+void storeScalar(char *arena, const cleave_tensor &out, double value) {
+  float v = float(value);
+  convertFromF32(&v, dataOf(arena, out), out.dtype, 1);
+}
+
+} // namespace
+
+extern "C" {
+
+void cleave_rt_cross_entropy(char *arena, const cleave_tensor *logits,
+                             const cleave_tensor *labels,
+                             const cleave_tensor *out, int32_t has_ignore,
+                             int64_t ignore_index) {
+  const char *k = "cleave_rt_cross_entropy";
+  checkTensor(k, "logits", logits);
+  checkTensor(k, "labels", labels);
+  checkTensor(k, "out", out);
+  if (!isFloatType(logits->dtype) || !isFloatType(out->dtype))
+    cleave_rt_fail("%s: logits and out must be float, got %s and %s", k,
+                   dtypeName(logits->dtype), dtypeName(out->dtype));
+  if (labels->dtype != CLEAVE_I64 && labels->dtype != CLEAVE_I32)
+    cleave_rt_fail("%s: labels must be i64 or i32, got %s", k,
+                   dtypeName(labels->dtype));
+  bool ok = logits->rank >= 1 && labels->rank == logits->rank - 1 &&
+            numElements(*out) == 1;
+  for (int d = 0; ok && d < labels->rank; ++d)
+    ok = labels->shape[d] == logits->shape[d];
+  if (!ok)
+    cleave_rt_fail("%s: expects logits [..., C], labels [...] and a scalar "
+                   "out, got logits %s, labels %s, out %s",
+                   k, shapeString(*logits).c_str(),
+                   shapeString(*labels).c_str(), shapeString(*out).c_str());
+  int64_t c = logits->shape[logits->rank - 1];
+  int64_t rows = numElements(*labels);
+  Input<int64_t> lv(arena, *labels);
+  const int64_t *lp = lv.data();
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t label = lp[r];
+    if (has_ignore && label == ignore_index)
+      continue;
+    if (label < 0 || label >= c)
+      cleave_rt_fail("%s: label %lld at position %lld is out of range [0, "
+                     "%lld)",
+                     k, (long long)label, (long long)r, (long long)c);
+  }
+  Input<float> xv(arena, *logits);
+  const float *xp = xv.data();
+  double total = 0.0;
+  int64_t count = 0;
+  bool parallel = rows * c >= kParallelElements;
+#pragma omp parallel for schedule(static) reduction(+ : total, count)          \
+    if (parallel)
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t label = lp[r];
+    if (has_ignore && label == ignore_index)
+      continue;
+    const float *row = xp + r * c;
+    float max = row[0];
+#pragma omp simd reduction(max : max)
+    for (int64_t j = 1; j < c; ++j)
+      max = std::max(max, row[j]);
+    double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t j = 0; j < c; ++j)
+      sum += double(std::exp(row[j] - max));
+    total += double(max) + std::log(sum) - double(row[label]);
+    ++count;
+  }
+  // Every position ignored: a loss of zero rather than 0 / 0.
+  storeScalar(arena, *out, count ? total / double(count) : 0.0);
+}
+
+void cleave_rt_mse(char *arena, const cleave_tensor *pred,
+                   const cleave_tensor *target, const cleave_tensor *out) {
+  const char *k = "cleave_rt_mse";
+  checkTensor(k, "pred", pred);
+  checkTensor(k, "target", target);
+  checkTensor(k, "out", out);
+  if (!isFloatType(out->dtype))
+    cleave_rt_fail("%s: out must be float, got %s", k, dtypeName(out->dtype));
+  if (!sameShape(*pred, *target) || numElements(*out) != 1)
+    cleave_rt_fail("%s: expects pred and target of one shape and a scalar out, "
+                   "got pred %s, target %s, out %s",
+                   k, shapeString(*pred).c_str(), shapeString(*target).c_str(),
+                   shapeString(*out).c_str());
+  int64_t n = numElements(*pred);
+  Input<float> pv(arena, *pred), tv(arena, *target);
+  const float *pp = pv.data(), *tp = tv.data();
+  double total = 0.0;
+  bool parallel = n >= kParallelElements;
+#pragma omp parallel for simd schedule(static) reduction(+ : total)            \
+    if (parallel)
+  for (int64_t i = 0; i < n; ++i) {
+    double d = double(pp[i]) - double(tp[i]);
+    total += d * d;
+  }
+  storeScalar(arena, *out, n ? total / double(n) : 0.0);
+}
+
+} // extern "C"

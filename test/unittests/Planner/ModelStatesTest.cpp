@@ -1,0 +1,123 @@
+//===- ModelStatesTest.cpp - ZeRO model-state memory --------------------===//
+//
+// Parameter, gradient and optimizer bytes per GPU against the numbers the
+// ZeRO paper and the seed article publish.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cleave/Planner/Estimate.h"
+
+#include <gtest/gtest.h>
+
+using namespace cleave::planner;
+
+namespace {
+
+TrainingConfig mixedPrecisionAdam() {
+  TrainingConfig t;
+  t.precision = Precision::FP16;
+  t.masterWeights = true;
+  t.optimizer = Optimizer::Adam;
+  return t;
+}
+
+// Rajbhandari et al. 2020, "ZeRO: Memory Optimizations Toward Training
+// Trillion Parameter Models", section 3.1: mixed-precision Adam keeps 2 bytes
+// of fp16 parameters, 2 of gradients and K = 12 of optimizer state (fp32
+// parameters, momentum and variance).
+TEST(ModelStatesTest, MixedPrecisionAdamIsSixteenBytes) {
+  StateBytes b = stateBytes(mixedPrecisionAdam());
+  EXPECT_EQ(b.param, 2);
+  EXPECT_EQ(b.grad, 2);
+  EXPECT_EQ(b.optimizer, 12);
+  EXPECT_EQ(b.total(), 16);
+}
+
+// ZeRO, figure 1: Psi = 7.5B parameters, Nd = 64 data-parallel GPUs, K = 12:
+// baseline 120 GB, P_os 31.4 GB, P_os+g 16.6 GB, P_os+g+p 1.9 GB per GPU
+// (the figure rounds to one decimal; GB = 1e9 bytes).
+TEST(ModelStatesTest, ZeroPaperFigure1) {
+  const double psi = 7.5e9;
+  StateBytes b = stateBytes(mixedPrecisionAdam());
+  auto gb = [&](int zero) {
+    return modelStates(psi, b, zero, 64, /*offload=*/false).total() / 1e9;
+  };
+  EXPECT_NEAR(gb(0), 120.0, 0.05);
+  EXPECT_NEAR(gb(1), 31.4, 0.05);
+  EXPECT_NEAR(gb(2), 16.6, 0.05);
+  EXPECT_NEAR(gb(3), 1.9, 0.05);
+  // The unrounded values: (2 + 2 + 12/64), (2 + 14/64), 16/64 bytes per param.
+  EXPECT_DOUBLE_EQ(gb(1), 31.40625);
+  EXPECT_DOUBLE_EQ(gb(2), 16.640625);
+  EXPECT_DOUBLE_EQ(gb(3), 1.875);
+}
+
+// The same figures through the whole estimator: a model with 7.5B measured
+// layer parameters on 64 data-parallel GPUs.
+TEST(ModelStatesTest, ZeroPaperFigure1ThroughEstimate) {
+  ModelSpec m;
+  m.applyArchDefaults(Arch::GPT);
+  m.layers = 1;
+  m.hidden = 64;
+  m.heads = 1;
+  m.kvHeads = 1;
+  m.ffn = 256;
+  m.vocab = 64;
+  m.seq = 64;
+  ParamCounts counts;
+  counts.layers = 7'500'000'000;
+  m.measured = counts;
+
+  TrainingConfig t = mixedPrecisionAdam();
+  t.globalBatch = 64;
+  ClusterSpec c = findClusterPreset("a100-80g")->spec;
+  c.gpus = 64;
+  Layout l;
+  l.dp = 64;
+  const double expected[] = {120.0, 31.40625, 16.640625, 1.875};
+  for (int zero = 0; zero <= 3; ++zero) {
+    l.zero = zero;
+    Estimate e = estimate(m, t, c, l);
+    double states = e.memory.params + e.memory.grads + e.memory.optimizer;
+    EXPECT_NEAR(states / 1e9, expected[zero], 1e-9) << "zero=" << zero;
+  }
+}
+
+// The seed article: Adam needs 16 bytes of model state per parameter with
+// fp32 master weights and 12 without, so a 10B-parameter model needs 120 GB
+// without them (and 160 GB with them) before any sharding.
+TEST(ModelStatesTest, SeedTenBillionModel) {
+  TrainingConfig t = mixedPrecisionAdam();
+  t.masterWeights = false;
+  StateBytes b = stateBytes(t);
+  EXPECT_EQ(b.total(), 12);
+  EXPECT_DOUBLE_EQ(modelStates(10e9, b, 0, 1, false).total() / 1e9, 120.0);
+
+  t.masterWeights = true;
+  EXPECT_DOUBLE_EQ(modelStates(10e9, stateBytes(t), 0, 1, false).total() / 1e9,
+                   160.0);
+}
+
+TEST(ModelStatesTest, OtherPrecisionsAndOptimizers) {
+  TrainingConfig t;
+  t.precision = Precision::FP32; // no separate master copy
+  StateBytes fp32 = stateBytes(t);
+  EXPECT_EQ(fp32.param, 4);
+  EXPECT_EQ(fp32.grad, 4);
+  EXPECT_EQ(fp32.optimizer, 8);
+
+  t.optimizer = Optimizer::SGD;
+  EXPECT_EQ(stateBytes(t).optimizer, 0);
+  t.precision = Precision::BF16;
+  EXPECT_EQ(stateBytes(t).optimizer, 4); // the master weights only
+}
+
+TEST(ModelStatesTest, OffloadMovesOptimizerStateToTheHost) {
+  StateBytes b = stateBytes(mixedPrecisionAdam());
+  ModelStates s = modelStates(1e9, b, 1, 4, /*offload=*/true);
+  EXPECT_EQ(s.optimizer, 0);
+  EXPECT_DOUBLE_EQ(s.offloaded, 12e9 / 4);
+  EXPECT_DOUBLE_EQ(s.total(), 4e9);
+}
+
+} // namespace

@@ -1,0 +1,153 @@
+//===- MatmulTest.cpp - matmul and expert_matmul --------------------------===//
+//
+// Batched matmuls with broadcast batch dimensions, NumPy rank-1 operands,
+// 16-bit and integer types, against a float64 reference. Tolerance: 1e-4
+// relative plus 1e-4 * sqrt(K) absolute for f32 (sums of K products of
+// values in [-1, 1]).
+//
+//===----------------------------------------------------------------------===//
+
+#include "RuntimeTestUtil.h"
+
+using namespace cleave::rt::test;
+
+namespace {
+
+/// Reference of a [..., m, k] x [..., k, n] matmul with broadcast batches;
+/// rank-1 operands as NumPy treats them.
+std::vector<double> refMatmul(const Shape &as, const std::vector<double> &a,
+                              const Shape &bs, const std::vector<double> &b,
+                              const Shape &outShape) {
+  Shape a2 = as.size() == 1 ? Shape{1, as[0]} : as;
+  Shape b2 = bs.size() == 1 ? Shape{bs[0], 1} : bs;
+  int64_t m = a2[a2.size() - 2], k = a2.back(), n = b2.back();
+  Shape aBatch(a2.begin(), a2.end() - 2), bBatch(b2.begin(), b2.end() - 2);
+  Shape batch(outShape.begin(),
+              outShape.begin() + std::max(aBatch.size(), bBatch.size()));
+  int64_t batches = product(batch);
+  std::vector<double> out(static_cast<size_t>(batches * m * n));
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    int64_t ab = broadcastIndex(batch, aBatch, bi);
+    int64_t bb = broadcastIndex(batch, bBatch, bi);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double s = 0;
+        for (int64_t kk = 0; kk < k; ++kk)
+          s += a[size_t((ab * m + i) * k + kk)] *
+               b[size_t((bb * k + kk) * n + j)];
+        out[size_t((bi * m + i) * n + j)] = s;
+      }
+  }
+  return out;
+}
+
+struct MatmulCase {
+  Shape a, b, out;
+};
+
+TEST(RuntimeMatmul, F32Shapes) {
+  const MatmulCase cases[] = {
+      {{17, 33}, {33, 9}, {17, 9}},
+      {{3, 8, 16}, {3, 16, 5}, {3, 8, 5}},
+      {{2, 1, 4, 6}, {3, 6, 7}, {2, 3, 4, 7}}, // broadcast batches
+      {{4, 10, 12}, {12, 20}, {4, 10, 20}},    // shared b: one folded sgemm
+      {{12, 20}, {4, 20, 3}, {4, 12, 3}},      // shared a
+      {{5}, {5, 3}, {3}},                      // rank-1 a
+      {{2, 4, 5}, {5}, {2, 4}},                // rank-1 b
+      {{5}, {5}, {}},                          // dot product
+      {{3, 0}, {0, 4}, {3, 4}},                // K = 0: zeros
+  };
+  unsigned seed = 1;
+  for (const MatmulCase &c : cases) {
+    TestArena arena;
+    cleave_tensor a = arena.add(CLEAVE_F32, c.a);
+    cleave_tensor b = arena.add(CLEAVE_F32, c.b);
+    cleave_tensor out = arena.add(CLEAVE_F32, c.out);
+    arena.fill(out, 5, 6, 99); // must be overwritten
+    std::vector<double> av = arena.fill(a, -1, 1, seed++);
+    std::vector<double> bv = arena.fill(b, -1, 1, seed++);
+    cleave_rt_matmul(arena.data(), &a, &b, &out);
+    double k = double(c.a.back());
+    expectClose(arena.values(out), refMatmul(c.a, av, c.b, bv, c.out), 1e-4,
+                1e-4 * std::sqrt(k + 1));
+  }
+}
+
+TEST(RuntimeMatmul, LargeF32ThreadSplits) {
+  // Large enough to run on several threads: whole batches per thread, one
+  // matrix split by rows, one split by columns, and a folded linear layer.
+  const MatmulCase cases[] = {
+      {{2, 130, 257}, {2, 257, 190}, {2, 130, 190}},
+      {{700, 300}, {300, 64}, {700, 64}},
+      {{64, 300}, {300, 700}, {64, 700}},
+      {{3, 50, 200}, {200, 333}, {3, 50, 333}},
+  };
+  unsigned seed = 11;
+  for (const MatmulCase &c : cases) {
+    TestArena arena(size_t(16) << 20);
+    cleave_tensor a = arena.add(CLEAVE_F32, c.a);
+    cleave_tensor b = arena.add(CLEAVE_F32, c.b);
+    cleave_tensor out = arena.add(CLEAVE_F32, c.out);
+    std::vector<double> av = arena.fill(a, -1, 1, seed++);
+    std::vector<double> bv = arena.fill(b, -1, 1, seed++);
+    cleave_rt_matmul(arena.data(), &a, &b, &out);
+    expectClose(arena.values(out), refMatmul(c.a, av, c.b, bv, c.out), 1e-4,
+                1e-4 * std::sqrt(double(c.a.back())));
+  }
+}
+
+TEST(RuntimeMatmul, F16AndBf16) {
+  for (int32_t dtype : {CLEAVE_F16, CLEAVE_BF16}) {
+    TestArena arena;
+    cleave_tensor a = arena.add(dtype, {6, 32});
+    cleave_tensor b = arena.add(dtype, {32, 10});
+    cleave_tensor out = arena.add(dtype, {6, 10});
+    std::vector<double> av = arena.fill(a, -1, 1, 21);
+    std::vector<double> bv = arena.fill(b, -1, 1, 22);
+    cleave_rt_matmul(arena.data(), &a, &b, &out);
+    // f32 accumulation, one rounding of the result to the 16-bit type.
+    double rtol = dtype == CLEAVE_F16 ? 1.0 / 2048 : 1.0 / 256;
+    expectClose(arena.values(out),
+                refMatmul({6, 32}, av, {32, 10}, bv, {6, 10}), rtol, 1e-3);
+  }
+}
+
+TEST(RuntimeMatmul, I64) {
+  TestArena arena;
+  cleave_tensor a = arena.add(CLEAVE_I64, {2, 3, 4});
+  cleave_tensor b = arena.add(CLEAVE_I64, {4, 5});
+  cleave_tensor out = arena.add(CLEAVE_I64, {2, 3, 5});
+  std::vector<double> av = arena.fill(a, -20, 20, 31);
+  std::vector<double> bv = arena.fill(b, -20, 20, 32);
+  cleave_rt_matmul(arena.data(), &a, &b, &out);
+  expectClose(arena.values(out),
+              refMatmul({2, 3, 4}, av, {4, 5}, bv, {2, 3, 5}), 0);
+}
+
+TEST(RuntimeMatmul, ExpertMatmul) {
+  TestArena arena;
+  cleave_tensor x = arena.add(CLEAVE_F32, {4, 6, 8});
+  cleave_tensor w = arena.add(CLEAVE_F32, {4, 8, 12});
+  cleave_tensor out = arena.add(CLEAVE_F32, {4, 6, 12});
+  std::vector<double> xv = arena.fill(x, -1, 1, 41);
+  std::vector<double> wv = arena.fill(w, -1, 1, 42);
+  cleave_rt_expert_matmul(arena.data(), &x, &w, &out);
+  expectClose(arena.values(out),
+              refMatmul({4, 6, 8}, xv, {4, 8, 12}, wv, {4, 6, 12}), 1e-4,
+              1e-4 * 3);
+  cleave_tensor bad = arena.add(CLEAVE_F32, {3, 8, 12});
+  EXPECT_RT_FAIL(cleave_rt_expert_matmul(arena.data(), &x, &bad, &out),
+                 "cleave_rt_expert_matmul: expects x \\[E,C,H\\]");
+}
+
+TEST(RuntimeMatmul, ShapeMismatchFails) {
+  TestArena arena;
+  cleave_tensor a = arena.add(CLEAVE_F32, {3, 4});
+  cleave_tensor b = arena.add(CLEAVE_F32, {5, 6});
+  cleave_tensor out = arena.add(CLEAVE_F32, {3, 6});
+  EXPECT_RT_FAIL(cleave_rt_matmul(arena.data(), &a, &b, &out),
+                 "error: cleave_rt_matmul: cannot multiply a \\[3, 4\\] by b "
+                 "\\[5, 6\\] into out \\[3, 6\\]");
+}
+
+} // namespace

@@ -1,0 +1,158 @@
+//===- ProgramTest.cpp - the runtime main, end to end ---------------------===//
+//
+// Runs the CleaveRuntimeFakeProgram executable (FakeProgram.cpp linked with
+// cleave_rt_main) as a subprocess: inputs by name and by position, the
+// parameter read from a weights file, outputs written as .npy, and each
+// user error reported as "error: ..." with a non-zero exit status.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RuntimeTestUtil.h"
+
+#include "cleave/Runtime/Npy.h"
+
+#include <fstream>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace cleave::rt;
+using namespace cleave::rt::test;
+
+namespace {
+
+class RuntimeProgram : public ::testing::Test {
+protected:
+  void SetUp() override {
+    const ::testing::TestInfo *info =
+        ::testing::UnitTest::GetInstance()->current_test_info();
+    dir = ::testing::TempDir() + "cleave_program_" + info->name() + "_" +
+          std::to_string(::getpid());
+    ASSERT_EQ(
+        std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str()),
+        0);
+    // v = [10, 20, 30] after 8 bytes of padding.
+    float v[3] = {10, 20, 30};
+    std::ofstream weights(dir + "/fake_weights.bin", std::ios::binary);
+    weights.write("padding!", 8);
+    weights.write(reinterpret_cast<const char *>(v), sizeof(v));
+    weights.close();
+    float a[6] = {1, 2, 3, 4, 5, 6}, b[3] = {2, 4, 6};
+    std::string error;
+    ASSERT_TRUE(writeNpy(dir + "/a.npy", "<f4", {2, 3}, a, sizeof(a), error));
+    ASSERT_TRUE(writeNpy(dir + "/b.npy", "<f4", {3}, b, sizeof(b), error));
+  }
+
+  /// Runs the program in `dir` with `args`; returns the exit status and
+  /// leaves stderr in `err`.
+  int run(const std::string &args) {
+    std::string cmd = "cd '" + dir + "' && " + CLEAVE_FAKE_PROGRAM + " " +
+                      args + " >stdout.txt 2>stderr.txt";
+    int status = std::system(cmd.c_str());
+    std::ifstream errFile(dir + "/stderr.txt"), outFile(dir + "/stdout.txt");
+    err.assign(std::istreambuf_iterator<char>(errFile), {});
+    out.assign(std::istreambuf_iterator<char>(outFile), {});
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+  void expectSum() {
+    NpyArray sum;
+    std::string error;
+    ASSERT_TRUE(readNpy(dir + "/out/sum.npy", sum, error)) << error;
+    EXPECT_EQ(sum.descr, "<f4");
+    EXPECT_EQ(sum.shape, Shape({2, 3}));
+    const float *s = reinterpret_cast<const float *>(sum.data.data());
+    // a + b * w + v with w = [0.5, -1, 2], v = [10, 20, 30].
+    float want[6] = {1 + 1 + 10, 2 - 4 + 20, 3 + 12 + 30,
+                     4 + 1 + 10, 5 - 4 + 20, 6 + 12 + 30};
+    for (int i = 0; i < 6; ++i)
+      EXPECT_EQ(s[i], want[i]) << i;
+  }
+
+  std::string dir, err, out;
+};
+
+TEST_F(RuntimeProgram, NamedInputs) {
+  ASSERT_EQ(run("--input b=b.npy --input a=a.npy --output-dir out"), 0) << err;
+  expectSum();
+  NpyArray idx;
+  std::string error;
+  ASSERT_TRUE(readNpy(dir + "/out/model_idx_0.npy", idx, error)) << error;
+  EXPECT_EQ(idx.descr, "<i8");
+  const int64_t *v = reinterpret_cast<const int64_t *>(idx.data.data());
+  for (int i = 0; i < 6; ++i)
+    EXPECT_EQ(v[i], i % 3);
+}
+
+TEST_F(RuntimeProgram, PositionalInputsAndNestedOutputDir) {
+  ASSERT_EQ(run("--input a.npy --input=b.npy --output-dir=out"), 0) << err;
+  expectSum();
+  ASSERT_EQ(run("--input b=b.npy --input a.npy --output-dir deep/er/out"), 0)
+      << err;
+  struct stat st;
+  EXPECT_EQ(::stat((dir + "/deep/er/out/sum.npy").c_str(), &st), 0);
+}
+
+TEST_F(RuntimeProgram, Help) {
+  ASSERT_EQ(run("--help"), 0);
+  EXPECT_NE(out.find("usage:"), std::string::npos) << out;
+  EXPECT_NE(out.find("model/idx:0"), std::string::npos) << out;
+}
+
+TEST_F(RuntimeProgram, UserErrors) {
+  EXPECT_EQ(run("--input a=a.npy --output-dir out"), 1);
+  EXPECT_NE(err.find("error: missing input 'b'"), std::string::npos) << err;
+
+  EXPECT_EQ(run("--input a=b.npy --input b=b.npy --output-dir out"), 1);
+  EXPECT_NE(err.find("error: input 'a': b.npy: expected shape [2, 3], got "
+                     "[3]"),
+            std::string::npos)
+      << err;
+
+  EXPECT_EQ(run("--input a=a.npy --input b=nope.npy --output-dir out"), 1);
+  EXPECT_NE(err.find("nope.npy: cannot open"), std::string::npos) << err;
+
+  EXPECT_EQ(run("--input a.npy --input b.npy --input a.npy --output-dir o"), 1);
+  EXPECT_NE(err.find("error: too many inputs"), std::string::npos) << err;
+
+  EXPECT_EQ(run("--input a=a.npy --input a=a.npy --output-dir o"), 1);
+  EXPECT_NE(err.find("error: input 'a' is given twice"), std::string::npos)
+      << err;
+
+  EXPECT_EQ(run("--input a.npy --input b.npy"), 1);
+  EXPECT_NE(err.find("error: missing --output-dir"), std::string::npos) << err;
+
+  EXPECT_EQ(run("--frobnicate"), 1);
+  EXPECT_NE(err.find("error: unknown argument '--frobnicate'"),
+            std::string::npos)
+      << err;
+}
+
+TEST_F(RuntimeProgram, WrongDtypeInput) {
+  int64_t ints[3] = {1, 2, 3};
+  std::string error;
+  ASSERT_TRUE(writeNpy(dir + "/bi.npy", "<i8", {3}, ints, sizeof(ints), error));
+  EXPECT_EQ(run("--input a.npy --input bi.npy --output-dir out"), 1);
+  EXPECT_NE(err.find("error: input 'b': bi.npy: expected dtype f32 ('<f4'), "
+                     "got '<i8'"),
+            std::string::npos)
+      << err;
+}
+
+TEST_F(RuntimeProgram, MissingOrShortWeights) {
+  // Truncate the weights: 8 bytes of padding and one float.
+  ASSERT_EQ(::truncate((dir + "/fake_weights.bin").c_str(), 12), 0);
+  EXPECT_EQ(run("--input a.npy --input b.npy --output-dir out"), 1);
+  EXPECT_NE(err.find("fake_weights.bin: parameter 'v' needs 12 bytes at "
+                     "offset 8, the file has 4"),
+            std::string::npos)
+      << err;
+  ASSERT_EQ(::unlink((dir + "/fake_weights.bin").c_str()), 0);
+  EXPECT_EQ(run("--input a.npy --input b.npy --output-dir out"), 1);
+  EXPECT_NE(err.find("fake_weights.bin: cannot open the initial value of "
+                     "parameter 'v'"),
+            std::string::npos)
+      << err;
+}
+
+} // namespace
