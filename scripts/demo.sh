@@ -20,4 +20,6 @@ for m in gpt llama moe; do
   "$translate" --import-onnx "examples/$m/model.onnx" | "$opt" --cleave-raise -canonicalize |
     grep -oE 'graph\.[a-z_]+' | grep -v 'graph.param' | sort | uniq -c | sort -rn | head -12
 done
-echo "== done: the examples parse, verify, have sharding rules, and import from ONNX"
+echo "== examples compiled to native programs, run, and compared with PyTorch"
+/usr/bin/python3 test/Integration/run_examples.py --compile "${CLEAVE_BUILD_DIR:-build}/bin/cleave-compile"
+echo "== done: the examples parse, verify, have sharding rules, import from ONNX, and run"
