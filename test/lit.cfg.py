@@ -17,4 +17,6 @@ llvm_config.use_default_substitutions()
 config.substitutions.append(("%examples", os.path.join(config.cleave_src_root, "examples")))
 
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
-llvm_config.add_tool_substitutions(["cleave-opt", "cleave-translate", "cleave-plan"], [config.cleave_tools_dir])
+llvm_config.add_tool_substitutions(
+    ["cleave-opt", "cleave-translate", "cleave-plan", "cleave-compile"],
+    [config.cleave_tools_dir])

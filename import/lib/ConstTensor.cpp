@@ -78,6 +78,19 @@ ConstTensor ConstTensor::fromInts(Type elementType, ArrayRef<int64_t> shape,
   return t;
 }
 
+std::optional<int64_t> cleave::onnx_import::elementCount(ArrayRef<int64_t> shape,
+                                                        int64_t limit) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0)
+      return std::nullopt;
+    if (d != 0 && n > limit / d)
+      return std::nullopt;
+    n *= d;
+  }
+  return n;
+}
+
 SmallVector<int64_t> cleave::onnx_import::stridesOf(ArrayRef<int64_t> shape) {
   SmallVector<int64_t> strides(shape.size(), 1);
   for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)

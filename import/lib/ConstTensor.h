@@ -17,6 +17,7 @@
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
 
+#include <optional>
 #include <vector>
 
 namespace cleave::onnx_import {
@@ -46,6 +47,18 @@ struct ConstTensor {
                               llvm::ArrayRef<int64_t> shape,
                               llvm::ArrayRef<int64_t> values);
 };
+
+/// The most elements a tensor of the imported model may have (2^40), and
+/// the most a tensor folded at import may have (2^26): past these, shapes
+/// from a corrupt or hostile file are errors rather than overflow or a huge
+/// allocation.
+constexpr int64_t kMaxElements = int64_t(1) << 40;
+constexpr int64_t kMaxFoldedElements = int64_t(1) << 26;
+
+/// The number of elements of `shape`, or nullopt when a dimension is
+/// negative or the product exceeds `limit`.
+std::optional<int64_t> elementCount(llvm::ArrayRef<int64_t> shape,
+                                    int64_t limit = kMaxElements);
 
 /// Row-major strides of `shape`.
 llvm::SmallVector<int64_t> stridesOf(llvm::ArrayRef<int64_t> shape);

@@ -104,6 +104,9 @@ public:
                               << "' has negative dimension " << d;
       shape.push_back(d);
     }
+    if (!elementCount(shape))
+      return emitError(loc) << what << " '" << t.name() << "' has more than "
+                            << kMaxElements << " elements";
     return RankedTensorType::get(shape, element);
   }
 
@@ -711,6 +714,9 @@ private:
       }
       shape.push_back(dim.dim_value());
     }
+    if (!elementCount(shape))
+      return emitError(loc) << "input '" << in.name() << "' has more than "
+                            << kMaxElements << " elements";
     return RankedTensorType::get(shape, element);
   }
 
@@ -763,6 +769,9 @@ std::string cleave::parseInputShape(StringRef spec,
              ": dimensions must be positive integers separated by 'x'";
     shape.push_back(d);
   }
+  if (!onnx_import::elementCount(shape))
+    return "--input-shape " + spec.str() + ": more than " +
+           std::to_string(onnx_import::kMaxElements) + " elements";
   if (!options.inputShapes.try_emplace(name, shape).second)
     return "--input-shape gives '" + name.str() + "' twice";
   return "";

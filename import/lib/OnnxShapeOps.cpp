@@ -85,13 +85,11 @@ LogicalResult convertConstantOfShape(NodeContext &n) {
     fill = *c;
   }
   ConstTensor out{fill.elementType, *shape, {}};
-  int64_t count = 1;
-  for (int64_t d : *shape) {
-    if (d < 0)
-      return n.error() << "shape has negative dimension " << d;
-    count *= d;
-  }
-  out.values.assign(count, fill.values[0]);
+  std::optional<int64_t> count = elementCount(*shape, kMaxFoldedElements);
+  if (!count)
+    return n.error() << "shape must have non-negative dimensions and at most "
+                     << kMaxFoldedElements << " elements";
+  out.values.assign(*count, fill.values[0]);
   n.set(0, out);
   return success();
 }
@@ -128,8 +126,11 @@ LogicalResult convertRange(NodeContext &n) {
   double s = start->values[0], l = limit->values[0], d = delta->values[0];
   if (d == 0)
     return n.error() << "delta must not be zero";
-  int64_t count = std::max<int64_t>(
-      static_cast<int64_t>(std::ceil((l - s) / d)), 0);
+  double steps = std::ceil((l - s) / d);
+  if (!(steps < static_cast<double>(kMaxFoldedElements)))
+    return n.error() << "the range has more than " << kMaxFoldedElements
+                     << " elements";
+  int64_t count = std::max<int64_t>(static_cast<int64_t>(steps), 0);
   ConstTensor out{start->elementType, {count}, {}};
   for (int64_t i = 0; i < count; ++i)
     out.values.push_back(s + i * d);
@@ -161,6 +162,9 @@ LogicalResult convertReshape(NodeContext &n) {
     }
     if (d < 0)
       return n.error() << "shape has invalid entry " << d;
+    if (d != 0 && known > kMaxElements / d)
+      return n.error() << "shape has more than " << kMaxElements
+                       << " elements";
     known *= d;
     shape.push_back(d);
   }
@@ -280,10 +284,13 @@ LogicalResult convertExpand(NodeContext &n) {
     return failure();
   ArrayRef<int64_t> in = n.type(0).getShape();
   SmallVector<int64_t> shape;
-  if (!broadcastShape(in, *target, shape))
+  if (!broadcastShape(in, *target, shape) || !elementCount(shape))
     return n.error() << "cannot expand " << n.type(0) << " to the shape "
                      << "given";
   if (const ConstTensor *c = n.constant(0)) {
+    if (!elementCount(shape, kMaxFoldedElements))
+      return n.error() << "expanding a known tensor to more than "
+                       << kMaxFoldedElements << " elements";
     ConstTensor zeros{c->elementType, shape, {}};
     zeros.values.assign(ShapedType::getNumElements(shape), 0.0);
     n.set(0, foldElementwise({c, &zeros}, c->elementType,

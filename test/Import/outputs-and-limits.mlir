@@ -31,3 +31,8 @@
 // A shape given twice is a mistake, not "last one wins".
 // RUN: not cleave-translate --import-onnx %S/Inputs/symbolic_dim.onnx --input-shape batch_input=4x3 --input-shape batch_input=2x3 2>&1 | FileCheck %s --check-prefix=TWICE --implicit-check-not=error:
 // TWICE: error: --input-shape gives 'batch_input' twice
+
+// Found by the fuzzer: a Reshape to a shape whose element count overflows
+// int64 is an error, not undefined behaviour.
+// RUN: not cleave-translate --import-onnx %S/Inputs/fuzz_reshape_overflow.onnx 2>&1 | FileCheck %s --check-prefix=OVERFLOW --implicit-check-not="Stack dump"
+// OVERFLOW: error: node '{{.*}}' (Reshape): shape has more than 1099511627776 elements

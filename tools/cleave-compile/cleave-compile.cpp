@@ -51,7 +51,7 @@ static cl::OptionCategory category("cleave-compile options");
 
 static cl::opt<std::string> inputFile(cl::Positional,
                                       cl::desc("<model.onnx | model.mlir>"),
-                                      cl::Required, cl::cat(category));
+                                      cl::cat(category));
 static cl::opt<std::string> outputFile("o", cl::desc("Output file"),
                                        cl::value_desc("path"), cl::init(""),
                                        cl::cat(category));
@@ -225,6 +225,9 @@ int main(int argc, char **argv) {
     llvm::outs() << "\n";
     return 0;
   }
+
+  if (inputFile.empty())
+    return fail("no input model (see --help)");
 
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &ctx);

@@ -1,0 +1,33 @@
+// The compiler driver: pipeline, early stops and errors.
+
+// RUN: cleave-compile --print-pipeline | FileCheck %s --check-prefix=PIPE
+// PIPE: cleave-raise{{.*}}canonicalize{{.*}}cse{{.*}}cleave-plan-memory{{.*}}cleave-lower-to-runtime
+
+// RUN: cleave-compile %s --emit=mlir -o - | FileCheck %s --check-prefix=MLIR
+// MLIR: llvm.func @cleave_rt_unary(!llvm.ptr, i32, !llvm.ptr, !llvm.ptr)
+// MLIR: llvm.func @cleave_program_run(%{{.*}}: !llvm.ptr)
+// MLIR: llvm.mlir.global external constant @cleave_program()
+
+// RUN: cleave-compile %s --emit=llvm -o - | FileCheck %s --check-prefix=LLVM
+// LLVM: @cleave_program = constant
+// LLVM: define void @cleave_program_run(ptr
+// LLVM: call void @cleave_rt_unary(ptr %{{.*}}, i32 3,
+
+// RUN: cleave-compile %s --emit=obj -o %t.o && test -s %t.o
+
+// RUN: not cleave-compile %S/does-not-exist.onnx 2>&1 | FileCheck %s --check-prefix=MISSING
+// MISSING: cleave-compile: error: cannot open input file '{{.*}}does-not-exist.onnx': No such file or directory
+
+// RUN: not cleave-compile 2>&1 | FileCheck %s --check-prefix=NOINPUT
+// NOINPUT: cleave-compile: error: no input model (see --help)
+
+// RUN: not cleave-compile %s --target=tpu 2>&1 | FileCheck %s --check-prefix=TARGET
+// TARGET: cleave-compile: error: unknown --target 'tpu' (available: cpu)
+
+// RUN: not cleave-compile %s --input-shape x=2 2>&1 | FileCheck %s --check-prefix=SHAPE
+// SHAPE: error: --input-shape applies to ONNX models only
+
+func.func @forward(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = graph.exp %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
