@@ -9,9 +9,9 @@
 // MLIR: llvm.mlir.global external constant @cleave_program()
 
 // RUN: cleave-compile %s --emit=llvm -o - | FileCheck %s --check-prefix=LLVM
-// LLVM: @cleave_program = constant
+// LLVM: @cleave_program = local_unnamed_addr constant { i32, i64, i64, ptr, i64, ptr, i64, ptr } { i32 1, i64 128,
 // LLVM: define void @cleave_program_run(ptr
-// LLVM: call void @cleave_rt_unary(ptr %{{.*}}, i32 3,
+// LLVM: call void @cleave_rt_unary(ptr %0, i32 3,
 
 // RUN: cleave-compile %s --emit=obj -o %t.o && test -s %t.o
 
