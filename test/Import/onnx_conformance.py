@@ -206,6 +206,23 @@ def as_program_array(tensor, declared_type, numpy_helper, np):
     return array
 
 
+def run_step(args, timeout):
+    """Runs one tool; returns None on success, else what went wrong (a
+    timeout, a crash, or the first error line)."""
+    try:
+        done = subprocess.run(args, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, timeout=timeout,
+                              check=False)
+    except subprocess.TimeoutExpired:
+        return "timeout after %gs" % timeout
+    if done.returncode == 0:
+        return None
+    message = first_error_line(done.stderr.decode("utf-8", "replace"))
+    if done.returncode < 0:
+        message = "crash (%s) %s" % (signal_name(done.returncode), message)
+    return message or "exit %d" % done.returncode
+
+
 def execute_case(case_dir, model_path, compiler, timeout, finish):
     """Compiles the case, runs it on each test data set and compares the
     outputs with the expected ones."""
@@ -221,19 +238,9 @@ def execute_case(case_dir, model_path, compiler, timeout, finish):
                for o in model.graph.output]
     with tempfile.TemporaryDirectory() as work:
         prog = os.path.join(work, "prog")
-        try:
-            built = subprocess.run([compiler, model_path, "-o", prog],
-                                   stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, timeout=timeout,
-                                   check=False)
-        except subprocess.TimeoutExpired:
-            return finish("failed", "compile: timeout", stage="compile")
-        if built.returncode != 0:
-            message = first_error_line(built.stderr.decode("utf-8", "replace"))
-            if built.returncode < 0:
-                message = "crash (%s) %s" % (signal_name(built.returncode),
-                                             message)
-            return finish("failed", "compile: " + message, stage="compile")
+        problem = run_step([compiler, model_path, "-o", prog], timeout)
+        if problem:
+            return finish("failed", "compile: " + problem, stage="compile")
         data_sets = sorted(d for d in os.listdir(case_dir)
                            if d.startswith("test_data_set_"))
         for data_set in data_sets:
@@ -247,18 +254,9 @@ def execute_case(case_dir, model_path, compiler, timeout, finish):
                 path = os.path.join(work, "%s-in%d.npy" % (data_set, i))
                 np.save(path, array)
                 args += ["--input", "%s=%s" % (name, path)]
-            try:
-                ran = subprocess.run(args, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, timeout=timeout,
-                                     check=False)
-            except subprocess.TimeoutExpired:
-                return finish("failed", "run: timeout", stage="run")
-            if ran.returncode != 0:
-                message = first_error_line(ran.stderr.decode("utf-8", "replace"))
-                if ran.returncode < 0:
-                    message = "crash (%s) %s" % (signal_name(ran.returncode),
-                                                 message)
-                return finish("failed", "run: " + message, stage="run")
+            problem = run_step(args, timeout)
+            if problem:
+                return finish("failed", "run: " + problem, stage="run")
             for i, (name, declared) in enumerate(outputs):
                 tensor = onnx.TensorProto()
                 with open(os.path.join(folder, "output_%d.pb" % i), "rb") as f:

@@ -222,6 +222,39 @@ Value onesLike(PatternRewriter &rewriter, Location loc, Type elem,
 // Norms
 //===----------------------------------------------------------------------===//
 
+/// Replaces the normalization `op` of `x` over dims [first, rank) and its
+/// affine users (`* gamma`, and `+ beta` for layer norm) with one `NormOp`.
+template <typename NormOp>
+LogicalResult replaceWithNorm(Operation *op, Value x, int64_t first,
+                              double eps, PatternRewriter &rewriter) {
+  constexpr bool hasBias = std::is_same_v<NormOp, LayerNormOp>;
+  Value result = op->getResult(0);
+  if (result.getType() != x.getType())
+    return failure();
+  auto type = cast<RankedTensorType>(x.getType());
+  ArrayRef<int64_t> normShape = type.getShape().drop_front(first);
+  Value scale, bias;
+  Operation *last = op;
+  if (MulOp mul = singleAffineUser<MulOp>(result, normShape, scale)) {
+    last = mul;
+    if (hasBias)
+      if (AddOp add = singleAffineUser<AddOp>(mul, normShape, bias))
+        last = add;
+  }
+  rewriter.setInsertionPoint(last);
+  if (!scale)
+    scale = onesLike(rewriter, op->getLoc(), type.getElementType(), normShape);
+  if constexpr (hasBias)
+    rewriter.replaceOpWithNewOp<NormOp>(last, type, x, scale, bias,
+                                        rewriter.getI64IntegerAttr(first),
+                                        rewriter.getF64FloatAttr(eps));
+  else
+    rewriter.replaceOpWithNewOp<NormOp>(last, type, x, scale,
+                                        rewriter.getI64IntegerAttr(first),
+                                        rewriter.getF64FloatAttr(eps));
+  return success();
+}
+
 /// (x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps) [* gamma] [+ beta]
 struct RaiseLayerNorm : RewritePattern {
   // Tried before RMS norm: a centered input would also match that.
@@ -245,26 +278,7 @@ struct RaiseLayerNorm : RewritePattern {
     if (!var || squareOf(meanOverTrailing(var, varFirst)) != centered ||
         varFirst != first)
       return failure();
-    Value result = op->getResult(0);
-    if (result.getType() != x.getType())
-      return failure();
-    auto type = cast<RankedTensorType>(x.getType());
-    ArrayRef<int64_t> normShape = type.getShape().drop_front(first);
-    Value scale, bias;
-    Operation *last = op;
-    if (MulOp mul = singleAffineUser<MulOp>(result, normShape, scale)) {
-      last = mul;
-      if (AddOp add = singleAffineUser<AddOp>(mul, normShape, bias))
-        last = add;
-    }
-    rewriter.setInsertionPoint(last);
-    if (!scale)
-      scale = onesLike(rewriter, op->getLoc(), type.getElementType(),
-                       normShape);
-    rewriter.replaceOpWithNewOp<LayerNormOp>(
-        last, type, x, scale, bias, rewriter.getI64IntegerAttr(first),
-        rewriter.getF64FloatAttr(eps));
-    return success();
+    return replaceWithNorm<LayerNormOp>(op, x, first, eps, rewriter);
   }
 };
 
@@ -283,23 +297,7 @@ struct RaiseRmsNorm : RewritePattern {
     Value meanSq = addOfEpsilon(denominator, eps);
     if (!meanSq || squareOf(meanOverTrailing(meanSq, first)) != x)
       return failure();
-    Value result = op->getResult(0);
-    if (result.getType() != x.getType())
-      return failure();
-    auto type = cast<RankedTensorType>(x.getType());
-    ArrayRef<int64_t> normShape = type.getShape().drop_front(first);
-    Value scale;
-    Operation *last = op;
-    if (MulOp mul = singleAffineUser<MulOp>(result, normShape, scale))
-      last = mul;
-    rewriter.setInsertionPoint(last);
-    if (!scale)
-      scale = onesLike(rewriter, op->getLoc(), type.getElementType(),
-                       normShape);
-    rewriter.replaceOpWithNewOp<RmsNormOp>(last, type, x, scale,
-                                           rewriter.getI64IntegerAttr(first),
-                                           rewriter.getF64FloatAttr(eps));
-    return success();
+    return replaceWithNorm<RmsNormOp>(op, x, first, eps, rewriter);
   }
 };
 
