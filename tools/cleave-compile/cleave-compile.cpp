@@ -75,6 +75,12 @@ static cl::opt<bool> verbose("v", cl::desc("Report the time of each pass"),
 static cl::opt<std::string>
     target("target", cl::desc("Runtime backend to link (cpu)"),
            cl::init("cpu"), cl::cat(category));
+static cl::opt<std::string> loss(
+    "loss",
+    cl::desc("Compile the gradients instead of the forward pass: the program "
+             "takes the model's inputs and `labels`, and returns the loss and "
+             "grad.<param> for each parameter (cross-entropy)"),
+    cl::init(""), cl::cat(category));
 
 namespace {
 int fail(const llvm::Twine &message) {
@@ -116,6 +122,10 @@ OwningOpRef<ModuleOp> loadInput(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
 
 void buildPipeline(PassManager &pm) {
   pm.addPass(cleave::createRaisePass());
+  if (!loss.empty()) {
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(cleave::createAutodiffPass({loss}));
+  }
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addPass(cleave::createPlanMemoryPass());

@@ -131,4 +131,25 @@ def LowerToRuntimePass : Pass<"cleave-lower-to-runtime", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def AutodiffPass : Pass<"cleave-autodiff", "::mlir::ModuleOp"> {
+  let summary = "Builds @train_step: forward, loss and reverse-mode gradients";
+  let description = [{
+    Replaces `@forward` with `@train_step(inputs..., labels)`. The new function
+    runs the forward computation and the loss on the first output, then the
+    reverse-mode backward pass. It returns the loss and the gradient of every
+    trainable parameter (results named `loss` and `grad.<param>`). A value
+    used several times (tied weights, residuals) accumulates its gradients.
+
+    This is the first step of training. The optimizer update and the per-op
+    rule interface come next, and the rules cover add, sub, mul, matmul,
+    transpose, reshape, relu, gelu and cross-entropy. Any other op on the
+    gradient path is an error that names it.
+  }];
+  let options = [
+    Option<"loss", "loss", "std::string", /*default=*/"\"cross-entropy\"",
+           "The loss on the first output (cross-entropy)">
+  ];
+  let dependentDialects = ["::cleave::graph::GraphDialect"];
+}
+
 #endif // CLEAVE_TRANSFORMS_PASSES_TD
