@@ -7,7 +7,8 @@
 //
 // This first version returns the loss and the gradients; the optimizer
 // update and the per-op rule interface are the next steps (issue 5). The
-// rules below cover the ops of MLP-style models.
+// rules below cover elementwise arithmetic and activations, matmul,
+// transpose, reshape, softmax, sum/mean reductions, where and cross-entropy.
 //
 //===----------------------------------------------------------------------===//
 
@@ -108,6 +109,17 @@ private:
     if (typeOf(g) != target)
       g = ReshapeOp::create(b, loc, target, g);
     return g;
+  }
+
+  /// sum(v, dim) with the dim kept as size 1.
+  Value sumKeepdim(Value v, int64_t dim) {
+    RankedTensorType type = typeOf(v);
+    SmallVector<int64_t> shape(type.getShape());
+    shape[dim] = 1;
+    return ReduceOp::create(
+        b, loc, type.clone(shape),
+        ReductionKindAttr::get(b.getContext(), ReductionKind::Sum), v,
+        b.getDenseI64ArrayAttr({dim}), b.getUnitAttr());
   }
 
   /// Swaps the last two dimensions.
@@ -239,6 +251,115 @@ LogicalResult Differentiator::backward(Operation *op) {
             CompareDirectionAttr::get(b.getContext(), CompareDirection::GT), x,
             zero);
         accumulate(x, WhereOp::create(b, loc, typeOf(x), positive, g, zero));
+        return success();
+      })
+      .Case<NegOp>([&](NegOp n) {
+        accumulate(n.getOperand(), NegOp::create(b, loc, g.getType(), g));
+        return success();
+      })
+      .Case<DivOp>([&](DivOp d) {
+        // d lhs = g / rhs; d rhs = -g * lhs / rhs^2 = -(g * result) / rhs
+        Value gl = binary("div", g, d.getRhs());
+        accumulate(d.getLhs(), reduceTo(gl, d.getLhs().getType()));
+        Value gr = NegOp::create(b, loc, g.getType(),
+                                 binary("mul", gl, d.getResult()));
+        accumulate(d.getRhs(), reduceTo(gr, d.getRhs().getType()));
+        return success();
+      })
+      .Case<ExpOp>([&](ExpOp e) {
+        accumulate(e.getOperand(), binary("mul", g, e.getResult()));
+        return success();
+      })
+      .Case<LogOp>([&](LogOp l) {
+        accumulate(l.getOperand(), binary("div", g, l.getOperand()));
+        return success();
+      })
+      .Case<TanhOp>([&](TanhOp t) {
+        Type elem = typeOf(t.getOperand()).getElementType();
+        Value y = t.getResult();
+        accumulate(t.getOperand(),
+                   binary("mul", g,
+                          binary("sub", scalar(elem, 1.0),
+                                 binary("mul", y, y))));
+        return success();
+      })
+      .Case<SigmoidOp>([&](SigmoidOp sg) {
+        Type elem = typeOf(sg.getOperand()).getElementType();
+        Value y = sg.getResult();
+        accumulate(sg.getOperand(),
+                   binary("mul", g,
+                          binary("mul", y,
+                                 binary("sub", scalar(elem, 1.0), y))));
+        return success();
+      })
+      .Case<SiluOp>([&](SiluOp si) {
+        // d/dx x s(x) = s(x) (1 + x (1 - s(x)))
+        Value x = si.getOperand();
+        Type elem = typeOf(x).getElementType();
+        Value sig = SigmoidOp::create(b, loc, typeOf(x), x);
+        Value one = scalar(elem, 1.0);
+        Value d = binary("mul", sig,
+                         binary("add", one,
+                                binary("mul", x, binary("sub", one, sig))));
+        accumulate(x, binary("mul", g, d));
+        return success();
+      })
+      .Case<SoftmaxOp>([&](SoftmaxOp sm) {
+        // dx = y * (g - sum(g * y, dim))
+        Value y = sm.getResult();
+        Value gy = binary("mul", g, y);
+        Value sum = sumKeepdim(gy, sm.getDim());
+        accumulate(sm.getOperand(), binary("mul", y, binary("sub", g, sum)));
+        return success();
+      })
+      .Case<LogSoftmaxOp>([&](LogSoftmaxOp ls) {
+        // dx = g - softmax(x) * sum(g, dim)
+        Value p = ExpOp::create(b, loc, ls.getType(), ls.getResult());
+        Value sum = sumKeepdim(g, ls.getDim());
+        accumulate(ls.getOperand(), binary("sub", g, binary("mul", p, sum)));
+        return success();
+      })
+      .Case<ReduceOp>([&](ReduceOp r) -> LogicalResult {
+        if (r.getKind() != ReductionKind::Sum &&
+            r.getKind() != ReductionKind::Mean)
+          return r.emitOpError("has no gradient rule yet for ")
+                 << stringifyReductionKind(r.getKind());
+        // Broadcast g back over the reduced dims (as size 1 first).
+        RankedTensorType in = r.getOperand().getType();
+        SmallVector<int64_t> kept;
+        int64_t count = 1;
+        for (int64_t d = 0; d < in.getRank(); ++d) {
+          bool reduced = llvm::is_contained(r.getDims(), d);
+          kept.push_back(reduced ? 1 : in.getDimSize(d));
+          if (reduced)
+            count *= in.getDimSize(d);
+        }
+        Value gk = g;
+        if (typeOf(g).getShape() != ArrayRef<int64_t>(kept))
+          gk = ReshapeOp::create(b, loc, in.clone(kept), g);
+        if (r.getKind() == ReductionKind::Mean)
+          gk = binary("div", gk,
+                      scalar(in.getElementType(), static_cast<double>(count)));
+        SmallVector<int64_t> dims;
+        for (int64_t d = 0; d < in.getRank(); ++d)
+          dims.push_back(d);
+        accumulate(r.getOperand(),
+                   BroadcastInDimOp::create(b, loc, in, gk,
+                                            b.getDenseI64ArrayAttr(dims)));
+        return success();
+      })
+      .Case<WhereOp>([&](WhereOp w) {
+        Type elem = typeOf(g).getElementType();
+        Value zero = scalar(elem, 0.0);
+        auto sel = [&](Value onTrue, Value onFalse) {
+          return WhereOp::create(b, loc, typeOf(g), w.getCondition(), onTrue,
+                                 onFalse)
+              .getResult();
+        };
+        accumulate(w.getOnTrue(),
+                   reduceTo(sel(g, zero), w.getOnTrue().getType()));
+        accumulate(w.getOnFalse(),
+                   reduceTo(sel(zero, g), w.getOnFalse().getType()));
         return success();
       })
       .Case<GeluOp>([&](GeluOp gelu) {

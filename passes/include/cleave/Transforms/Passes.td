@@ -141,9 +141,10 @@ def AutodiffPass : Pass<"cleave-autodiff", "::mlir::ModuleOp"> {
     used several times (tied weights, residuals) accumulates its gradients.
 
     This is the first step of training. The optimizer update and the per-op
-    rule interface come next, and the rules cover add, sub, mul, matmul,
-    transpose, reshape, relu, gelu and cross-entropy. Any other op on the
-    gradient path is an error that names it.
+    rule interface come next. The rules cover add, sub, mul, div, neg, exp,
+    log, tanh, sigmoid, silu, relu, gelu, matmul, transpose, reshape,
+    softmax, log_softmax, sum and mean reductions, where, and cross-entropy.
+    Any other op on the gradient path is an error that names it.
   }];
   let options = [
     Option<"loss", "loss", "std::string", /*default=*/"\"cross-entropy\"",
