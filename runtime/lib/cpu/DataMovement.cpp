@@ -34,6 +34,16 @@ const char *sourceBytes(char *arena, const cleave_tensor &x,
   return copy.data();
 }
 
+/// Writes `out` from `x` read with `srcStrides` from element `base`, through
+/// a copy when the two overlap.
+void copyStrided(char *arena, const cleave_tensor &x, const cleave_tensor &out,
+                 const int64_t *srcStrides, int64_t base) {
+  std::vector<char> copy;
+  const char *src = sourceBytes(arena, x, out, copy);
+  stridedCopy(src, dataOf(arena, out), elementSize(x.dtype), out.rank,
+              out.shape, srcStrides, base);
+}
+
 /// Reads index `i` of an integer index tensor as i64.
 int64_t indexAt(const char *data, int32_t dtype, int64_t i) {
   if (dtype == CLEAVE_I64)
@@ -120,10 +130,7 @@ void cleave_rt_transpose(char *arena, const cleave_tensor *x,
                      (long long)x->shape[p]);
     srcStrides[d] = xStrides[p];
   }
-  std::vector<char> copy;
-  const char *src = sourceBytes(arena, *x, *out, copy);
-  stridedCopy(src, dataOf(arena, *out), elementSize(x->dtype), out->rank,
-              out->shape, srcStrides, 0);
+  copyStrided(arena, *x, *out, srcStrides, 0);
 }
 
 void cleave_rt_broadcast_in_dim(char *arena, const cleave_tensor *x,
@@ -147,10 +154,7 @@ void cleave_rt_broadcast_in_dim(char *arena, const cleave_tensor *x,
     if (x->shape[d] != 1)
       srcStrides[o] = xStrides[d];
   }
-  std::vector<char> copy;
-  const char *src = sourceBytes(arena, *x, *out, copy);
-  stridedCopy(src, dataOf(arena, *out), elementSize(x->dtype), out->rank,
-              out->shape, srcStrides, 0);
+  copyStrided(arena, *x, *out, srcStrides, 0);
 }
 
 void cleave_rt_slice(char *arena, const cleave_tensor *x,
@@ -180,10 +184,7 @@ void cleave_rt_slice(char *arena, const cleave_tensor *x,
   }
   if (empty)
     return;
-  std::vector<char> copy;
-  const char *src = sourceBytes(arena, *x, *out, copy);
-  stridedCopy(src, dataOf(arena, *out), elementSize(x->dtype), out->rank,
-              out->shape, srcStrides, base);
+  copyStrided(arena, *x, *out, srcStrides, base);
 }
 
 void cleave_rt_concat(char *arena, const cleave_tensor *const *inputs,
@@ -244,9 +245,7 @@ void cleave_rt_gather(char *arena, const cleave_tensor *data,
   checkTensor(k, "indices", indices);
   checkTensor(k, "out", out);
   checkSameDtype(k, *data, *out);
-  if (indices->dtype != CLEAVE_I64 && indices->dtype != CLEAVE_I32)
-    cleave_rt_fail("%s: indices must be i64 or i32, got %s", k,
-                   dtypeName(indices->dtype));
+  checkIndexTensor(k, "indices", *indices);
   if (dim < 0 || dim >= data->rank)
     cleave_rt_fail("%s: dim %lld is out of range for rank %d", k,
                    (long long)dim, data->rank);

@@ -35,9 +35,7 @@ void cleave_rt_cross_entropy(char *arena, const cleave_tensor *logits,
   if (!isFloatType(logits->dtype) || !isFloatType(out->dtype))
     cleave_rt_fail("%s: logits and out must be float, got %s and %s", k,
                    dtypeName(logits->dtype), dtypeName(out->dtype));
-  if (labels->dtype != CLEAVE_I64 && labels->dtype != CLEAVE_I32)
-    cleave_rt_fail("%s: labels must be i64 or i32, got %s", k,
-                   dtypeName(labels->dtype));
+  checkIndexTensor(k, "labels", *labels);
   bool ok = logits->rank >= 1 && labels->rank == logits->rank - 1 &&
             numElements(*out) == 1;
   for (int d = 0; ok && d < labels->rank; ++d)

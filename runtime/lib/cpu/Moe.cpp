@@ -45,9 +45,7 @@ void checkExperts(const char *kernel, const cleave_tensor *experts) {
   if (experts->rank != 2)
     cleave_rt_fail("%s: experts must be [T, k], got %s", kernel,
                    shapeString(*experts).c_str());
-  if (experts->dtype != CLEAVE_I64 && experts->dtype != CLEAVE_I32)
-    cleave_rt_fail("%s: experts must be i64, got %s", kernel,
-                   dtypeName(experts->dtype));
+  checkIndexTensor(kernel, "experts", *experts);
 }
 
 } // namespace

@@ -262,9 +262,7 @@ void cleave_rt_topk(char *arena, const cleave_tensor *x,
   if (k < 0 || k > x->shape[dim])
     cleave_rt_fail("%s: k = %lld is out of range [0, %lld]", kn, (long long)k,
                    (long long)x->shape[dim]);
-  if (indices->dtype != CLEAVE_I64 && indices->dtype != CLEAVE_I32)
-    cleave_rt_fail("%s: indices must be i64, got %s", kn,
-                   dtypeName(indices->dtype));
+  checkIndexTensor(kn, "indices", *indices);
   bool ok = sameShape(*values, *indices) && values->rank == x->rank;
   for (int d = 0; ok && d < x->rank; ++d)
     ok = values->shape[d] == (d == dim ? k : x->shape[d]);

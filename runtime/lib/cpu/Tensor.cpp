@@ -52,6 +52,13 @@ int64_t cleave::rt::numElements(const cleave_tensor &t) {
   return n;
 }
 
+void cleave::rt::checkIndexTensor(const char *kernel, const char *what,
+                                  const cleave_tensor &t) {
+  if (t.dtype != CLEAVE_I64 && t.dtype != CLEAVE_I32)
+    cleave_rt_fail("%s: %s must be i64 or i32, got %s", kernel, what,
+                   dtypeName(t.dtype));
+}
+
 size_t cleave::rt::elementSize(int32_t dtype) {
   switch (dtype) {
   case CLEAVE_F32:

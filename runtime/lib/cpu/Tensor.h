@@ -27,6 +27,9 @@ constexpr int64_t kParallelElements = 1 << 15;
 void checkTensor(const char *kernel, const char *what, const cleave_tensor *t);
 
 int64_t numElements(const cleave_tensor &t);
+/// Fails unless `t` holds integer indices (i64 or i32).
+void checkIndexTensor(const char *kernel, const char *what,
+                      const cleave_tensor &t);
 /// Bytes per element; 0 for an unknown dtype.
 size_t elementSize(int32_t dtype);
 bool isFloatType(int32_t dtype);
