@@ -9,7 +9,7 @@
 // MLIR: llvm.mlir.global external constant @cleave_program()
 
 // RUN: cleave-compile %s --emit=llvm -o - | FileCheck %s --check-prefix=LLVM
-// LLVM: @cleave_program = local_unnamed_addr constant { i32, i64, i64, ptr, i64, ptr, i64, ptr } { i32 1, i64 128,
+// LLVM: @cleave_program = local_unnamed_addr constant { i32, i32, i64, i64, i64, ptr, i64, ptr, i64, ptr, ptr, ptr } { i32 2, i32 0, i64 128,
 // LLVM: define void @cleave_program_run(ptr
 // LLVM: call void @cleave_rt_unary(ptr %0, i32 3,
 

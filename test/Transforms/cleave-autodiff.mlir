@@ -8,20 +8,19 @@
 // CHECK: %[[W:.*]] = graph.read_param @w
 // CHECK: %[[LOGITS:.*]] = graph.add %{{.*}}, %{{.*}} : tensor<4x5xf32>, tensor<5xf32>
 // CHECK: %[[LOSS:.*]] = graph.cross_entropy %[[LOGITS]], %[[Y]]
-// The logits' gradient: (softmax - onehot) * 1 / 4.
-// CHECK: graph.softmax %[[LOGITS]] dim 1
-// CHECK: graph.iota dim 1 : tensor<4x5xi64>
-// CHECK: graph.compare eq
-// CHECK: graph.cast {{.*}} : tensor<4x5xi1> -> tensor<4x5xf32>
+// The logits' gradient is the fused rule of cross_entropy, seeded with 1.
+// CHECK: %[[ONE:.*]] = graph.constant dense<1.000000e+00> : tensor<f32>
+// CHECK: %[[DL:.*]] = graph.cross_entropy_grad %[[LOGITS]], %[[Y]], %[[ONE]]
 // The bias gradient sums over the batch.
-// CHECK: %[[DB:.*]] = graph.reduce sum %{{.*}} dims [0] keepdim : tensor<4x5xf32>
+// CHECK: %[[DB:.*]] = graph.reduce sum %[[DL]] dims [0] keepdim : tensor<4x5xf32>
 // CHECK: %[[DBR:.*]] = graph.reshape %[[DB]] : tensor<1x5xf32> -> tensor<5xf32>
 // The two reads of @w each get x^T g, then add.
-// CHECK: %[[G1:.*]] = graph.matmul {{.*}} : tensor<3x4xf32>, tensor<4x5xf32>
-// CHECK: %[[G2:.*]] = graph.matmul {{.*}} : tensor<3x4xf32>, tensor<4x5xf32>
-// CHECK: %[[GW:.*]] = graph.add
+// CHECK: %[[G1:.*]] = graph.matmul {{.*}}, %[[DL]] : tensor<3x4xf32>, tensor<4x5xf32>
+// CHECK: %[[G2:.*]] = graph.matmul {{.*}}, %[[DL]] : tensor<3x4xf32>, tensor<4x5xf32>
+// CHECK: %[[GW:.*]] = graph.add %[[G2]], %[[G1]]
 // CHECK: return %[[LOSS]], %[[GW]], %[[DBR]]
 // CHECK-NOT: func.func @forward
+
 graph.param @w : tensor<3x5xf32>
 graph.param @b : tensor<5xf32>
 func.func @forward(%x: tensor<4x3xf32>) -> tensor<4x5xf32> {
@@ -37,14 +36,89 @@ func.func @forward(%x: tensor<4x3xf32>) -> tensor<4x5xf32> {
 
 // -----
 
+// Fused rules: layer norm, gelu, attention and the embedding's scatter-add.
+// Frozen parameters and constants get no gradient.
+// CHECK-LABEL: func.func @train_step
+// CHECK-SAME: -> (tensor<f32> {onnx.name = "loss"}, tensor<10x8xf32> {onnx.name = "grad.emb"}, tensor<8xf32> {onnx.name = "grad.g"})
+// CHECK: graph.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} causal scale 5.000000e-01 : tensor<2x2x4x4xf32>
+// CHECK: graph.gelu_grad %{{.*}}, %{{.*}} approximate tanh
+// CHECK: %{{.*}}, %[[DG:.*]], %{{.*}} = graph.layer_norm_grad %{{.*}}, %{{.*}}, %{{.*}} dim 2 eps 1.000000e-05
+// The table is also the (transposed) output projection: both gradients add.
+// CHECK: %[[DE:.*]] = graph.gather_grad %{{.*}}[%{{.*}}] dim 0 : tensor<2x4x8xf32>, tensor<2x4xi64> -> tensor<10x8xf32>
+// CHECK: %[[SUM:.*]] = graph.add %{{.*}}, %[[DE]] : tensor<10x8xf32>
+// CHECK: return %{{.*}}, %[[SUM]], %[[DG]]
+graph.param @emb : tensor<10x8xf32>
+graph.param @g : tensor<8xf32>
+graph.param @frozen_b frozen : tensor<8xf32>
+func.func @forward(%ids: tensor<2x4xi64>) -> tensor<2x4x10xf32> {
+  %e = graph.read_param @emb : tensor<10x8xf32>
+  %x = graph.gather %e[%ids] dim 0 : tensor<10x8xf32>, tensor<2x4xi64>
+  %g = graph.read_param @g : tensor<8xf32>
+  %b = graph.read_param @frozen_b : tensor<8xf32>
+  %n = graph.layer_norm %x, %g, %b dim 2 eps 1.0e-05 : tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>
+  %a = graph.gelu %n approximate tanh : tensor<2x4x8xf32>
+  %h = graph.reshape %a : tensor<2x4x8xf32> -> tensor<2x4x2x4xf32>
+  %q = graph.transpose %h perm [0, 2, 1, 3] : tensor<2x4x2x4xf32>
+  %o = graph.attention %q, %q, %q causal : tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>
+  %t = graph.transpose %o perm [0, 2, 1, 3] : tensor<2x2x4x4xf32>
+  %r = graph.reshape %t : tensor<2x4x2x4xf32> -> tensor<2x4x8xf32>
+  %et = graph.transpose %e perm [1, 0] : tensor<10x8xf32>
+  %logits = graph.matmul %r, %et : tensor<2x4x8xf32>, tensor<8x10xf32>
+  return %logits : tensor<2x4x10xf32>
+}
+
+// -----
+
 // An op on the gradient path without a rule is named.
+graph.param @w : tensor<4x8xf32>
+func.func @forward(%x: tensor<16x4xf32>) -> tensor<16x2xf32> {
+  %w = graph.read_param @w : tensor<4x8xf32>
+  %y = graph.matmul %x, %w : tensor<16x4xf32>, tensor<4x8xf32>
+  // expected-error @+1 {{'graph.router_topk' op has no gradient rule yet (training through MoE routing is not supported)}}
+  %g, %e = graph.router_topk %y k 2 : tensor<16x8xf32>
+  return %g : tensor<16x2xf32>
+}
+
+// -----
+
+// A rule that gives no gradient to an operand that needs one is an error,
+// never a parameter silently left untrained (a learned additive mask).
+graph.param @m : tensor<2x2xf32>
+func.func @forward(%q: tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32> {
+  %m = graph.read_param @m : tensor<2x2xf32>
+  // expected-error @+1 {{'graph.attention' op has no gradient for operand #3, which depends on a trainable parameter}}
+  %o = graph.attention %q, %q, %q mask %m : tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>, tensor<2x2xf32>
+  return %o : tensor<1x1x2x2xf32>
+}
+
+// -----
+
+// top-k values send their gradient back to the positions they came from.
+// CHECK-LABEL: func.func @train_step
+// CHECK: %[[POS:.*]] = graph.iota dim 2 : tensor<4x2x5xi64>
+// CHECK: %[[IDX:.*]] = graph.reshape %{{.*}} : tensor<4x2xi64> -> tensor<4x2x1xi64>
+// CHECK: graph.compare eq %[[POS]], %[[IDX]]
+// CHECK: graph.reduce sum %{{.*}} dims [1] : tensor<4x2x5xf32>
 graph.param @w : tensor<3x5xf32>
-func.func @forward(%x: tensor<4x3xf32>) -> tensor<4x5xf32> {
+func.func @forward(%x: tensor<4x3xf32>) -> tensor<4x2xf32> {
   %w = graph.read_param @w : tensor<3x5xf32>
   %y = graph.matmul %x, %w : tensor<4x3xf32>, tensor<3x5xf32>
-  // expected-error @+1 {{'graph.cos' op has no gradient rule yet}}
-  %z = graph.cos %y : tensor<4x5xf32>
-  return %z : tensor<4x5xf32>
+  %v, %i = graph.topk %y k 2 dim 1 : tensor<4x5xf32>
+  return %v : tensor<4x2xf32>
+}
+
+// -----
+
+// Ops off the gradient path need no rule: the top-k of an input.
+// CHECK-LABEL: func.func @train_step
+// CHECK: graph.topk
+// CHECK: graph.cross_entropy_grad
+graph.param @w : tensor<4x5xf32>
+func.func @forward(%x: tensor<4x4xf32>) -> tensor<4x5xf32> {
+  %v, %i = graph.topk %x k 4 dim 1 : tensor<4x4xf32>
+  %w = graph.read_param @w : tensor<4x5xf32>
+  %y = graph.matmul %v, %w : tensor<4x4xf32>, tensor<4x5xf32>
+  return %y : tensor<4x5xf32>
 }
 
 // -----

@@ -30,10 +30,15 @@
 // CHECK-NEXT: %[[KIND:.*]] = llvm.mlir.constant(15 : i32) : i32
 // CHECK-NEXT: llvm.call @cleave_rt_unary(%[[ARENA]], %[[KIND]]
 // CHECK: llvm.return
-// The metadata: ABI 1, the arena size, one parameter, one input, one output.
+// The metadata: ABI 2, an inference program, the arena size, one parameter
+// (a model parameter), one input, one output.
 // CHECK-LABEL: llvm.mlir.global external constant @cleave_program()
-// CHECK: llvm.mlir.constant(1 : i32)
-// CHECK: llvm.mlir.constant(256 : i64)
+// CHECK: %[[ABI:.*]] = llvm.mlir.constant(2 : i32)
+// CHECK: llvm.insertvalue %[[ABI]], %{{.*}}[0]
+// CHECK: %[[KIND:.*]] = llvm.mlir.constant(0 : i32)
+// CHECK: llvm.insertvalue %[[KIND]], %{{.*}}[1]
+// CHECK: %[[ARENA_BYTES:.*]] = llvm.mlir.constant(256 : i64)
+// CHECK: llvm.insertvalue %[[ARENA_BYTES]], %{{.*}}[2]
 // CHECK-NOT: graph.
 graph.param @w : tensor<4x4xf32> = dense<0.5> : tensor<4x4xf32>
 func.func @forward(%x: tensor<2x4xf32> {onnx.name = "x"}) -> (tensor<2x4xf32> {onnx.name = "y"}) {

@@ -13,3 +13,15 @@ func.func @forward(%x: tensor<4xf32>) -> tensor<4xf32> {
   %c = "test.scalar"() : () -> f32
   return %x : tensor<4xf32>
 }
+
+// -----
+
+// A parameter's value may not be used after the parameter is overwritten.
+graph.param @p : tensor<4xf32>
+func.func @forward(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{value of @p is used after an op overwrites the parameter}}
+  %p = graph.read_param @p : tensor<4xf32>
+  graph.assign @p, %x : tensor<4xf32>
+  %y = graph.add %p, %x : tensor<4xf32>, tensor<4xf32>
+  return %y : tensor<4xf32>
+}

@@ -12,6 +12,7 @@
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
 #include "cleave/Import/OnnxImporter.h"
 #include "cleave/Transforms/Passes.h"
+#include "cleave/Transforms/MemoryPlan.h"
 
 #include "CompileConfig.h"
 
@@ -75,12 +76,58 @@ static cl::opt<bool> verbose("v", cl::desc("Report the time of each pass"),
 static cl::opt<std::string>
     target("target", cl::desc("Runtime backend to link (cpu)"),
            cl::init("cpu"), cl::cat(category));
-static cl::opt<std::string> loss(
-    "loss",
-    cl::desc("Compile the gradients instead of the forward pass: the program "
-             "takes the model's inputs and `labels`, and returns the loss and "
-             "grad.<param> for each parameter (cross-entropy)"),
-    cl::init(""), cl::cat(category));
+
+static cl::OptionCategory trainCategory(
+    "training options",
+    "--train compiles one training step: the program takes the model's "
+    "inputs and the loss's target (`labels` or `targets`), returns the loss "
+    "and updates the parameters in place; its main trains (see ./prog "
+    "--help). --loss without --train compiles the gradients instead: the "
+    "program returns the loss and grad.<param> of each parameter. Defaults "
+    "are PyTorch's.");
+static cl::opt<bool> train("train", cl::desc("Compile a training step"),
+                           cl::cat(trainCategory));
+static cl::opt<std::string>
+    loss("loss",
+         cl::desc("Loss on the model's first output: cross-entropy (integer "
+                  "labels, mean over positions) or mse (default "
+                  "cross-entropy)"),
+         cl::init(""), cl::cat(trainCategory));
+static cl::opt<std::string>
+    optimizer("optimizer", cl::desc("sgd or adamw (default adamw)"),
+              cl::init(""), cl::cat(trainCategory));
+static cl::opt<double> lr("lr", cl::desc("Learning rate (default 1e-3)"),
+                          cl::init(1e-3), cl::cat(trainCategory));
+static cl::opt<double> momentum("momentum",
+                                cl::desc("SGD momentum (default 0)"),
+                                cl::init(0.0), cl::cat(trainCategory));
+static cl::opt<double> dampening("dampening",
+                                 cl::desc("SGD dampening (default 0)"),
+                                 cl::init(0.0), cl::cat(trainCategory));
+static cl::opt<bool> nesterov("nesterov", cl::desc("SGD Nesterov momentum"),
+                              cl::cat(trainCategory));
+static cl::opt<double>
+    weightDecay("weight-decay",
+                cl::desc("Weight decay (default 0 for sgd, 0.01 for adamw, "
+                         "decoupled for adamw)"),
+                cl::init(-1.0), cl::cat(trainCategory));
+static cl::opt<double> beta1("beta1", cl::desc("AdamW beta1 (default 0.9)"),
+                             cl::init(0.9), cl::cat(trainCategory));
+static cl::opt<double> beta2("beta2", cl::desc("AdamW beta2 (default 0.999)"),
+                             cl::init(0.999), cl::cat(trainCategory));
+static cl::opt<double> eps("eps", cl::desc("AdamW epsilon (default 1e-8)"),
+                           cl::init(1e-8), cl::cat(trainCategory));
+static cl::opt<double>
+    gradClip("grad-clip",
+             cl::desc("Clip the global gradient 2-norm to this value, as "
+                      "clip_grad_norm_ (default off)"),
+             cl::init(0.0), cl::cat(trainCategory));
+static cl::opt<int64_t> accumulate(
+    "accumulate",
+    cl::desc("Microbatches per step: the program's inputs hold K batches of "
+             "the model's batch size, each run forward and backward in turn "
+             "before one update (default 1)"),
+    cl::init(1), cl::cat(trainCategory));
 
 namespace {
 int fail(const llvm::Twine &message) {
@@ -120,11 +167,54 @@ OwningOpRef<ModuleOp> loadInput(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
   return parseSourceFile<ModuleOp>(sourceMgr, &ctx);
 }
 
+/// Checks the training flags for consistency.
+std::string checkTrainingOptions() {
+  bool optimizerFlags = !optimizer.empty() || momentum.getNumOccurrences() ||
+                        dampening.getNumOccurrences() || nesterov ||
+                        weightDecay.getNumOccurrences() ||
+                        beta1.getNumOccurrences() ||
+                        beta2.getNumOccurrences() || eps.getNumOccurrences() ||
+                        gradClip.getNumOccurrences() ||
+                        lr.getNumOccurrences() ||
+                        accumulate.getNumOccurrences();
+  if (optimizerFlags && !train)
+    return "optimizer options need --train";
+  if (!optimizer.empty() && optimizer != "sgd" && optimizer != "adamw")
+    return "unknown --optimizer '" + optimizer + "' (available: sgd, adamw)";
+  if (!loss.empty() && loss != "cross-entropy" && loss != "mse")
+    return "unknown --loss '" + loss + "' (available: cross-entropy, mse)";
+  std::string opt = optimizer.empty() ? "adamw" : optimizer.getValue();
+  if (opt == "adamw" && (momentum.getNumOccurrences() ||
+                         dampening.getNumOccurrences() || nesterov))
+    return "--momentum, --dampening and --nesterov apply to --optimizer sgd";
+  if (opt == "sgd" && (beta1.getNumOccurrences() ||
+                       beta2.getNumOccurrences() || eps.getNumOccurrences()))
+    return "--beta1, --beta2 and --eps apply to --optimizer adamw";
+  if (accumulate < 1)
+    return "--accumulate must be >= 1";
+  return "";
+}
+
 void buildPipeline(PassManager &pm) {
   pm.addPass(cleave::createRaisePass());
-  if (!loss.empty()) {
+  if (train || !loss.empty()) {
+    cleave::AutodiffPassOptions options;
+    options.loss = loss.empty() ? "cross-entropy" : loss.getValue();
+    if (train) {
+      options.optimizer = optimizer.empty() ? "adamw" : optimizer.getValue();
+      options.lr = lr;
+      options.momentum = momentum;
+      options.dampening = dampening;
+      options.nesterov = nesterov;
+      options.weightDecay = weightDecay;
+      options.beta1 = beta1;
+      options.beta2 = beta2;
+      options.eps = eps;
+      options.gradClip = gradClip;
+      options.accumulate = accumulate;
+    }
     pm.addPass(createCanonicalizerPass());
-    pm.addPass(cleave::createAutodiffPass({loss}));
+    pm.addPass(cleave::createAutodiffPass(options));
   }
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
@@ -209,16 +299,20 @@ int main(int argc, char **argv) {
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
-  cl::HideUnrelatedOptions(category);
+  cl::HideUnrelatedOptions({&category, &trainCategory});
   cl::ParseCommandLineOptions(
       argc, argv,
       "Cleave compiler: compiles an ONNX model or graph IR into a native "
       "program.\n\n"
       "  cleave-compile model.onnx -o prog\n"
-      "  ./prog --input x=x.npy --output-dir out/\n");
+      "  ./prog --input x=x.npy --output-dir out/\n\n"
+      "  cleave-compile model.onnx --train --optimizer adamw --lr 1e-3 -o train\n"
+      "  ./train --inputs x.npy --targets labels.npy --steps 100\n");
 
   if (target != "cpu")
     return fail("unknown --target '" + target + "' (available: cpu)");
+  if (std::string err = checkTrainingOptions(); !err.empty())
+    return fail(err);
 
   DialectRegistry registry;
   registry.insert<cleave::graph::GraphDialect, func::FuncDialect,
@@ -249,6 +343,13 @@ int main(int argc, char **argv) {
   OwningOpRef<ModuleOp> module = loadInput(ctx, sourceMgr);
   if (!module)
     return 1;
+  if (llvm::StringRef(inputFile).ends_with(".onnx")) {
+    // The trainer exports trained weights into a copy of this model.
+    llvm::SmallString<256> path(inputFile);
+    llvm::sys::fs::make_absolute(path);
+    (*module)->setAttr(cleave::kSourceModelAttr,
+                       StringAttr::get(&ctx, path));
+  }
   loadTiming.stop();
 
   if (failed(applyPassManagerCLOptions(pm)))

@@ -88,6 +88,9 @@ FailureOr<std::string> elementBytes(Attribute attr) {
   return bytes;
 }
 
+/// CLEAVE_RT_ABI_VERSION of the cleave_program_info layout emitted here.
+constexpr int64_t kAbiVersion = 2;
+
 class Lowering {
 public:
   Lowering(ModuleOp module)
@@ -237,6 +240,16 @@ private:
   }
 
   LogicalResult lowerOp(Operation *op);
+
+  /// The descriptor of the storage of parameter `ref`.
+  FailureOr<Value> paramDesc(FlatSymbolRefAttr ref, Operation *user) {
+    auto param = module.lookupSymbol<ParamOp>(ref);
+    if (!param || !param->hasAttr(kOffsetAttr))
+      return user->emitOpError("names ")
+             << ref << ", which is not a planned graph.param";
+    return desc(cast<IntegerAttr>(param->getAttr(kOffsetAttr)).getInt(),
+                param.getType(), user);
+  }
 
   ModuleOp module;
   MLIRContext *ctx;
@@ -470,6 +483,100 @@ LogicalResult Lowering::lowerOp(Operation *op) {
         call("cleave_rt_moe_combine", {arena, in[0], in[1], in[2], out[0]});
         return success();
       })
+      .Case<GeluGradOp>([&](GeluGradOp g) {
+        int64_t kind =
+            g.getApproximate() == GeluApproximation::Tanh ? 15 : 14;
+        call("cleave_rt_unary_grad",
+             {arena, constI32(kind), in[0], in[1], out[0]});
+        return success();
+      })
+      .Case<SiluGradOp>([&](auto) {
+        call("cleave_rt_unary_grad",
+             {arena, constI32(11), in[0], in[1], out[0]});
+        return success();
+      })
+      .Case<LayerNormGradOp>([&](LayerNormGradOp l) {
+        // The bias gradient is skipped when nothing reads it.
+        Value dbias = l.getBiasGrad().use_empty() ? null() : out[2];
+        call("cleave_rt_layer_norm_grad",
+             {arena, in[0], in[1], in[2], out[0], out[1], dbias,
+              constI64(l.getDim()),
+              constF64(l.getEpsilon().convertToDouble())});
+        return success();
+      })
+      .Case<RmsNormGradOp>([&](RmsNormGradOp r) {
+        call("cleave_rt_rms_norm_grad",
+             {arena, in[0], in[1], in[2], out[0], out[1],
+              constI64(r.getDim()),
+              constF64(r.getEpsilon().convertToDouble())});
+        return success();
+      })
+      .Case<AttentionGradOp>([&](AttentionGradOp a) {
+        Value mask = a.getMask() ? in[4] : null();
+        call("cleave_rt_attention_grad",
+             {arena, in[0], in[1], in[2], mask, in[3], out[0], out[1], out[2],
+              constI32(a.getCausal() ? 1 : 0),
+              constF64(a.getScale().convertToDouble())});
+        return success();
+      })
+      .Case<GatherGradOp>([&](GatherGradOp g) {
+        call("cleave_rt_gather_grad",
+             {arena, in[0], in[1], out[0], constI64(g.getDim())});
+        return success();
+      })
+      .Case<SliceGradOp>([&](SliceGradOp s) {
+        call("cleave_rt_slice_grad", {arena, in[0], out[0],
+                                      int64s(s.getStart()),
+                                      int64s(s.getStrides())});
+        return success();
+      })
+      .Case<CrossEntropyGradOp>([&](CrossEntropyGradOp c) {
+        std::optional<int64_t> ignore = c.getIgnoreIndex();
+        call("cleave_rt_cross_entropy_grad",
+             {arena, in[0], in[1], in[2], out[0], constI32(ignore ? 1 : 0),
+              constI64(ignore.value_or(0))});
+        return success();
+      })
+      .Case<AssignOp>([&](AssignOp a) -> LogicalResult {
+        FailureOr<Value> param = paramDesc(a.getParamAttr(), a);
+        if (failed(param))
+          return failure();
+        call("cleave_rt_copy", {arena, in[0], *param});
+        return success();
+      })
+      .Case<SgdUpdateOp>([&](SgdUpdateOp u) -> LogicalResult {
+        FailureOr<Value> param = paramDesc(u.getParamAttr(), u);
+        FailureOr<Value> buf = u.getMomentumBufferAttr()
+                                   ? paramDesc(u.getMomentumBufferAttr(), u)
+                                   : FailureOr<Value>(null());
+        if (failed(param) || failed(buf))
+          return failure();
+        Value scale = u.getGradScale() ? in[2] : null();
+        call("cleave_rt_sgd",
+             {arena, *param, in[0], *buf, in[1], scale,
+              constF64(u.getLr().convertToDouble()),
+              constF64(u.getMomentum().convertToDouble()),
+              constF64(u.getDampening().convertToDouble()),
+              constF64(u.getWeightDecay().convertToDouble()),
+              constI32(u.getNesterov() ? 1 : 0)});
+        return success();
+      })
+      .Case<AdamwUpdateOp>([&](AdamwUpdateOp u) -> LogicalResult {
+        FailureOr<Value> param = paramDesc(u.getParamAttr(), u);
+        FailureOr<Value> m = paramDesc(u.getFirstMomentAttr(), u);
+        FailureOr<Value> v = paramDesc(u.getSecondMomentAttr(), u);
+        if (failed(param) || failed(m) || failed(v))
+          return failure();
+        Value scale = u.getGradScale() ? in[2] : null();
+        call("cleave_rt_adamw",
+             {arena, *param, in[0], *m, *v, in[1], scale,
+              constF64(u.getLr().convertToDouble()),
+              constF64(u.getBeta1().convertToDouble()),
+              constF64(u.getBeta2().convertToDouble()),
+              constF64(u.getEps().convertToDouble()),
+              constF64(u.getWeightDecay().convertToDouble())});
+        return success();
+      })
       .Default([](Operation *op) {
         return op->emitOpError("cannot be lowered to the runtime");
       });
@@ -541,7 +648,16 @@ Value Lowering::namedTable(ArrayRef<Named> entries, Operation *where,
 
 LogicalResult Lowering::emitProgramInfo(func::FuncOp fn) {
   SmallVector<Named> params, inputs, outputs;
-  for (auto param : module.getOps<ParamOp>()) {
+  // The model's parameters first, then the optimizer state.
+  SmallVector<ParamOp> ordered;
+  for (auto param : module.getOps<ParamOp>())
+    if (!param->hasAttr(kOptimizerStateAttr))
+      ordered.push_back(param);
+  int64_t numModelParams = ordered.size();
+  for (auto param : module.getOps<ParamOp>())
+    if (param->hasAttr(kOptimizerStateAttr))
+      ordered.push_back(param);
+  for (ParamOp param : ordered) {
     Named e{param.getSymName().str(),
             cast<IntegerAttr>(param->getAttr(kOffsetAttr)).getInt(),
             param.getType(), {}, false, {}, 0};
@@ -589,7 +705,9 @@ LogicalResult Lowering::emitProgramInfo(func::FuncOp fn) {
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToEnd(module.getBody());
   auto infoType = LLVM::LLVMStructType::getLiteral(
-      ctx, {i32, i64, i64, ptr, i64, ptr, i64, ptr});
+      ctx, {i32, i32, i64, i64, i64, ptr, i64, ptr, i64, ptr, ptr, ptr});
+  auto config = fn->getAttrOfType<StringAttr>(kTrainingConfigAttr);
+  auto source = module->getAttrOfType<StringAttr>(kSourceModelAttr);
   auto info = LLVM::GlobalOp::create(b, loc, infoType, /*isConstant=*/true,
                                      LLVM::Linkage::External, "cleave_program",
                                      Attribute());
@@ -605,14 +723,21 @@ LogicalResult Lowering::emitProgramInfo(func::FuncOp fn) {
     s = LLVM::InsertValueOp::create(b, loc, s, v, ArrayRef<int64_t>{i});
   };
   auto orNull = [&](Value v) { return v ? v : null(); };
-  field(constI32(1), 0);
-  field(constI64(cast<IntegerAttr>(fn->getAttr(kArenaBytesAttr)).getInt()), 1);
-  field(constI64(params.size()), 2);
-  field(orNull(paramTable), 3);
-  field(constI64(inputs.size()), 4);
-  field(orNull(inputTable), 5);
-  field(constI64(outputs.size()), 6);
-  field(orNull(outputTable), 7);
+  auto string = [&](StringAttr attr) {
+    return attr ? cString(attr.getValue()) : null();
+  };
+  field(constI32(kAbiVersion), 0);
+  field(constI32(config ? 1 : 0), 1); // CLEAVE_PROGRAM_TRAINING : INFERENCE
+  field(constI64(cast<IntegerAttr>(fn->getAttr(kArenaBytesAttr)).getInt()), 2);
+  field(constI64(params.size()), 3);
+  field(constI64(numModelParams), 4);
+  field(orNull(paramTable), 5);
+  field(constI64(inputs.size()), 6);
+  field(orNull(inputTable), 7);
+  field(constI64(outputs.size()), 8);
+  field(orNull(outputTable), 9);
+  field(string(source), 10);
+  field(string(config), 11);
   LLVM::ReturnOp::create(b, loc, s);
   return success();
 }

@@ -172,6 +172,42 @@ struct PlanMemoryPass : cleave::impl::PlanMemoryPassBase<PlanMemoryPass> {
       }
     }
 
+    // A parameter's storage is its value: a read (a view) must not be used
+    // after an op that overwrites the parameter.
+    llvm::StringMap<int64_t> firstWrite;
+    for (auto [i, op] : llvm::enumerate(block)) {
+      SmallVector<StringRef> written;
+      if (auto assign = dyn_cast<graph::AssignOp>(op))
+        written.push_back(assign.getParam());
+      if (auto sgd = dyn_cast<graph::SgdUpdateOp>(op)) {
+        written.push_back(sgd.getParam());
+        if (auto buf = sgd.getMomentumBufferAttr())
+          written.push_back(buf.getValue());
+      }
+      if (auto adamw = dyn_cast<graph::AdamwUpdateOp>(op))
+        written.append({adamw.getParam(), adamw.getFirstMoment(),
+                        adamw.getSecondMoment()});
+      for (StringRef name : written)
+        firstWrite.try_emplace(name, i);
+    }
+    for (Operation &op : block) {
+      auto read = dyn_cast<graph::ReadParamOp>(op);
+      if (!read)
+        continue;
+      auto write = firstWrite.find(read.getParam());
+      if (write == firstWrite.end() || opIndex.lookup(read.getResult()) > write->second)
+        continue;
+      Value leader = classes.getLeaderValue(read.getResult());
+      for (auto it = classes.findLeader(leader); it != classes.member_end();
+           ++it)
+        if (lastUse.lookup(*it) > write->second) {
+          read.emitOpError("value of @")
+              << read.getParam()
+              << " is used after an op overwrites the parameter";
+          return signalPassFailure();
+        }
+    }
+
     // One buffer per class: its interval spans all members.
     DenseMap<Value, Buffer> buffers; // by leader
     SmallVector<Value> leaders;

@@ -7,12 +7,22 @@
 // thread; a block materializes only its own [rows, Sk] scores. A query row
 // whose keys are all masked yields zeros (see cleave_rt.h).
 //
+// attention_grad recomputes the probabilities P from q and k and applies
+// the softmax backward dS = P (dP - rowsum(P dP)) with dP = dO v^T; then
+// dq = scale dS k, dk = scale dS^T q and dv = P^T dO. dk and dv sum over the
+// query heads of a kv head, so the work is split in one of two ways: by kv
+// head (one task owns its dk, dv and its query heads' dq), or, when there
+// are too few kv heads to keep the threads busy, in two passes: query
+// blocks (dq and the row statistics), then key blocks (dk, dv), which
+// recomputes the scores once more.
+//
 //===----------------------------------------------------------------------===//
 
 #include "FastMath.h"
 #include "Tensor.h"
 
 #include <cblas.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -109,7 +119,7 @@ void AttentionProblem::block(int64_t b, int64_t h, int64_t i0, float *s,
     float max = negInf;
 #pragma omp simd reduction(max : max)
     for (int64_t j = 0; j < live; ++j)
-      max = std::max(max, sr[j]);
+      max = sr[j] > max ? sr[j] : max;
     std::fill(sr + live, sr + keys, 0.0f); // causally masked: p = 0
     if (max == negInf) {
       // Every key masked: p = 0, a row of zeros.
@@ -137,51 +147,60 @@ void AttentionProblem::block(int64_t b, int64_t h, int64_t i0, float *s,
   }
 }
 
-[[noreturn]] void shapeError(const cleave_tensor &q, const cleave_tensor &k,
-                             const cleave_tensor &v, const cleave_tensor &out) {
-  cleave_rt_fail("cleave_rt_attention: expects q [B,H,Sq,D], k [B,Hkv,Sk,D], "
-                 "v [B,Hkv,Sk,Dv], out [B,H,Sq,Dv] with H a multiple of Hkv, "
-                 "got q %s, k %s, v %s, out %s",
-                 shapeString(q).c_str(), shapeString(k).c_str(),
+[[noreturn]] void shapeError(const char *kernel, const cleave_tensor &q,
+                             const cleave_tensor &k, const cleave_tensor &v,
+                             const cleave_tensor &out) {
+  cleave_rt_fail("%s: expects q [B,H,Sq,D], k [B,Hkv,Sk,D], v [B,Hkv,Sk,Dv], "
+                 "out [B,H,Sq,Dv] with H a multiple of Hkv, got q %s, k %s, "
+                 "v %s, out %s",
+                 kernel, shapeString(q).c_str(), shapeString(k).c_str(),
                  shapeString(v).c_str(), shapeString(out).c_str());
   __builtin_unreachable();
 }
 
-} // namespace
+/// The shapes shared by the forward and backward kernels; `out` is the
+/// forward output or the gradient flowing into it.
+struct AttentionShape {
+  int64_t B, H, Hkv, Sq, Sk, D, Dv;
+};
 
-extern "C" void
-cleave_rt_attention(char *arena, const cleave_tensor *q, const cleave_tensor *k,
-                    const cleave_tensor *v, const cleave_tensor *mask,
-                    const cleave_tensor *out, int32_t causal, double scale) {
-  const char *kn = "cleave_rt_attention";
+AttentionShape checkAttention(const char *kn, const cleave_tensor *q,
+                              const cleave_tensor *k, const cleave_tensor *v,
+                              const cleave_tensor *out, const char *outName) {
   checkTensor(kn, "q", q);
   checkTensor(kn, "k", k);
   checkTensor(kn, "v", v);
-  checkTensor(kn, "out", out);
+  checkTensor(kn, outName, out);
   if (q->rank != 4 || k->rank != 4 || v->rank != 4 || out->rank != 4)
-    shapeError(*q, *k, *v, *out);
-  int64_t B = q->shape[0], H = q->shape[1], Sq = q->shape[2], D = q->shape[3];
-  int64_t Hkv = k->shape[1], Sk = k->shape[2], Dv = v->shape[3];
-  if (k->shape[0] != B || v->shape[0] != B || k->shape[3] != D ||
-      v->shape[1] != Hkv || v->shape[2] != Sk || out->shape[0] != B ||
-      out->shape[1] != H || out->shape[2] != Sq || out->shape[3] != Dv ||
-      Hkv == 0 || H % Hkv != 0)
-    shapeError(*q, *k, *v, *out);
+    shapeError(kn, *q, *k, *v, *out);
+  AttentionShape s;
+  s.B = q->shape[0], s.H = q->shape[1], s.Sq = q->shape[2], s.D = q->shape[3];
+  s.Hkv = k->shape[1], s.Sk = k->shape[2], s.Dv = v->shape[3];
+  if (k->shape[0] != s.B || v->shape[0] != s.B || k->shape[3] != s.D ||
+      v->shape[1] != s.Hkv || v->shape[2] != s.Sk || out->shape[0] != s.B ||
+      out->shape[1] != s.H || out->shape[2] != s.Sq || out->shape[3] != s.Dv ||
+      s.Hkv == 0 || s.H % s.Hkv != 0)
+    shapeError(kn, *q, *k, *v, *out);
   for (const cleave_tensor *t : {q, k, v, out})
     if (!isFloatType(t->dtype))
       cleave_rt_fail("%s: unsupported dtype %s", kn, dtypeName(t->dtype));
+  return s;
+}
 
-  // The output is written row by row while inputs are still being read.
-  Input<float> qv(arena, *q, overlaps(*q, *out));
-  Input<float> kv(arena, *k, overlaps(*k, *out));
-  Input<float> vv(arena, *v, overlaps(*v, *out));
+/// The mask operand viewed as f32 (additive) or bytes (i1) with its strides
+/// broadcast against [B, H, Sq, Sk].
+struct MaskView {
   Mask m;
   std::optional<Input<uint8_t>> keepView;
   std::optional<Input<float>> addView;
-  if (mask) {
+
+  MaskView(const char *kn, char *arena, const cleave_tensor *mask,
+           const AttentionShape &s) {
+    if (!mask)
+      return;
     checkTensor(kn, "mask", mask);
     // Right-align the mask against [B, H, Sq, Sk]; size-1 dims broadcast.
-    int64_t full[4] = {B, H, Sq, Sk};
+    int64_t full[4] = {s.B, s.H, s.Sq, s.Sk};
     bool ok = mask->rank <= 4;
     int64_t stride = 1;
     for (int d = 3; ok && d >= 0; --d) {
@@ -196,8 +215,8 @@ cleave_rt_attention(char *arena, const cleave_tensor *q, const cleave_tensor *k,
     if (!ok)
       cleave_rt_fail("%s: mask %s does not broadcast to [%lld, %lld, %lld, "
                      "%lld]",
-                     kn, shapeString(*mask).c_str(), (long long)B, (long long)H,
-                     (long long)Sq, (long long)Sk);
+                     kn, shapeString(*mask).c_str(), (long long)s.B,
+                     (long long)s.H, (long long)s.Sq, (long long)s.Sk);
     if (mask->dtype == CLEAVE_I1)
       keepView.emplace(arena, *mask);
     else if (isFloatType(mask->dtype))
@@ -208,10 +227,303 @@ cleave_rt_attention(char *arena, const cleave_tensor *q, const cleave_tensor *k,
     m.keep = keepView ? keepView->data() : nullptr;
     m.add = addView ? addView->data() : nullptr;
   }
+};
+
+/// C = alpha op(A) op(B) + beta C (row-major) that also accepts an empty
+/// inner dimension, which OpenBLAS does not.
+void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+          float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
+          float beta, float *c, int64_t ldc) {
+  if (m == 0 || n == 0)
+    return;
+  if (k == 0) {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+              transB ? CblasTrans : CblasNoTrans, blasint(m), blasint(n),
+              blasint(k), alpha, a, blasint(lda), b, blasint(ldb), beta, c,
+              blasint(ldc));
+}
+
+/// The backward kernel on f32 views. Scores are computed for blocks of
+/// kRows query rows (and, in the key pass, kCols keys).
+struct AttentionGradProblem {
+  const float *q, *k, *v, *dout;
+  float *dq, *dk, *dv;
+  Mask mask;
+  AttentionShape s;
+  float scale;
+  bool causal;
+
+  static constexpr int64_t kRows = 64;
+  static constexpr int64_t kCols = 64;
+
+  void run() const;
+
+private:
+  int64_t qOff(int64_t bh, int64_t i) const { return (bh * s.Sq + i) * s.D; }
+  int64_t oOff(int64_t bh, int64_t i) const { return (bh * s.Sq + i) * s.Dv; }
+  int64_t kOff(int64_t bhk, int64_t j) const { return (bhk * s.Sk + j) * s.D; }
+  int64_t vOff(int64_t bhk, int64_t j) const { return (bhk * s.Sk + j) * s.Dv; }
+  /// Adds the mask to scores row `sr` of query i for keys [j0, j0 + n):
+  /// masked keys become -inf.
+  void maskRow(float *sr, int64_t b, int64_t h, int64_t i, int64_t j0,
+               int64_t n) const;
+  void queryBlock(int64_t b, int64_t h, int64_t i0, bool accumulateKV, float *p,
+                  float *ds, float *rowMax, float *rowInv, float *rowDot) const;
+  void keyBlock(int64_t b, int64_t hk, int64_t j0, float *p, float *ds,
+                const float *rowMax, const float *rowInv,
+                const float *rowDot) const;
+};
+
+void AttentionGradProblem::maskRow(float *sr, int64_t b, int64_t h, int64_t i,
+                                   int64_t j0, int64_t n) const {
+  const float negInf = -std::numeric_limits<float>::infinity();
+  int64_t mOff = mask.offset(b, h, i) + j0 * mask.strides[3];
+  int64_t ms = mask.strides[3];
+  // Local pointers and selects, so that the loops vectorize.
+  if (const uint8_t *keep = mask.keep ? mask.keep + mOff : nullptr) {
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j)
+      sr[j] = keep[j * ms] ? sr[j] : negInf;
+  } else if (const float *add = mask.add ? mask.add + mOff : nullptr) {
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j)
+      sr[j] += add[j * ms];
+  }
+  if (causal)
+    for (int64_t j = std::max<int64_t>(0, i + 1 - j0); j < n; ++j)
+      sr[j] = negInf;
+}
+
+/// Query rows [i0, i0 + kRows) of head (b, h) against all their keys: P,
+/// dS = P (dP - rowsum(P dP)) and dq. With accumulateKV the block also adds
+/// its dk and dv contributions (the caller owns the kv head); otherwise it
+/// records each row's max, 1 / sum and rowsum(P dP) for keyBlock, indexed
+/// by the row within the head.
+void AttentionGradProblem::queryBlock(int64_t b, int64_t h, int64_t i0,
+                                      bool accumulateKV, float *p, float *ds,
+                                      float *rowMax, float *rowInv,
+                                      float *rowDot) const {
+  const float negInf = -std::numeric_limits<float>::infinity();
+  int64_t bh = b * s.H + h, bhk = b * s.Hkv + h / (s.H / s.Hkv);
+  int64_t rows = std::min(kRows, s.Sq - i0);
+  int64_t keys = causal ? std::min(s.Sk, i0 + rows) : s.Sk;
+  // p = scale q k^T and dP = dO v^T, both [rows, keys].
+  gemm(false, true, rows, keys, s.D, scale, q + qOff(bh, i0), s.D,
+       k + kOff(bhk, 0), s.D, 0.0f, p, keys);
+  gemm(false, true, rows, keys, s.Dv, 1.0f, dout + oOff(bh, i0), s.Dv,
+       v + vOff(bhk, 0), s.Dv, 0.0f, ds, keys);
+  for (int64_t r = 0; r < rows; ++r) {
+    float *pr = p + r * keys, *dsr = ds + r * keys;
+    maskRow(pr, b, h, i0 + r, 0, keys);
+    float max = negInf;
+    // A select on values, not std::max (a select on references), so that
+    // GCC vectorizes the reduction. NaN is skipped either way.
+#pragma omp simd reduction(max : max)
+    for (int64_t j = 0; j < keys; ++j)
+      max = pr[j] > max ? pr[j] : max;
+    float inv = 0.0f, dot = 0.0f;
+    if (max == negInf) {
+      // Every key masked: the output row is constant zero.
+      max = 0.0f;
+      std::fill(pr, pr + keys, 0.0f);
+    } else {
+      float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+      for (int64_t j = 0; j < keys; ++j) {
+        pr[j] = fastExp(pr[j] - max);
+        sum += pr[j];
+      }
+      inv = 1.0f / sum;
+#pragma omp simd reduction(+ : dot)
+      for (int64_t j = 0; j < keys; ++j) {
+        pr[j] *= inv;
+        dot += pr[j] * dsr[j];
+      }
+    }
+#pragma omp simd
+    for (int64_t j = 0; j < keys; ++j)
+      dsr[j] = pr[j] * (dsr[j] - dot);
+    if (!accumulateKV) {
+      rowMax[i0 + r] = max;
+      rowInv[i0 + r] = inv;
+      rowDot[i0 + r] = dot;
+    }
+  }
+  // dq = scale dS k.
+  gemm(false, false, rows, s.D, keys, scale, ds, keys, k + kOff(bhk, 0), s.D,
+       0.0f, dq + qOff(bh, i0), s.D);
+  if (!accumulateKV)
+    return;
+  // dk += scale dS^T q, dv += P^T dO.
+  gemm(true, false, keys, s.D, rows, scale, ds, keys, q + qOff(bh, i0), s.D,
+       1.0f, dk + kOff(bhk, 0), s.D);
+  gemm(true, false, keys, s.Dv, rows, 1.0f, p, keys, dout + oOff(bh, i0), s.Dv,
+       1.0f, dv + vOff(bhk, 0), s.Dv);
+}
+
+/// Keys [j0, j0 + kCols) of kv head (b, hk): dk and dv from every query row
+/// of the heads that share it, with P recomputed from the row statistics of
+/// queryBlock (indexed by b * H + h, then row).
+void AttentionGradProblem::keyBlock(int64_t b, int64_t hk, int64_t j0, float *p,
+                                    float *ds, const float *rowMax,
+                                    const float *rowInv,
+                                    const float *rowDot) const {
+  int64_t bhk = b * s.Hkv + hk, group = s.H / s.Hkv;
+  int64_t cols = std::min(kCols, s.Sk - j0);
+  float *dkb = dk + kOff(bhk, j0), *dvb = dv + vOff(bhk, j0);
+  std::fill(dkb, dkb + cols * s.D, 0.0f);
+  std::fill(dvb, dvb + cols * s.Dv, 0.0f);
+  // Under causal, query rows before j0 see none of these keys.
+  int64_t first = causal ? std::min(j0, s.Sq) : 0;
+  for (int64_t h = hk * group; h < (hk + 1) * group; ++h) {
+    int64_t bh = b * s.H + h;
+    for (int64_t i0 = first; i0 < s.Sq; i0 += kRows) {
+      int64_t rows = std::min(kRows, s.Sq - i0);
+      gemm(false, true, rows, cols, s.D, scale, q + qOff(bh, i0), s.D,
+           k + kOff(bhk, j0), s.D, 0.0f, p, cols);
+      gemm(false, true, rows, cols, s.Dv, 1.0f, dout + oOff(bh, i0), s.Dv,
+           v + vOff(bhk, j0), s.Dv, 0.0f, ds, cols);
+      for (int64_t r = 0; r < rows; ++r) {
+        int64_t row = bh * s.Sq + i0 + r;
+        float *pr = p + r * cols, *dsr = ds + r * cols;
+        maskRow(pr, b, h, i0 + r, j0, cols);
+        // A fully masked row has max 0 and inv 0: p = 0 (exp(-inf) = 0).
+        float max = rowMax[row], inv = rowInv[row], dot = rowDot[row];
+#pragma omp simd
+        for (int64_t j = 0; j < cols; ++j) {
+          pr[j] = fastExp(pr[j] - max) * inv;
+          dsr[j] = pr[j] * (dsr[j] - dot);
+        }
+      }
+      gemm(true, false, cols, s.D, rows, scale, ds, cols, q + qOff(bh, i0), s.D,
+           1.0f, dkb, s.D);
+      gemm(true, false, cols, s.Dv, rows, 1.0f, p, cols, dout + oOff(bh, i0),
+           s.Dv, 1.0f, dvb, s.Dv);
+    }
+  }
+}
+
+void AttentionGradProblem::run() const {
+  useSingleThreadedBlas();
+  int64_t qBlocks = (s.Sq + kRows - 1) / kRows;
+  int64_t kvHeads = s.B * s.Hkv;
+  bool parallel = s.B * s.H * s.Sq * s.Sk * (s.D + s.Dv) >= kParallelElements;
+  int threads = parallel ? omp_get_max_threads() : 1;
+  // One task per kv head does 5 matrix products per block; the two passes
+  // do 7 but have more, smaller tasks. Take one task per kv head when the
+  // last round of tasks still keeps most threads busy.
+  int64_t rounds = (kvHeads + threads - 1) / threads;
+  bool byKvHead = threads == 1 || kvHeads * 10 >= rounds * threads * 7;
+  if (byKvHead) {
+    int team = int(std::min<int64_t>(threads, kvHeads));
+#pragma omp parallel num_threads(team) if (parallel)
+    {
+      std::vector<float> p(static_cast<size_t>(kRows * s.Sk));
+      std::vector<float> ds(static_cast<size_t>(kRows * s.Sk));
+#pragma omp for schedule(dynamic)
+      for (int64_t t = 0; t < kvHeads; ++t) {
+        int64_t b = t / s.Hkv, hk = t % s.Hkv, group = s.H / s.Hkv;
+        std::fill(dk + kOff(t, 0), dk + kOff(t + 1, 0), 0.0f);
+        std::fill(dv + vOff(t, 0), dv + vOff(t + 1, 0), 0.0f);
+        for (int64_t h = hk * group; h < (hk + 1) * group; ++h)
+          for (int64_t i0 = 0; i0 < s.Sq; i0 += kRows)
+            queryBlock(b, h, i0, true, p.data(), ds.data(), nullptr, nullptr,
+                       nullptr);
+      }
+    }
+    return;
+  }
+  size_t statRows = static_cast<size_t>(s.B * s.H * s.Sq);
+  std::vector<float> rowMax(statRows), rowInv(statRows), rowDot(statRows);
+  int64_t kBlocks = (s.Sk + kCols - 1) / kCols;
+#pragma omp parallel
+  {
+    std::vector<float> p(static_cast<size_t>(kRows * s.Sk));
+    std::vector<float> ds(static_cast<size_t>(kRows * s.Sk));
+    // Dynamic: causal blocks differ in cost.
+#pragma omp for schedule(dynamic)
+    for (int64_t t = 0; t < s.B * s.H * qBlocks; ++t) {
+      int64_t bh = t / qBlocks;
+      int64_t off = bh * s.Sq;
+      queryBlock(bh / s.H, bh % s.H, (t % qBlocks) * kRows, false, p.data(),
+                 ds.data(), rowMax.data() + off, rowInv.data() + off,
+                 rowDot.data() + off);
+    }
+#pragma omp for schedule(dynamic)
+    for (int64_t t = 0; t < kvHeads * kBlocks; ++t) {
+      int64_t bhk = t / kBlocks;
+      keyBlock(bhk / s.Hkv, bhk % s.Hkv, (t % kBlocks) * kCols, p.data(),
+               ds.data(), rowMax.data(), rowInv.data(), rowDot.data());
+    }
+  }
+}
+
+} // namespace
+
+extern "C" {
+
+void cleave_rt_attention(char *arena, const cleave_tensor *q,
+                         const cleave_tensor *k, const cleave_tensor *v,
+                         const cleave_tensor *mask, const cleave_tensor *out,
+                         int32_t causal, double scale) {
+  const char *kn = "cleave_rt_attention";
+  AttentionShape s = checkAttention(kn, q, k, v, out, "out");
+  // The output is written row by row while inputs are still being read.
+  Input<float> qv(arena, *q, overlaps(*q, *out));
+  Input<float> kv(arena, *k, overlaps(*k, *out));
+  Input<float> vv(arena, *v, overlaps(*v, *out));
+  MaskView m(kn, arena, mask, s);
   Output<float> ov(arena, *out);
-  AttentionProblem p{qv.data(), kv.data(), vv.data(),    ov.data(),  m,
-                     B,         H,         Hkv,          Sq,         Sk,
-                     D,         Dv,        float(scale), causal != 0};
+  AttentionProblem p{qv.data(), kv.data(), vv.data(),    ov.data(),  m.m,
+                     s.B,       s.H,       s.Hkv,        s.Sq,       s.Sk,
+                     s.D,       s.Dv,      float(scale), causal != 0};
   p.run();
   ov.commit();
 }
+
+void cleave_rt_attention_grad(char *arena, const cleave_tensor *q,
+                              const cleave_tensor *k, const cleave_tensor *v,
+                              const cleave_tensor *mask,
+                              const cleave_tensor *dout,
+                              const cleave_tensor *dq, const cleave_tensor *dk,
+                              const cleave_tensor *dv, int32_t causal,
+                              double scale) {
+  const char *kn = "cleave_rt_attention_grad";
+  AttentionShape s = checkAttention(kn, q, k, v, dout, "dout");
+  checkTensor(kn, "dq", dq);
+  checkTensor(kn, "dk", dk);
+  checkTensor(kn, "dv", dv);
+  if (!sameShape(*dq, *q) || !sameShape(*dk, *k) || !sameShape(*dv, *v))
+    cleave_rt_fail("%s: dq %s, dk %s and dv %s must have the shapes of q %s, "
+                   "k %s and v %s",
+                   kn, shapeString(*dq).c_str(), shapeString(*dk).c_str(),
+                   shapeString(*dv).c_str(), shapeString(*q).c_str(),
+                   shapeString(*k).c_str(), shapeString(*v).c_str());
+  for (const cleave_tensor *t : {dq, dk, dv})
+    if (!isFloatType(t->dtype))
+      cleave_rt_fail("%s: unsupported dtype %s", kn, dtypeName(t->dtype));
+  // The gradients are written while every input is still being read.
+  auto written = [&](const cleave_tensor &t) {
+    return overlaps(t, *dq) || overlaps(t, *dk) || overlaps(t, *dv);
+  };
+  Input<float> qv(arena, *q, written(*q));
+  Input<float> kv(arena, *k, written(*k));
+  Input<float> vv(arena, *v, written(*v));
+  Input<float> dov(arena, *dout, written(*dout));
+  MaskView m(kn, arena, mask, s);
+  Output<float> dqv(arena, *dq), dkv(arena, *dk), dvv(arena, *dv);
+  AttentionGradProblem p{qv.data(),  kv.data(),    vv.data(),  dov.data(),
+                         dqv.data(), dkv.data(),   dvv.data(), m.m,
+                         s,          float(scale), causal != 0};
+  p.run();
+  dqv.commit();
+  dkv.commit();
+  dvv.commit();
+}
+
+} // extern "C"

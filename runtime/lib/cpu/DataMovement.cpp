@@ -2,12 +2,15 @@
 //
 // copy, constant, iota, transpose, broadcast_in_dim, slice, concat and
 // gather. These move elements without arithmetic, so they work on bytes of
-// any dtype (input and output dtypes must match) and never convert.
+// any dtype (input and output dtypes must match) and never convert. Their
+// transposes for autodiff are here too: slice_grad (a strided scatter into
+// zeros, still on bytes) and gather_grad (a scatter-add, in f32).
 //
 //===----------------------------------------------------------------------===//
 
 #include "Tensor.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -49,6 +52,114 @@ int64_t indexAt(const char *data, int32_t dtype, int64_t i) {
   if (dtype == CLEAVE_I64)
     return reinterpret_cast<const int64_t *>(data)[i];
   return reinterpret_cast<const int32_t *>(data)[i];
+}
+
+template <typename E>
+void stridedScatterTyped(const E *src, E *dst, int rank, const int64_t *shape,
+                         const int64_t *strides, int64_t base) {
+  int64_t total = 1;
+  for (int d = 0; d < rank; ++d)
+    total *= shape[d];
+  int64_t inner = rank == 0 ? 1 : shape[rank - 1];
+  int64_t innerStride = rank == 0 ? 0 : strides[rank - 1];
+  int64_t rows = total / inner;
+#pragma omp parallel for schedule(static) if (total >= kParallelElements)
+  for (int64_t row = 0; row < rows; ++row) {
+    int64_t off = base, rest = row;
+    for (int d = rank - 2; d >= 0; --d) {
+      off += (rest % shape[d]) * strides[d];
+      rest /= shape[d];
+    }
+    const E *in = src + row * inner;
+    E *out = dst + off;
+    if (innerStride == 1) {
+      std::memcpy(out, in, size_t(inner) * sizeof(E));
+    } else {
+      for (int64_t i = 0; i < inner; ++i)
+        out[i * innerStride] = in[i];
+    }
+  }
+}
+
+/// The inverse of stridedCopy: src element (i0, i1, ...) of the contiguous
+/// `shape` goes to dst element `base + sum(ik * dstStrides[k])`. The
+/// destinations must be distinct (no zero stride along a dim of size > 1).
+void stridedScatter(const char *src, char *dst, size_t elemSize, int srcRank,
+                    const int64_t *srcShape, const int64_t *dstStrides,
+                    int64_t base) {
+  // Merge adjacent dims that the destination walks contiguously, drop size
+  // 1, as stridedCopy does.
+  int64_t shape[CLEAVE_RT_MAX_RANK], strides[CLEAVE_RT_MAX_RANK];
+  int rank = 0;
+  for (int d = 0; d < srcRank; ++d) {
+    if (srcShape[d] == 0)
+      return;
+    if (srcShape[d] == 1)
+      continue;
+    if (rank > 0 && strides[rank - 1] == dstStrides[d] * srcShape[d]) {
+      shape[rank - 1] *= srcShape[d];
+      strides[rank - 1] = dstStrides[d];
+      continue;
+    }
+    shape[rank] = srcShape[d];
+    strides[rank] = dstStrides[d];
+    ++rank;
+  }
+  switch (elemSize) {
+  case 1:
+    return stridedScatterTyped(reinterpret_cast<const uint8_t *>(src),
+                               reinterpret_cast<uint8_t *>(dst), rank, shape,
+                               strides, base);
+  case 2:
+    return stridedScatterTyped(reinterpret_cast<const uint16_t *>(src),
+                               reinterpret_cast<uint16_t *>(dst), rank, shape,
+                               strides, base);
+  case 4:
+    return stridedScatterTyped(reinterpret_cast<const uint32_t *>(src),
+                               reinterpret_cast<uint32_t *>(dst), rank, shape,
+                               strides, base);
+  case 8:
+    return stridedScatterTyped(reinterpret_cast<const uint64_t *>(src),
+                               reinterpret_cast<uint64_t *>(dst), rank, shape,
+                               strides, base);
+  }
+  cleave_rt_fail("strided scatter: unsupported element size %zu", elemSize);
+}
+
+/// Fails unless `out` is `data` gathered along `dim` by `indices`:
+/// data[:dim] + indices + data[dim+1:]; `outName` names out in the message.
+void checkGatherShape(const char *kernel, const cleave_tensor &data,
+                      const cleave_tensor &indices, const cleave_tensor &out,
+                      int64_t dim, const char *outName, const char *dataName) {
+  if (dim < 0 || dim >= data.rank)
+    cleave_rt_fail("%s: dim %lld is out of range for rank %d", kernel,
+                   (long long)dim, data.rank);
+  bool ok = out.rank == data.rank - 1 + indices.rank;
+  for (int d = 0; ok && d < out.rank; ++d) {
+    int64_t want = d < dim                  ? data.shape[d]
+                   : d < dim + indices.rank ? indices.shape[d - dim]
+                                            : data.shape[d - indices.rank + 1];
+    ok = out.shape[d] == want;
+  }
+  if (!ok)
+    cleave_rt_fail("%s: %s %s does not match %s %s gathered along dim %lld "
+                   "by indices %s",
+                   kernel, outName, shapeString(out).c_str(), dataName,
+                   shapeString(data).c_str(), (long long)dim,
+                   shapeString(indices).c_str());
+}
+
+/// Fails naming the first index outside [-size, size).
+void checkGatherIndices(const char *kernel, const char *idx, int32_t dtype,
+                        int64_t numIdx, int64_t size, int64_t dim) {
+  for (int64_t i = 0; i < numIdx; ++i) {
+    int64_t v = indexAt(idx, dtype, i);
+    if (v < -size || v >= size)
+      cleave_rt_fail("%s: index %lld at position %lld is out of range [-%lld, "
+                     "%lld) of dim %lld",
+                     kernel, (long long)v, (long long)i, (long long)size,
+                     (long long)size, (long long)dim);
+  }
 }
 
 } // namespace
@@ -246,23 +357,7 @@ void cleave_rt_gather(char *arena, const cleave_tensor *data,
   checkTensor(k, "out", out);
   checkSameDtype(k, *data, *out);
   checkIndexTensor(k, "indices", *indices);
-  if (dim < 0 || dim >= data->rank)
-    cleave_rt_fail("%s: dim %lld is out of range for rank %d", k,
-                   (long long)dim, data->rank);
-  // out shape = data[:dim] + indices + data[dim+1:].
-  bool ok = out->rank == data->rank - 1 + indices->rank;
-  for (int d = 0; ok && d < out->rank; ++d) {
-    int64_t want = d < dim ? data->shape[d]
-                   : d < dim + indices->rank
-                       ? indices->shape[d - dim]
-                       : data->shape[d - indices->rank + 1];
-    ok = out->shape[d] == want;
-  }
-  if (!ok)
-    cleave_rt_fail("%s: out %s does not match data %s gathered along dim "
-                   "%lld by indices %s",
-                   k, shapeString(*out).c_str(), shapeString(*data).c_str(),
-                   (long long)dim, shapeString(*indices).c_str());
+  checkGatherShape(k, *data, *indices, *out, dim, "out", "data");
   int64_t outer = 1, inner = 1, size = data->shape[dim];
   for (int d = 0; d < dim; ++d)
     outer *= data->shape[d];
@@ -270,14 +365,7 @@ void cleave_rt_gather(char *arena, const cleave_tensor *data,
     inner *= data->shape[d];
   int64_t numIdx = numElements(*indices);
   const char *idx = dataOf(arena, *indices);
-  for (int64_t i = 0; i < numIdx; ++i) {
-    int64_t v = indexAt(idx, indices->dtype, i);
-    if (v < -size || v >= size)
-      cleave_rt_fail("%s: index %lld at position %lld is out of range [-%lld, "
-                     "%lld) of dim %lld",
-                     k, (long long)v, (long long)i, (long long)size,
-                     (long long)size, (long long)dim);
-  }
+  checkGatherIndices(k, idx, indices->dtype, numIdx, size, dim);
   std::vector<char> copy;
   const char *src = sourceBytes(arena, *data, *out, copy);
   char *dst = dataOf(arena, *out);
@@ -292,6 +380,106 @@ void cleave_rt_gather(char *arena, const cleave_tensor *data,
     std::memcpy(dst + size_t(t) * block, src + size_t(o * size + v) * block,
                 block);
   }
+}
+
+void cleave_rt_gather_grad(char *arena, const cleave_tensor *dy,
+                           const cleave_tensor *indices,
+                           const cleave_tensor *out, int64_t dim) {
+  const char *k = "cleave_rt_gather_grad";
+  checkTensor(k, "dy", dy);
+  checkTensor(k, "indices", indices);
+  checkTensor(k, "out", out);
+  checkIndexTensor(k, "indices", *indices);
+  if (!isFloatType(dy->dtype) || !isFloatType(out->dtype))
+    cleave_rt_fail("%s: dy and out must be float, got %s and %s", k,
+                   dtypeName(dy->dtype), dtypeName(out->dtype));
+  checkGatherShape(k, *out, *indices, *dy, dim, "dy", "out");
+  int64_t outer = 1, inner = 1, size = out->shape[dim];
+  for (int d = 0; d < dim; ++d)
+    outer *= out->shape[d];
+  for (int d = int(dim) + 1; d < out->rank; ++d)
+    inner *= out->shape[d];
+  int64_t numIdx = numElements(*indices);
+  const char *idx = dataOf(arena, *indices);
+  checkGatherIndices(k, idx, indices->dtype, numIdx, size, dim);
+  // Positions grouped by target row (counting sort, ascending within a
+  // row), so that each out row is owned by one thread and sums its
+  // contributions in index order: parallel without atomics, deterministic.
+  std::vector<int64_t> first(static_cast<size_t>(size + 1), 0);
+  std::vector<int64_t> positions(static_cast<size_t>(numIdx));
+  auto target = [&](int64_t i) {
+    int64_t v = indexAt(idx, indices->dtype, i);
+    return v < 0 ? v + size : v; // counted from the end, as in the forward
+  };
+  for (int64_t i = 0; i < numIdx; ++i)
+    ++first[size_t(target(i) + 1)];
+  for (int64_t v = 0; v < size; ++v)
+    first[size_t(v + 1)] += first[size_t(v)];
+  {
+    std::vector<int64_t> next(first.begin(), first.end() - 1);
+    for (int64_t i = 0; i < numIdx; ++i)
+      positions[size_t(next[size_t(target(i))]++)] = i;
+  }
+  Input<float> dyv(arena, *dy, overlaps(*dy, *out));
+  Output<float> ov(arena, *out);
+  const float *dyp = dyv.data();
+  float *op = ov.data();
+  bool parallel = outer * (size + numIdx) * inner >= kParallelElements;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t t = 0; t < outer * size; ++t) {
+    int64_t o = t / size, v = t % size;
+    float *row = op + t * inner;
+    std::fill(row, row + inner, 0.0f);
+    for (int64_t p = first[size_t(v)]; p < first[size_t(v + 1)]; ++p) {
+      const float *src = dyp + (o * numIdx + positions[size_t(p)]) * inner;
+#pragma omp simd
+      for (int64_t c = 0; c < inner; ++c)
+        row[c] += src[c];
+    }
+  }
+  ov.commit();
+}
+
+void cleave_rt_slice_grad(char *arena, const cleave_tensor *dy,
+                          const cleave_tensor *out, const int64_t *start,
+                          const int64_t *strides) {
+  const char *k = "cleave_rt_slice_grad";
+  checkTensor(k, "dy", dy);
+  checkTensor(k, "out", out);
+  if (dy->dtype != out->dtype)
+    cleave_rt_fail("%s: dy is %s but out is %s", k, dtypeName(dy->dtype),
+                   dtypeName(out->dtype));
+  if (dy->rank != out->rank)
+    cleave_rt_fail("%s: dy has rank %d but out has rank %d", k, dy->rank,
+                   out->rank);
+  int64_t outStrides[CLEAVE_RT_MAX_RANK], dstStrides[CLEAVE_RT_MAX_RANK];
+  contiguousStrides(*out, outStrides);
+  int64_t base = 0;
+  bool empty = numElements(*dy) == 0;
+  for (int d = 0; d < dy->rank; ++d) {
+    // The indices the forward slice reads, first and last, lie in
+    // [0, size); each must be written once.
+    int64_t first = start[d];
+    int64_t last = first + (dy->shape[d] - 1) * strides[d];
+    if (!empty && (first < 0 || first >= out->shape[d] || last < 0 ||
+                   last >= out->shape[d]))
+      cleave_rt_fail("%s: dim %d writes indices %lld to %lld of size %lld", k,
+                     d, (long long)first, (long long)last,
+                     (long long)out->shape[d]);
+    if (!empty && strides[d] == 0 && dy->shape[d] > 1)
+      cleave_rt_fail("%s: dim %d has stride 0 over %lld elements", k, d,
+                     (long long)dy->shape[d]);
+    base += first * outStrides[d];
+    dstStrides[d] = strides[d] * outStrides[d];
+  }
+  std::vector<char> copy;
+  const char *src = sourceBytes(arena, *dy, *out, copy);
+  char *dst = dataOf(arena, *out);
+  size_t es = elementSize(out->dtype);
+  std::memset(dst, 0, size_t(numElements(*out)) * es);
+  if (empty)
+    return;
+  stridedScatter(src, dst, es, dy->rank, dy->shape, dstStrides, base);
 }
 
 } // extern "C"

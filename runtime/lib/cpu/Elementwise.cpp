@@ -1,10 +1,11 @@
 //===- Elementwise.cpp - elementwise CPU kernels --------------------------===//
 //
 // unary, binary, compare, where and cast, with NumPy broadcasting from the
-// operand shapes to the output shape. Float outputs compute in f32, integer
-// outputs in i64. Each kernel switches on the op once, outside the loops, so
-// that the per-element body is a small inlined functor the compiler can
-// vectorize on the contiguous runs.
+// operand shapes to the output shape, and unary_grad (the derivatives of the
+// activations). Float outputs compute in f32, integer outputs in i64. Each
+// kernel switches on the op once, outside the loops, so that the
+// per-element body is a small inlined functor the compiler can vectorize on
+// the contiguous runs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -257,6 +258,61 @@ void compareTyped(int32_t dir, const Broadcast &bc, const T *a, const T *b,
   cleave_rt_fail("cleave_rt_compare: unknown direction %d", dir);
 }
 
+/// dx[i] = f(x[i], dy[i]) over n elements. Element i is read before it is
+/// written, so dx may be the same tensor as x or dy.
+template <typename F>
+void mapGrad(const float *x, const float *dy, float *dx, int64_t n, F f) {
+#pragma omp parallel for simd schedule(static) if (n >= kParallelElements)
+  for (int64_t i = 0; i < n; ++i)
+    dx[i] = f(x[i], dy[i]);
+}
+
+/// The derivatives of the float activations of unaryF32, times dy.
+void unaryGradF32(int32_t op, const float *x, const float *dy, float *dx,
+                  int64_t n) {
+  switch (op) {
+  // 0 at x = 0, as in PyTorch.
+  case CLEAVE_RELU:
+    return mapGrad(x, dy, dx, n,
+                   [](float v, float g) { return v > 0.0f ? g : 0.0f; });
+  case CLEAVE_TANH:
+    return mapGrad(x, dy, dx, n, [](float v, float g) {
+      float t = fastTanh(v);
+      return g * (1.0f - t * t);
+    });
+  case CLEAVE_SIGMOID:
+    return mapGrad(x, dy, dx, n, [](float v, float g) {
+      float s = fastSigmoid(v);
+      return g * (s * (1.0f - s));
+    });
+  // d/dx x s(x) = s (1 + x (1 - s)).
+  case CLEAVE_SILU:
+    return mapGrad(x, dy, dx, n, [](float v, float g) {
+      float s = fastSigmoid(v);
+      return g * (s * (1.0f + v * (1.0f - s)));
+    });
+  // Phi(x) + x phi(x), with Phi the normal CDF and phi its density.
+  case CLEAVE_GELU_ERF:
+    return mapGrad(x, dy, dx, n, [](float v, float g) {
+      constexpr float kInvSqrtTwoPi = 0.39894228040143268f;
+      float pdf = kInvSqrtTwoPi * fastExp(-0.5f * v * v);
+      return g * (fastNormalCdf(v) + v * pdf);
+    });
+  // With s = sigmoid(2u) = (1 + tanh u) / 2 and 1 - tanh^2 u = 4 s (1 - s):
+  // d/dx x s = s + 2 x s (1 - s) u'.
+  case CLEAVE_GELU_TANH:
+    return mapGrad(x, dy, dx, n, [](float v, float g) {
+      float v2 = v * v;
+      float u = kSqrtTwoOverPi * (v + 0.044715f * v2 * v);
+      float du = kSqrtTwoOverPi * (1.0f + 3.0f * 0.044715f * v2);
+      float s = fastSigmoid(2.0f * u);
+      return g * (s + 2.0f * v * s * (1.0f - s) * du);
+    });
+  }
+  cleave_rt_fail("cleave_rt_unary_grad: op %s (%d) has no gradient kernel",
+                 unaryName(op), op);
+}
+
 template <typename T>
 void whereTyped(char *arena, const Broadcast &bc, const uint8_t *cond,
                 const cleave_tensor &x, const cleave_tensor &y,
@@ -297,6 +353,25 @@ void cleave_rt_unary(char *arena, int32_t op, const cleave_tensor *x,
   Output<int64_t> ov(arena, *out);
   unaryI64(op, bc, xv.data(), ov.data(), out->dtype);
   ov.commit();
+}
+
+void cleave_rt_unary_grad(char *arena, int32_t op, const cleave_tensor *x,
+                          const cleave_tensor *dy, const cleave_tensor *dx) {
+  const char *k = "cleave_rt_unary_grad";
+  checkTensor(k, "x", x);
+  checkTensor(k, "dy", dy);
+  checkTensor(k, "dx", dx);
+  if (!sameShape(*x, *dy) || !sameShape(*x, *dx))
+    cleave_rt_fail("%s: x %s, dy %s and dx %s differ in shape", k,
+                   shapeString(*x).c_str(), shapeString(*dy).c_str(),
+                   shapeString(*dx).c_str());
+  for (const cleave_tensor *t : {x, dy, dx})
+    if (!isFloatType(t->dtype))
+      cleave_rt_fail("%s: unsupported dtype %s", k, dtypeName(t->dtype));
+  Input<float> xv(arena, *x), dyv(arena, *dy);
+  Output<float> dxv(arena, *dx);
+  unaryGradF32(op, xv.data(), dyv.data(), dxv.data(), numElements(*x));
+  dxv.commit();
 }
 
 void cleave_rt_binary(char *arena, int32_t op, const cleave_tensor *a,

@@ -2,10 +2,12 @@
 //
 // cross_entropy (mean negative log-likelihood of integer labels, with an
 // optional ignore index) and mse (mean squared error). Both reduce to a
-// scalar, accumulating in f64.
+// scalar, accumulating in f64. cross_entropy_grad is the gradient of the
+// first with respect to the logits.
 //
 //===----------------------------------------------------------------------===//
 
+#include "FastMath.h"
 #include "Tensor.h"
 
 #include <algorithm>
@@ -18,6 +20,44 @@ namespace {
 void storeScalar(char *arena, const cleave_tensor &out, double value) {
   float v = float(value);
   convertFromF32(&v, dataOf(arena, out), out.dtype, 1);
+}
+
+/// Checks every label that is not ignored against [0, C) and returns C and
+/// the number of rows (shapes already checked).
+void checkCrossEntropy(const char *k, const cleave_tensor *logits,
+                       const cleave_tensor *labels, const int64_t *lp,
+                       int32_t hasIgnore, int64_t ignoreIndex, int64_t &c,
+                       int64_t &rows) {
+  c = logits->shape[logits->rank - 1];
+  rows = numElements(*labels);
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t label = lp[r];
+    if (hasIgnore && label == ignoreIndex)
+      continue;
+    if (label < 0 || label >= c)
+      cleave_rt_fail("%s: label %lld at position %lld is out of range [0, "
+                     "%lld)",
+                     k, (long long)label, (long long)r, (long long)c);
+  }
+}
+
+/// Checks logits [..., C], integer labels [...] and a one-element `scalar`
+/// (the loss or its gradient, named `scalarName` in the message).
+void checkCrossEntropyShapes(const char *k, const cleave_tensor *logits,
+                             const cleave_tensor *labels,
+                             const cleave_tensor *scalar,
+                             const char *scalarName) {
+  checkIndexTensor(k, "labels", *labels);
+  bool ok = logits->rank >= 1 && labels->rank == logits->rank - 1 &&
+            numElements(*scalar) == 1;
+  for (int d = 0; ok && d < labels->rank; ++d)
+    ok = labels->shape[d] == logits->shape[d];
+  if (!ok)
+    cleave_rt_fail("%s: expects logits [..., C], labels [...] and a scalar "
+                   "%s, got logits %s, labels %s, %s %s",
+                   k, scalarName, shapeString(*logits).c_str(),
+                   shapeString(*labels).c_str(), scalarName,
+                   shapeString(*scalar).c_str());
 }
 
 } // namespace
@@ -35,29 +75,11 @@ void cleave_rt_cross_entropy(char *arena, const cleave_tensor *logits,
   if (!isFloatType(logits->dtype) || !isFloatType(out->dtype))
     cleave_rt_fail("%s: logits and out must be float, got %s and %s", k,
                    dtypeName(logits->dtype), dtypeName(out->dtype));
-  checkIndexTensor(k, "labels", *labels);
-  bool ok = logits->rank >= 1 && labels->rank == logits->rank - 1 &&
-            numElements(*out) == 1;
-  for (int d = 0; ok && d < labels->rank; ++d)
-    ok = labels->shape[d] == logits->shape[d];
-  if (!ok)
-    cleave_rt_fail("%s: expects logits [..., C], labels [...] and a scalar "
-                   "out, got logits %s, labels %s, out %s",
-                   k, shapeString(*logits).c_str(),
-                   shapeString(*labels).c_str(), shapeString(*out).c_str());
-  int64_t c = logits->shape[logits->rank - 1];
-  int64_t rows = numElements(*labels);
+  checkCrossEntropyShapes(k, logits, labels, out, "out");
   Input<int64_t> lv(arena, *labels);
   const int64_t *lp = lv.data();
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t label = lp[r];
-    if (has_ignore && label == ignore_index)
-      continue;
-    if (label < 0 || label >= c)
-      cleave_rt_fail("%s: label %lld at position %lld is out of range [0, "
-                     "%lld)",
-                     k, (long long)label, (long long)r, (long long)c);
-  }
+  int64_t c, rows;
+  checkCrossEntropy(k, logits, labels, lp, has_ignore, ignore_index, c, rows);
   Input<float> xv(arena, *logits);
   const float *xp = xv.data();
   double total = 0.0;
@@ -73,7 +95,7 @@ void cleave_rt_cross_entropy(char *arena, const cleave_tensor *logits,
     float max = row[0];
 #pragma omp simd reduction(max : max)
     for (int64_t j = 1; j < c; ++j)
-      max = std::max(max, row[j]);
+      max = row[j] > max ? row[j] : max;
     double sum = 0.0;
 #pragma omp simd reduction(+ : sum)
     for (int64_t j = 0; j < c; ++j)
@@ -83,6 +105,74 @@ void cleave_rt_cross_entropy(char *arena, const cleave_tensor *logits,
   }
   // Every position ignored: a loss of zero rather than 0 / 0.
   storeScalar(arena, *out, count ? total / double(count) : 0.0);
+}
+
+void cleave_rt_cross_entropy_grad(char *arena, const cleave_tensor *logits,
+                                  const cleave_tensor *labels,
+                                  const cleave_tensor *dloss,
+                                  const cleave_tensor *dlogits,
+                                  int32_t has_ignore, int64_t ignore_index) {
+  const char *k = "cleave_rt_cross_entropy_grad";
+  checkTensor(k, "logits", logits);
+  checkTensor(k, "labels", labels);
+  checkTensor(k, "dloss", dloss);
+  checkTensor(k, "dlogits", dlogits);
+  if (!isFloatType(logits->dtype) || !isFloatType(dloss->dtype) ||
+      !isFloatType(dlogits->dtype))
+    cleave_rt_fail("%s: logits, dloss and dlogits must be float, got %s, %s "
+                   "and %s",
+                   k, dtypeName(logits->dtype), dtypeName(dloss->dtype),
+                   dtypeName(dlogits->dtype));
+  checkCrossEntropyShapes(k, logits, labels, dloss, "dloss");
+  if (!sameShape(*logits, *dlogits))
+    cleave_rt_fail("%s: logits %s and dlogits %s differ in shape", k,
+                   shapeString(*logits).c_str(), shapeString(*dlogits).c_str());
+  Input<int64_t> lv(arena, *labels);
+  const int64_t *lp = lv.data();
+  int64_t c, rows;
+  checkCrossEntropy(k, logits, labels, lp, has_ignore, ignore_index, c, rows);
+  int64_t count = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    count += !(has_ignore && lp[r] == ignore_index);
+  float dl;
+  convertToF32(dataOf(arena, *dloss), dloss->dtype, &dl, 1);
+  // Every position ignored: the loss is the constant 0, so zeros.
+  float factor = count ? float(double(dl) / double(count)) : 0.0f;
+  // Row by row, each element read before it is written: dlogits may be the
+  // same tensor as logits.
+  Input<float> xv(arena, *logits);
+  Output<float> ov(arena, *dlogits);
+  const float *xp = xv.data();
+  float *op = ov.data();
+  bool parallel = rows * c >= kParallelElements;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t label = lp[r];
+    const float *row = xp + r * c;
+    float *o = op + r * c;
+    if (has_ignore && label == ignore_index) {
+      std::fill(o, o + c, 0.0f);
+      continue;
+    }
+    float max = row[0];
+    // A select on values (not std::max) vectorizes.
+#pragma omp simd reduction(max : max)
+    for (int64_t j = 1; j < c; ++j)
+      max = row[j] > max ? row[j] : max;
+    float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t j = 0; j < c; ++j) {
+      float e = fastExp(row[j] - max);
+      o[j] = e;
+      sum += e;
+    }
+    float scale = factor / sum;
+#pragma omp simd
+    for (int64_t j = 0; j < c; ++j)
+      o[j] *= scale;
+    o[label] -= factor;
+  }
+  ov.commit();
 }
 
 void cleave_rt_mse(char *arena, const cleave_tensor *pred,

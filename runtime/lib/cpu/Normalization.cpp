@@ -1,14 +1,19 @@
 //===- Normalization.cpp - softmax and norm CPU kernels -------------------===//
 //
 // softmax / log-softmax along one dim, layer_norm and rms_norm over the
-// trailing dims. Rows run in parallel; row statistics accumulate in f64.
-// Every kernel reads an element before it writes the same element, so out
-// may be the same tensor as x.
+// trailing dims, and the gradients of the two norms. Rows run in parallel.
+// The forward kernels accumulate row statistics in f64; the gradients, in
+// fewer passes, in f32 (their statistics are a few ulp from the forward's)
+// and their sums over rows in f32 blocks added up in f64. Every kernel
+// reads an element before it writes the same element, so out may be the
+// same tensor as x (and dx the same as x or dy).
 //
 //===----------------------------------------------------------------------===//
 
 #include "FastMath.h"
 #include "Tensor.h"
+
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -24,7 +29,7 @@ void softmaxRow(const float *x, float *out, int64_t n, bool log) {
   float max = -std::numeric_limits<float>::infinity();
 #pragma omp simd reduction(max : max)
   for (int64_t i = 0; i < n; ++i)
-    max = std::max(max, x[i]);
+    max = x[i] > max ? x[i] : max; // vectorizes, unlike std::max
   float sum = 0.0f;
   if (log) {
 #pragma omp simd reduction(+ : sum)
@@ -58,7 +63,7 @@ void softmaxStrip(const float *x, float *out, int64_t n, int64_t inner,
   }
   for (int64_t j = 0; j < n; ++j)
     for (int64_t c = 0; c < len; ++c)
-      max[c] = std::max(max[c], x[j * inner + c]);
+      max[c] = x[j * inner + c] > max[c] ? x[j * inner + c] : max[c];
   for (int64_t j = 0; j < n; ++j) {
 #pragma omp simd
     for (int64_t c = 0; c < len; ++c) {
@@ -126,6 +131,217 @@ void rowsOf(const cleave_tensor &x, int64_t dim, int64_t &rows, int64_t &n) {
   n = 1;
   for (int d = 0; d < x.rank; ++d)
     (d < dim ? rows : n) *= x.shape[d];
+}
+
+/// The strides (in elements, 0 where it broadcasts) of a trailing operand
+/// `t` right-aligned against x.shape[dim:]; fails naming `what` unless it
+/// broadcasts.
+void trailingStrides(const char *kernel, const char *what,
+                     const cleave_tensor &t, const cleave_tensor &x,
+                     int64_t dim, int64_t *strides) {
+  int rank = x.rank - int(dim), shift = rank - t.rank;
+  bool ok = shift >= 0;
+  int64_t stride = 1;
+  for (int d = rank - 1; ok && d >= 0; --d) {
+    int td = d - shift;
+    int64_t size = td >= 0 ? t.shape[td] : 1;
+    ok = size == 1 || size == x.shape[dim + d];
+    strides[d] = size == 1 ? 0 : stride;
+    stride *= size;
+  }
+  if (!ok)
+    cleave_rt_fail("%s: %s %s does not broadcast to the normalized dims of x "
+                   "%s",
+                   kernel, what, shapeString(t).c_str(),
+                   shapeString(x).c_str());
+}
+
+/// Stores the gradient of a trailing operand `t` (scale or bias) from its
+/// per-row-element sums `full` (N = prod(x.shape[dim:]) values): directly
+/// when t has N elements, else summed over the dims along which t broadcasts
+/// (the transpose of trailingOperand).
+void storeTrailingGrad(const char *kernel, const char *what, char *arena,
+                       const cleave_tensor &t, const cleave_tensor &x,
+                       int64_t dim, const std::vector<double> &full) {
+  int64_t n = int64_t(full.size()), count = numElements(t);
+  std::vector<float> result(static_cast<size_t>(count), 0.0f);
+  if (count == n) {
+    for (int64_t i = 0; i < n; ++i)
+      result[size_t(i)] = float(full[size_t(i)]);
+  } else {
+    int rank = x.rank - int(dim);
+    int64_t strides[CLEAVE_RT_MAX_RANK];
+    trailingStrides(kernel, what, t, x, dim, strides);
+    std::vector<double> sums(static_cast<size_t>(count), 0.0);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t rest = i, at = 0;
+      for (int d = rank - 1; d >= 0; --d) {
+        at += (rest % x.shape[dim + d]) * strides[d];
+        rest /= x.shape[dim + d];
+      }
+      sums[size_t(at)] += full[size_t(i)];
+    }
+    for (int64_t i = 0; i < count; ++i)
+      result[size_t(i)] = float(sums[size_t(i)]);
+  }
+  convertFromF32(result.data(), dataOf(arena, t), t.dtype, count);
+}
+
+void checkNormGrad(const char *kernel, const cleave_tensor *x,
+                   const cleave_tensor *scale, const cleave_tensor *dy,
+                   const cleave_tensor *dx, const cleave_tensor *dscale,
+                   const cleave_tensor *dbias, int64_t dim) {
+  checkNorm(kernel, x, dx, dim);
+  checkTensor(kernel, "scale", scale);
+  checkTensor(kernel, "dy", dy);
+  if (!sameShape(*x, *dy))
+    cleave_rt_fail("%s: x %s and dy %s differ in shape", kernel,
+                   shapeString(*x).c_str(), shapeString(*dy).c_str());
+  if (!isFloatType(x->dtype) || !isFloatType(dy->dtype))
+    cleave_rt_fail("%s: unsupported dtype %s", kernel,
+                   dtypeName(isFloatType(x->dtype) ? dy->dtype : x->dtype));
+  // dscale has scale's shape; dbias has the forward bias's, which need not
+  // be scale's: N elements, or a shape that broadcasts to x's normalized
+  // dims.
+  if (dscale) {
+    checkTensor(kernel, "dscale", dscale);
+    if (!sameShape(*dscale, *scale))
+      cleave_rt_fail("%s: dscale %s and scale %s differ in shape", kernel,
+                     shapeString(*dscale).c_str(), shapeString(*scale).c_str());
+  }
+  if (dbias) {
+    checkTensor(kernel, "dbias", dbias);
+    int64_t rows, n, strides[CLEAVE_RT_MAX_RANK];
+    rowsOf(*x, dim, rows, n);
+    if (numElements(*dbias) != n)
+      trailingStrides(kernel, "dbias", *dbias, *x, dim, strides);
+  }
+  for (const cleave_tensor *t : {dscale, dbias})
+    if (t && !isFloatType(t->dtype))
+      cleave_rt_fail("%s: unsupported dtype %s", kernel, dtypeName(t->dtype));
+}
+
+/// One row of the layer_norm gradient, with xhat = (x - mean) rstd and
+/// g = dy * scale:
+///   dx = rstd (g - mean(g) - xhat mean(g xhat)),
+///   ds += dy xhat, db += dy (the dscale and dbias terms; either may be
+///   NULL).
+/// Three f32 passes: the mean; the variance with sum(g) and
+/// sum(g (x - mean)); then dx and the terms. (A function of plain pointers
+/// rather than a lambda's captures, which GCC reloads inside the
+/// reductions instead of vectorizing them.)
+void layerNormGradRow(const float *x, const float *dy, const float *scale,
+                      float *dx, int64_t n, double eps, float *ds, float *db) {
+  float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t i = 0; i < n; ++i)
+    sum += x[i];
+  float m = sum / float(n);
+  float var = 0.0f, sumG = 0.0f, sumGC = 0.0f;
+#pragma omp simd reduction(+ : var, sumG, sumGC)
+  for (int64_t i = 0; i < n; ++i) {
+    float c = x[i] - m, g = dy[i] * scale[i];
+    var += c * c;
+    sumG += g;
+    sumGC += g * c;
+  }
+  float rstd = float(1.0 / std::sqrt(double(var) / double(n) + eps));
+  float meanG = sumG / float(n), meanGX = sumGC * rstd / float(n);
+  if (ds) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i)
+      ds[i] += dy[i] * ((x[i] - m) * rstd);
+  }
+  if (db) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i)
+      db[i] += dy[i];
+  }
+  // Last, element by element: dx may be x or dy.
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    float xhat = (x[i] - m) * rstd;
+    dx[i] = rstd * (dy[i] * scale[i] - meanG - xhat * meanGX);
+  }
+}
+
+/// One row of the rms_norm gradient, with r = 1 / sqrt(mean(x^2) + eps)
+/// and g = dy * scale: dx = r (g - x r^2 mean(g x)), ds += dy x r (when not
+/// NULL).
+void rmsNormGradRow(const float *x, const float *dy, const float *scale,
+                    float *dx, int64_t n, double eps, float *ds) {
+  float sq = 0.0f, sumGX = 0.0f;
+#pragma omp simd reduction(+ : sq, sumGX)
+  for (int64_t i = 0; i < n; ++i) {
+    sq += x[i] * x[i];
+    sumGX += (dy[i] * scale[i]) * x[i];
+  }
+  double rrmsD = 1.0 / std::sqrt(double(sq) / double(n) + eps);
+  float rrms = float(rrmsD);
+  if (ds) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i)
+      ds[i] += dy[i] * (x[i] * rrms);
+  }
+  float c = float(rrmsD * rrmsD * double(sumGX) / double(n));
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i)
+    dx[i] = rrms * (dy[i] * scale[i] - x[i] * c);
+}
+
+/// The row loop shared by the two norm gradients. Rows run in blocks of
+/// kRowBlock; `body(r, ds, db)` handles row r and adds that row's dscale
+/// and dbias contributions (N values each) into ds and db (NULL when not
+/// wanted): f32 sums over one block, which are then added into the calling
+/// thread's f64 partial sums, which are summed in thread order at the end.
+/// With the static schedule the result does not vary from run to run.
+template <typename Body>
+void normGradRows(int64_t rows, int64_t n, bool wantScale, bool wantBias,
+                  std::vector<double> &dscale, std::vector<double> &dbias,
+                  Body &&body) {
+  constexpr int64_t kRowBlock = 16;
+  bool parallel = rows * n >= kParallelElements;
+  int threads = parallel ? omp_get_max_threads() : 1;
+  size_t len = static_cast<size_t>(n);
+  std::vector<double> ds(wantScale ? len * size_t(threads) : 0);
+  std::vector<double> db(wantBias ? len * size_t(threads) : 0);
+  int64_t blocks = (rows + kRowBlock - 1) / kRowBlock;
+#pragma omp parallel num_threads(threads) if (parallel)
+  {
+    int t = omp_get_thread_num();
+    double *dsp = wantScale ? ds.data() + size_t(t) * len : nullptr;
+    double *dbp = wantBias ? db.data() + size_t(t) * len : nullptr;
+    std::vector<float> dsBlock(wantScale ? len : 0),
+        dbBlock(wantBias ? len : 0);
+#pragma omp for schedule(static)
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      std::fill(dsBlock.begin(), dsBlock.end(), 0.0f);
+      std::fill(dbBlock.begin(), dbBlock.end(), 0.0f);
+      int64_t end = std::min(rows, (blk + 1) * kRowBlock);
+      for (int64_t r = blk * kRowBlock; r < end; ++r)
+        body(r, wantScale ? dsBlock.data() : nullptr,
+             wantBias ? dbBlock.data() : nullptr);
+      if (wantScale) {
+#pragma omp simd
+        for (size_t i = 0; i < len; ++i)
+          dsp[i] += dsBlock[i];
+      }
+      if (wantBias) {
+#pragma omp simd
+        for (size_t i = 0; i < len; ++i)
+          dbp[i] += dbBlock[i];
+      }
+    }
+  }
+  dscale.assign(wantScale ? len : 0, 0.0);
+  dbias.assign(wantBias ? len : 0, 0.0);
+  for (int t = 0; t < threads; ++t)
+    for (size_t i = 0; i < len; ++i) {
+      if (wantScale)
+        dscale[i] += ds[size_t(t) * len + i];
+      if (wantBias)
+        dbias[i] += db[size_t(t) * len + i];
+    }
 }
 
 } // namespace
@@ -242,6 +458,58 @@ void cleave_rt_rms_norm(char *arena, const cleave_tensor *x,
       o[i] = row[i] * rrms * sp[i];
   }
   ov.commit();
+}
+
+void cleave_rt_layer_norm_grad(char *arena, const cleave_tensor *x,
+                               const cleave_tensor *scale,
+                               const cleave_tensor *dy, const cleave_tensor *dx,
+                               const cleave_tensor *dscale,
+                               const cleave_tensor *dbias, int64_t dim,
+                               double eps) {
+  const char *k = "cleave_rt_layer_norm_grad";
+  checkNormGrad(k, x, scale, dy, dx, dscale, dbias, dim);
+  std::vector<float> s = trailingOperand(k, arena, *scale, *x, dim);
+  int64_t rows, n;
+  rowsOf(*x, dim, rows, n);
+  Input<float> xv(arena, *x), dyv(arena, *dy);
+  Output<float> dxv(arena, *dx);
+  const float *xp = xv.data(), *dyp = dyv.data(), *sp = s.data();
+  float *dxp = dxv.data();
+  auto row = [&](int64_t r, float *ds, float *db) {
+    layerNormGradRow(xp + r * n, dyp + r * n, sp, dxp + r * n, n, eps, ds, db);
+  };
+  std::vector<double> dsFull, dbFull;
+  normGradRows(rows, n, dscale != nullptr, dbias != nullptr, dsFull, dbFull,
+               row);
+  dxv.commit();
+  if (dscale)
+    storeTrailingGrad(k, "dscale", arena, *dscale, *x, dim, dsFull);
+  if (dbias)
+    storeTrailingGrad(k, "dbias", arena, *dbias, *x, dim, dbFull);
+}
+
+void cleave_rt_rms_norm_grad(char *arena, const cleave_tensor *x,
+                             const cleave_tensor *scale,
+                             const cleave_tensor *dy, const cleave_tensor *dx,
+                             const cleave_tensor *dscale, int64_t dim,
+                             double eps) {
+  const char *k = "cleave_rt_rms_norm_grad";
+  checkNormGrad(k, x, scale, dy, dx, dscale, nullptr, dim);
+  std::vector<float> s = trailingOperand(k, arena, *scale, *x, dim);
+  int64_t rows, n;
+  rowsOf(*x, dim, rows, n);
+  Input<float> xv(arena, *x), dyv(arena, *dy);
+  Output<float> dxv(arena, *dx);
+  const float *xp = xv.data(), *dyp = dyv.data(), *sp = s.data();
+  float *dxp = dxv.data();
+  auto row = [&](int64_t r, float *ds, float *) {
+    rmsNormGradRow(xp + r * n, dyp + r * n, sp, dxp + r * n, n, eps, ds);
+  };
+  std::vector<double> dsFull, unused;
+  normGradRows(rows, n, dscale != nullptr, false, dsFull, unused, row);
+  dxv.commit();
+  if (dscale)
+    storeTrailingGrad(k, "dscale", arena, *dscale, *x, dim, dsFull);
 }
 
 } // extern "C"

@@ -645,3 +645,116 @@ func.func @combine_types(%o: tensor<8x4x64xf32>, %g: tensor<16x2xf16>, %e: tenso
   %0 = graph.moe_combine %o, %g, %e : tensor<8x4x64xf32>, tensor<16x2xf16>, tensor<16x2xi64>
   return
 }
+
+// -----
+
+func.func @gather_grad_shape(%g: tensor<2x8x32xf32>, %ids: tensor<2x8xi64>) {
+  // expected-error @+1 {{grad 'tensor<2x8x32xf32>' is not the gather of 'tensor<100x64xf32>' at 'tensor<2x8xi64>' along dim 0}}
+  %0 = graph.gather_grad %g[%ids] dim 0 : tensor<2x8x32xf32>, tensor<2x8xi64> -> tensor<100x64xf32>
+  return
+}
+
+// -----
+
+func.func @slice_grad_fit(%g: tensor<4x5xf32>) {
+  // expected-error @+1 {{dimension 1: 5 elements from 1 by 2 do not fit in 8}}
+  %0 = graph.slice_grad %g start [0, 1] strides [1, 2] : tensor<4x5xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @slice_grad_rank(%g: tensor<4x5xf32>) {
+  // expected-error @+1 {{expects start and strides of 2 entries each (the result rank)}}
+  %0 = graph.slice_grad %g start [0] strides [1] : tensor<4x5xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @ce_grad_labels(%l: tensor<2x8x100xf32>, %y: tensor<2x7xi64>, %g: tensor<f32>) {
+  // expected-error @+1 {{labels 'tensor<2x7xi64>' must have the shape of logits 'tensor<2x8x100xf32>' without the class dim}}
+  %0 = graph.cross_entropy_grad %l, %y, %g : tensor<2x8x100xf32>, tensor<2x7xi64>, tensor<f32>
+  return
+}
+
+// -----
+
+func.func @ce_grad_scalar(%l: tensor<2x100xf32>, %y: tensor<2xi64>, %g: tensor<2xf32>) {
+  // expected-error @+1 {{grad must be a scalar, got 'tensor<2xf32>'}}
+  %0 = graph.cross_entropy_grad %l, %y, %g : tensor<2x100xf32>, tensor<2xi64>, tensor<2xf32>
+  return
+}
+
+// -----
+
+graph.param @w : tensor<4xf32>
+func.func @assign_type(%v: tensor<4xf16>) {
+  // expected-error @+1 {{parameter @w has type 'tensor<4xf32>', expected 'tensor<4xf16>'}}
+  graph.assign @w, %v : tensor<4xf16>
+  return
+}
+
+// -----
+
+func.func @assign_missing(%v: tensor<4xf32>) {
+  // expected-error @+1 {{'@nope' (parameter) does not name a graph.param}}
+  graph.assign @nope, %v : tensor<4xf32>
+  return
+}
+
+// -----
+
+graph.param @w : tensor<4xf32>
+func.func @sgd_buffer(%g: tensor<4xf32>, %s: tensor<i64>) {
+  // expected-error @+1 {{needs a momentum_buffer exactly when momentum != 0}}
+  graph.sgd_update @w, %g, %s {lr = 0.1 : f64, momentum = 0.9 : f64} : tensor<4xf32>, tensor<i64>
+  return
+}
+
+// -----
+
+graph.param @w : tensor<4xf32>
+func.func @sgd_nesterov(%g: tensor<4xf32>, %s: tensor<i64>) {
+  // expected-error @+1 {{nesterov needs momentum > 0 and zero dampening}}
+  graph.sgd_update @w, %g, %s {lr = 0.1 : f64, nesterov} : tensor<4xf32>, tensor<i64>
+  return
+}
+
+// -----
+
+graph.param @w : tensor<4xf32>
+func.func @sgd_step(%g: tensor<4xf32>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{step must be a scalar, got 'tensor<2xi64>'}}
+  graph.sgd_update @w, %g, %s {lr = 0.1 : f64} : tensor<4xf32>, tensor<2xi64>
+  return
+}
+
+// -----
+
+graph.param @w : tensor<4xbf16>
+func.func @sgd_dtype(%g: tensor<4xf32>, %s: tensor<i64>) {
+  // expected-error @+1 {{parameter @w has type 'tensor<4xbf16>', expected f32 elements and the shape of 'tensor<4xf32>'}}
+  graph.sgd_update @w, %g, %s {lr = 0.1 : f64} : tensor<4xf32>, tensor<i64>
+  return
+}
+
+// -----
+
+graph.param @w : tensor<4xf32>
+graph.param @m : tensor<4xf32>
+graph.param @v : tensor<3xf32>
+func.func @adamw_moment(%g: tensor<4xf32>, %s: tensor<i64>) {
+  // expected-error @+1 {{second moment @v has type 'tensor<3xf32>', expected f32 elements and the shape of 'tensor<4xf32>'}}
+  graph.adamw_update @w, %g, %s moments @m, @v {lr = 0.1 : f64} : tensor<4xf32>, tensor<i64>
+  return
+}
+
+// -----
+
+graph.param @w : tensor<4xf32>
+func.func @adamw_betas(%g: tensor<4xf32>, %s: tensor<i64>) {
+  // expected-error @+1 {{betas must be in [0, 1), got 1.000000e+00, 9.990000e-01}}
+  graph.adamw_update @w, %g, %s moments @w, @w {lr = 0.1 : f64, beta1 = 1.0 : f64} : tensor<4xf32>, tensor<i64>
+  return
+}

@@ -191,6 +191,50 @@ func.func @moe(%x: tensor<16x64xf32>, %router: tensor<16x8xf32>,
   return %y : tensor<16x256xf32>
 }
 
+// The backward ops that -cleave-autodiff creates.
+// CHECK-LABEL: func.func @backward
+func.func @backward(%x: tensor<2x8x64xf32>, %g: tensor<64xf32>,
+                    %q: tensor<2x4x8x16xf32>, %kv: tensor<2x2x8x16xf32>,
+                    %ids: tensor<2x8xi64>, %logits: tensor<2x8x100xf32>,
+                    %l: tensor<f32>) {
+  // CHECK: graph.gelu_grad %{{.*}}, %{{.*}} approximate tanh : tensor<2x8x64xf32>
+  %0 = graph.gelu_grad %x, %x approximate tanh : tensor<2x8x64xf32>
+  // CHECK: graph.silu_grad %{{.*}}, %{{.*}} : tensor<2x8x64xf32>
+  %1 = graph.silu_grad %x, %x : tensor<2x8x64xf32>
+  // CHECK: graph.layer_norm_grad %{{.*}}, %{{.*}}, %{{.*}} dim 2 eps 1.000000e-05 : tensor<2x8x64xf32>, tensor<64xf32>
+  %dx, %dg, %db = graph.layer_norm_grad %x, %g, %x dim 2 eps 1.0e-05 : tensor<2x8x64xf32>, tensor<64xf32>
+  // CHECK: graph.rms_norm_grad %{{.*}}, %{{.*}}, %{{.*}} dim 2 eps 9.9999999999999995E-7 : tensor<2x8x64xf32>, tensor<64xf32>
+  %rx, %rg = graph.rms_norm_grad %x, %g, %x dim 2 eps 1.0e-06 : tensor<2x8x64xf32>, tensor<64xf32>
+  // CHECK: graph.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} causal scale 2.500000e-01 : tensor<2x4x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x4x8x16xf32>
+  %dq, %dk, %dv = graph.attention_grad %q, %kv, %kv, %q causal scale 0.25 : tensor<2x4x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x4x8x16xf32>
+  // CHECK: graph.gather_grad %{{.*}}[%{{.*}}] dim 0 : tensor<2x8x64xf32>, tensor<2x8xi64> -> tensor<100x64xf32>
+  %2 = graph.gather_grad %x[%ids] dim 0 : tensor<2x8x64xf32>, tensor<2x8xi64> -> tensor<100x64xf32>
+  // CHECK: graph.slice_grad %{{.*}} start [0, 0, 0] strides [1, 2, 1] : tensor<2x8x64xf32> -> tensor<2x16x64xf32>
+  %3 = graph.slice_grad %x start [0, 0, 0] strides [1, 2, 1] : tensor<2x8x64xf32> -> tensor<2x16x64xf32>
+  // CHECK: graph.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} ignore_index -100 : tensor<2x8x100xf32>, tensor<2x8xi64>, tensor<f32>
+  %4 = graph.cross_entropy_grad %logits, %ids, %l ignore_index -100 : tensor<2x8x100xf32>, tensor<2x8xi64>, tensor<f32>
+  return
+}
+
+// The optimizer: updates in place of parameter storage.
+graph.param @opt.w : tensor<4x8xf32>
+graph.param @opt.w.momentum frozen : tensor<4x8xf32>
+graph.param @opt.w.m frozen : tensor<4x8xf32>
+graph.param @opt.w.v frozen : tensor<4x8xf32>
+graph.param @opt.step frozen : tensor<i64>
+// CHECK-LABEL: func.func @optimizer
+func.func @optimizer(%g: tensor<4x8xf32>, %s: tensor<i64>, %c: tensor<f32>) {
+  // CHECK: graph.assign @opt.step, %{{.*}} : tensor<i64>
+  graph.assign @opt.step, %s : tensor<i64>
+  // CHECK: graph.sgd_update @opt.w, %{{.*}}, %{{.*}} momentum_buffer @opt.w.momentum {lr = 1.000000e-01 : f64, momentum = 9.000000e-01 : f64, nesterov} : tensor<4x8xf32>, tensor<i64>
+  graph.sgd_update @opt.w, %g, %s momentum_buffer @opt.w.momentum {lr = 0.1 : f64, momentum = 0.9 : f64, nesterov} : tensor<4x8xf32>, tensor<i64>
+  // CHECK: graph.sgd_update @opt.w, %{{.*}}, %{{.*}} scale %{{.*}} {lr = 1.000000e-01 : f64} : tensor<4x8xf32>, tensor<i64>, tensor<f32>
+  graph.sgd_update @opt.w, %g, %s scale %c {lr = 0.1 : f64} : tensor<4x8xf32>, tensor<i64>, tensor<f32>
+  // CHECK: graph.adamw_update @opt.w, %{{.*}}, %{{.*}} scale %{{.*}} moments @opt.w.m, @opt.w.v {lr = 1.000000e-03 : f64} : tensor<4x8xf32>, tensor<i64>, tensor<f32>
+  graph.adamw_update @opt.w, %g, %s scale %c moments @opt.w.m, @opt.w.v {lr = 1.0e-3 : f64} : tensor<4x8xf32>, tensor<i64>, tensor<f32>
+  return
+}
+
 {-#
   dialect_resources: {
     builtin: {

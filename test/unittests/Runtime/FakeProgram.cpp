@@ -6,10 +6,16 @@
 //   sum        = a + b * w + v      a [2, 3], b [3] inputs (f32)
 //   model/idx:0 = iota along dim 1   [2, 3] i64
 // w comes from init_data and v from "fake_weights.bin" at byte offset 8.
+// Built a second time with CLEAVE_FAKE_ABI_VERSION=1 (a program compiled
+// for an older runtime) for the ABI check.
 //
 //===----------------------------------------------------------------------===//
 
 #include "cleave/Runtime/cleave_rt.h"
+
+#ifndef CLEAVE_FAKE_ABI_VERSION
+#define CLEAVE_FAKE_ABI_VERSION CLEAVE_RT_ABI_VERSION
+#endif
 
 namespace {
 
@@ -46,7 +52,18 @@ const cleave_named_tensor kOutputs[] = {
 extern "C" {
 
 const cleave_program_info cleave_program = {
-    CLEAVE_RT_ABI_VERSION, 448, 2, kParams, 2, kInputs, 2, kOutputs,
+    CLEAVE_FAKE_ABI_VERSION,
+    CLEAVE_PROGRAM_INFERENCE,
+    /*arena_bytes=*/448,
+    /*num_params=*/2,
+    /*num_model_params=*/2,
+    kParams,
+    /*num_inputs=*/2,
+    kInputs,
+    /*num_outputs=*/2,
+    kOutputs,
+    /*source_model=*/nullptr,
+    /*training_config=*/nullptr,
 };
 
 void cleave_program_run(char *arena) {

@@ -2,8 +2,9 @@
 //
 // Runs the CleaveRuntimeFakeProgram executable (FakeProgram.cpp linked with
 // cleave_rt_main) as a subprocess: inputs by name and by position, the
-// parameter read from a weights file, outputs written as .npy, and each
-// user error reported as "error: ..." with a non-zero exit status.
+// parameter read from a weights file, outputs written as .npy, the ABI
+// version check, and each user error reported as "error: ..." with a
+// non-zero exit status.
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,11 +44,12 @@ protected:
     ASSERT_TRUE(writeNpy(dir + "/b.npy", "<f4", {3}, b, sizeof(b), error));
   }
 
-  /// Runs the program in `dir` with `args`; returns the exit status and
-  /// leaves stderr in `err`.
-  int run(const std::string &args) {
-    std::string cmd = "cd '" + dir + "' && " + CLEAVE_FAKE_PROGRAM + " " +
-                      args + " >stdout.txt 2>stderr.txt";
+  /// Runs the program (or `exe`) in `dir` with `args`; returns the exit
+  /// status and leaves stderr in `err`.
+  int run(const std::string &args,
+          const std::string &exe = CLEAVE_FAKE_PROGRAM) {
+    std::string cmd =
+        "cd '" + dir + "' && " + exe + " " + args + " >stdout.txt 2>stderr.txt";
     int status = std::system(cmd.c_str());
     std::ifstream errFile(dir + "/stderr.txt"), outFile(dir + "/stdout.txt");
     err.assign(std::istreambuf_iterator<char>(errFile), {});
@@ -96,7 +98,7 @@ TEST_F(RuntimeProgram, PositionalInputsAndNestedOutputDir) {
 TEST_F(RuntimeProgram, Help) {
   ASSERT_EQ(run("--help"), 0);
   EXPECT_NE(out.find("usage:"), std::string::npos) << out;
-  EXPECT_NE(out.find("model/idx:0"), std::string::npos) << out;
+  EXPECT_NE(out.find("model/idx:0  i64 [2, 3]"), std::string::npos) << out;
 }
 
 TEST_F(RuntimeProgram, UserErrors) {
@@ -124,6 +126,14 @@ TEST_F(RuntimeProgram, UserErrors) {
 
   EXPECT_EQ(run("--frobnicate"), 1);
   EXPECT_NE(err.find("error: unknown argument '--frobnicate'"),
+            std::string::npos)
+      << err;
+}
+
+TEST_F(RuntimeProgram, AbiVersion) {
+  EXPECT_EQ(run("--help", CLEAVE_FAKE_PROGRAM_ABI1), 1);
+  EXPECT_NE(err.find("error: the program was compiled for runtime ABI "
+                     "version 1 but this runtime implements 2"),
             std::string::npos)
       << err;
 }

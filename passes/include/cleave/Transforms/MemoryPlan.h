@@ -1,7 +1,8 @@
 //===- MemoryPlan.h - the arena plan recorded on the IR ---------*- C++ -*-===//
 //
 // The attributes through which -cleave-plan-memory hands its plan to the
-// lowering to the runtime, and helpers shared by both.
+// lowering to the runtime (and -cleave-autodiff its training metadata), and
+// helpers shared by them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +23,13 @@ constexpr llvm::StringLiteral kParamBytesAttr("cleave.param_bytes");
 constexpr llvm::StringLiteral kPersistentBytesAttr("cleave.persistent_bytes");
 constexpr llvm::StringLiteral kArenaBytesAttr("cleave.arena_bytes");
 constexpr llvm::StringLiteral kPeakBytesAttr("cleave.peak_bytes");
+
+/// On graph.param: state that an optimizer added (not a model parameter).
+constexpr llvm::StringLiteral kOptimizerStateAttr("cleave.optimizer_state");
+/// On the training function: its loss and optimizer as a JSON object.
+constexpr llvm::StringLiteral kTrainingConfigAttr("cleave.training_config");
+/// On the module: the absolute path of the ONNX model it was imported from.
+constexpr llvm::StringLiteral kSourceModelAttr("cleave.source_model");
 
 /// Bytes of a tensor of `type` (i1 takes one byte per element).
 int64_t getTensorBytes(mlir::Type type);

@@ -132,23 +132,60 @@ def LowerToRuntimePass : Pass<"cleave-lower-to-runtime", "::mlir::ModuleOp"> {
 }
 
 def AutodiffPass : Pass<"cleave-autodiff", "::mlir::ModuleOp"> {
-  let summary = "Builds @train_step: forward, loss and reverse-mode gradients";
+  let summary = "Builds @train_step: forward, loss, gradients and optimizer";
   let description = [{
-    Replaces `@forward` with `@train_step(inputs..., labels)`. The new function
-    runs the forward computation and the loss on the first output, then the
-    reverse-mode backward pass. It returns the loss and the gradient of every
-    trainable parameter (results named `loss` and `grad.<param>`). A value
-    used several times (tied weights, residuals) accumulates its gradients.
+    Replaces `@forward` with `@train_step(inputs..., target)`: the forward
+    computation, the loss on the first output (`cross-entropy` against
+    integer `labels`, or `mse` against float `targets`), and the reverse-mode
+    backward pass built from each op's `GradientOpInterface` rule. A value
+    used several times (tied weights, residuals) sums its gradients; only
+    values that depend on a trainable parameter are differentiated.
 
-    This is the first step of training. The optimizer update and the per-op
-    rule interface come next. The rules cover add, sub, mul, div, neg, exp,
-    log, tanh, sigmoid, silu, relu, gelu, matmul, transpose, reshape,
-    softmax, log_softmax, sum and mean reductions, where, and cross-entropy.
-    Any other op on the gradient path is an error that names it.
+    Without an optimizer the function returns the loss and the gradient of
+    every trainable parameter (`loss`, `grad.<param>`). With
+    `optimizer=sgd|adamw` it returns the loss and updates every parameter
+    in place (`graph.sgd_update`, `graph.adamw_update`), with fp32 state
+    parameters `<param>.momentum`, `<param>.m`, `<param>.v` and the step
+    counter `optimizer.step`, following torch.optim's formulas.
+    `grad-clip` scales all gradients by min(1, clip / (norm + 1e-6)), the
+    global 2-norm, as torch.nn.utils.clip_grad_norm_. `accumulate=K` makes
+    the inputs K times the model's batch and runs forward and backward on K
+    consecutive microbatches, averaging their losses and gradients before
+    one update (only one microbatch's activations are live at a time).
+
+    ```mlir
+    func.func @forward(%x: tensor<4x8xf32>) -> tensor<4x3xf32>
+    ```
+    becomes, with `optimizer=sgd lr=0.1`,
+    ```mlir
+    func.func @train_step(%x: tensor<4x8xf32>, %labels: tensor<4xi64>) -> tensor<f32>
+    ```
   }];
   let options = [
     Option<"loss", "loss", "std::string", /*default=*/"\"cross-entropy\"",
-           "The loss on the first output (cross-entropy)">
+           "The loss on the first output: cross-entropy or mse">,
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"none\"",
+           "none (return gradients), sgd or adamw">,
+    Option<"lr", "lr", "double", /*default=*/"1e-3", "Learning rate">,
+    Option<"momentum", "momentum", "double", /*default=*/"0.0",
+           "SGD momentum">,
+    Option<"dampening", "dampening", "double", /*default=*/"0.0",
+           "SGD dampening">,
+    Option<"nesterov", "nesterov", "bool", /*default=*/"false",
+           "SGD Nesterov momentum">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"-1.0",
+           "Weight decay (negative: the optimizer's default, 0 for SGD and "
+           "0.01 for AdamW)">,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9", "AdamW beta1">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.999", "AdamW beta2">,
+    Option<"eps", "eps", "double", /*default=*/"1e-8", "AdamW epsilon">,
+    Option<"gradClip", "grad-clip", "double", /*default=*/"0.0",
+           "Clip the global gradient 2-norm to this value (0: off)">,
+    Option<"accumulate", "accumulate", "int64_t", /*default=*/"1",
+           "Microbatches per optimizer step">
+  ];
+  let statistics = [
+    Statistic<"numRules", "num-rules", "Gradient rules applied">
   ];
   let dependentDialects = ["::cleave::graph::GraphDialect"];
 }

@@ -204,6 +204,98 @@ void cleave_rt_moe_combine(char *arena, const cleave_tensor *expert_out,
                            const cleave_tensor *experts,
                            const cleave_tensor *out);
 
+/*===----------------------------------------------------------------------===*
+ * Backward kernels (the gradient rules of -cleave-autodiff). Each computes
+ * the vector-Jacobian product of its forward kernel with the same
+ * arguments; `d<name>` is the gradient flowing into tensor <name>. Outputs
+ * are overwritten, never accumulated into.
+ *===----------------------------------------------------------------------===*/
+
+/* dx = dy * f'(x) for op in {RELU, TANH, SIGMOID, SILU, GELU_ERF,
+ * GELU_TANH} (enum cleave_unary); x, dy and dx have one shape; dx may
+ * alias x or dy. */
+void cleave_rt_unary_grad(char *arena, int32_t op, const cleave_tensor *x,
+                          const cleave_tensor *dy, const cleave_tensor *dx);
+/* The gradients of cleave_rt_layer_norm (mean and variance recomputed from
+ * x): dx like x; dscale like scale and dbias like the forward's bias (either
+ * may be NULL, then not computed), summed over the leading dims [0, dim)
+ * and over the dims along which scale or bias broadcast. */
+void cleave_rt_layer_norm_grad(char *arena, const cleave_tensor *x,
+                               const cleave_tensor *scale,
+                               const cleave_tensor *dy, const cleave_tensor *dx,
+                               const cleave_tensor *dscale,
+                               const cleave_tensor *dbias, int64_t dim,
+                               double eps);
+/* The gradients of cleave_rt_rms_norm: dx like x; dscale like scale (may be
+ * NULL), summed as for layer_norm_grad. */
+void cleave_rt_rms_norm_grad(char *arena, const cleave_tensor *x,
+                             const cleave_tensor *scale,
+                             const cleave_tensor *dy, const cleave_tensor *dx,
+                             const cleave_tensor *dscale, int64_t dim,
+                             double eps);
+/* The gradients of cleave_rt_attention (same q, k, v, mask, causal, scale):
+ * dq like q; dk, dv like k, v, each summed over the query heads that share
+ * the kv head. The mask gets no gradient. Fully masked rows give zeros. */
+void cleave_rt_attention_grad(char *arena, const cleave_tensor *q,
+                              const cleave_tensor *k, const cleave_tensor *v,
+                              const cleave_tensor *mask,
+                              const cleave_tensor *dout,
+                              const cleave_tensor *dq, const cleave_tensor *dk,
+                              const cleave_tensor *dv, int32_t causal,
+                              double scale);
+/* The transpose of cleave_rt_gather: out (the data's shape) is zeroed, then
+ * out[..., idx, ...] += dy[..., j, ...] for every index position j (a
+ * negative index counts from the end, as in the forward). dy and out are
+ * float types (summed in f32, in index order). */
+void cleave_rt_gather_grad(char *arena, const cleave_tensor *dy,
+                           const cleave_tensor *indices,
+                           const cleave_tensor *out, int64_t dim);
+/* The transpose of cleave_rt_slice: out (the sliced operand's shape) is
+ * zeroed, then out[start + i * stride] = dy[i] per dim. Copies bytes (dy
+ * and out of one dtype); a stride of 0 along a dim of size > 1 (a repeated
+ * read in the forward, whose transpose would be a sum) is rejected. */
+void cleave_rt_slice_grad(char *arena, const cleave_tensor *dy,
+                          const cleave_tensor *out, const int64_t *start,
+                          const int64_t *strides);
+/* d logits of cleave_rt_cross_entropy scaled by the scalar dloss:
+ * (softmax(logits) - onehot(label)) * dloss / count, count being the
+ * number of positions not ignored; ignored positions get zeros (so all
+ * zeros when every position is ignored). */
+void cleave_rt_cross_entropy_grad(char *arena, const cleave_tensor *logits,
+                                  const cleave_tensor *labels,
+                                  const cleave_tensor *dloss,
+                                  const cleave_tensor *dlogits,
+                                  int32_t has_ignore, int64_t ignore_index);
+
+/*===----------------------------------------------------------------------===*
+ * Optimizer updates, in place on f32 parameters and f32 state, with exactly
+ * the update formulas of torch.optim.SGD and torch.optim.AdamW. `step` is
+ * an i64 scalar holding the 1-based number of this update; `grad_scale`
+ * (may be NULL) is an f32 scalar the gradient is multiplied by first (the
+ * global-norm clipping coefficient). The gradient may be f32, f16 or bf16.
+ *===----------------------------------------------------------------------===*/
+
+/* g = grad * scale + weight_decay * p; with momentum != 0: buf = g on step
+ * 1, else buf = momentum * buf + (1 - dampening) * g, and g = buf (or
+ * g + momentum * buf when nesterov); then p -= lr * g. momentum_buf may be
+ * NULL only when momentum is 0. */
+void cleave_rt_sgd(char *arena, const cleave_tensor *param,
+                   const cleave_tensor *grad,
+                   const cleave_tensor *momentum_buf,
+                   const cleave_tensor *step, const cleave_tensor *grad_scale,
+                   double lr, double momentum, double dampening,
+                   double weight_decay, int32_t nesterov);
+/* p *= 1 - lr * weight_decay; m = beta1 m + (1 - beta1) g;
+ * v = beta2 v + (1 - beta2) g^2; p -= lr / (1 - beta1^t) * m /
+ * (sqrt(v) / sqrt(1 - beta2^t) + eps), t = *step. (As PyTorch 1.13
+ * computes m; PyTorch 2 writes it as m.lerp_(g, 1 - beta1), which rounds
+ * differently.) */
+void cleave_rt_adamw(char *arena, const cleave_tensor *param,
+                     const cleave_tensor *grad, const cleave_tensor *m,
+                     const cleave_tensor *v, const cleave_tensor *step,
+                     const cleave_tensor *grad_scale, double lr, double beta1,
+                     double beta2, double eps, double weight_decay);
+
 /* Reports a fatal error ("error: <message>") and exits with status 1. */
 void cleave_rt_fail(const char *format, ...);
 
@@ -223,28 +315,58 @@ typedef struct cleave_named_tensor {
   int64_t init_offset;
 } cleave_named_tensor;
 
+enum cleave_program_kind {
+  /* Runs the model: inputs in, outputs out. */
+  CLEAVE_PROGRAM_INFERENCE = 0,
+  /* One training step: the inputs are the model's inputs followed by the
+   * loss's target (named "labels" for cross-entropy, "targets" for mse);
+   * output 0 is the scalar f32 "loss" (the mean over the batch); the
+   * optimizer update writes the parameters and their state in place. */
+  CLEAVE_PROGRAM_TRAINING = 1,
+};
+
 typedef struct cleave_program_info {
   int32_t abi_version; /* CLEAVE_RT_ABI_VERSION */
+  int32_t kind;        /* enum cleave_program_kind */
   int64_t arena_bytes;
+  /* params[0, num_model_params) are the model's own parameters, in the
+   * order of the source model; the rest are optimizer state ("<param>.m",
+   * "<param>.v", "<param>.momentum", "optimizer.step"). */
   int64_t num_params;
+  int64_t num_model_params;
   const cleave_named_tensor *params;
   int64_t num_inputs;
   const cleave_named_tensor *inputs;
   int64_t num_outputs;
   const cleave_named_tensor *outputs;
+  /* The absolute path of the ONNX model the program was compiled from, or
+   * NULL (compiled from MLIR). Parameter names are its initializer names. */
+  const char *source_model;
+  /* Training programs: a JSON object describing the loss and the optimizer
+   * (e.g. {"loss":"cross-entropy","optimizer":"adamw","lr":0.001,...});
+   * NULL otherwise. */
+  const char *training_config;
 } cleave_program_info;
 
-#define CLEAVE_RT_ABI_VERSION 1
+#define CLEAVE_RT_ABI_VERSION 2
 
-/* Defined by the compiled object. The CPU runtime's main:
- *   prog [--input NAME=FILE.npy | --input FILE.npy]... --output-dir DIR
- * (unnamed inputs fill the remaining inputs in order). It checks
- * abi_version, allocates the arena 64-byte aligned and zeroed, and reads a
+/* Defined by the compiled object. The CPU runtime's main checks
+ * abi_version (first: the rest of the struct is only meaningful when it
+ * matches), allocates the arena 64-byte aligned and zeroed, reads a
  * relative `init_file` from the working directory, else from the
- * executable's directory. Inputs must match their descriptor's dtype and
- * shape exactly (bf16 is read from and written as float32, '<f4'). Output
- * NAME is written to DIR/NAME.npy with each character outside
- * [A-Za-z0-9._-] replaced by '_'. */
+ * executable's directory, and dispatches on `kind`. An inference program:
+ *   prog [--input NAME=FILE.npy | --input FILE.npy]... --output-dir DIR
+ * (unnamed inputs fill the remaining inputs in order). Inputs must match
+ * their descriptor's dtype and shape exactly (bf16 is read from and written
+ * as float32, '<f4'). Output NAME is written to DIR/NAME.npy with each
+ * character outside [A-Za-z0-9._-] replaced by '_'. A training program:
+ *   prog --inputs A.npy[,B.npy...] --targets T.npy --steps N [options]
+ *   prog --tokens FILE.bin [--seq S] --steps N [options]
+ * runs cleave_program_run once per step on the step's batch (samples along
+ * the arrays' first dimension, step k taking samples (k-1)*B + i mod N,
+ * B the inputs' first dimension), with checkpoints (--save, --save-every,
+ * --resume: DIR/model.safetensors with every parameter) and --export-onnx;
+ * `prog --help` documents it all. */
 extern const cleave_program_info cleave_program;
 void cleave_program_run(char *arena);
 

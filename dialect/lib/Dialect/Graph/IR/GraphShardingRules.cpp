@@ -411,3 +411,128 @@ ShardingRule MoeCombineOp::getShardingRule() {
               FactorKind::NeedReplication);
   return b.take();
 }
+
+//===----------------------------------------------------------------------===//
+// Backward ops
+//===----------------------------------------------------------------------===//
+//
+// A factor that the input gradient carries but a parameter gradient does not
+// (the batch of a norm's scale gradient, the query heads of a shared key) is
+// a reduction: sharding it shards the input gradient and leaves the
+// parameter gradient partial.
+
+ShardingRule GeluGradOp::getShardingRule() { return elementwiseRule(*this); }
+ShardingRule SiluGradOp::getShardingRule() { return elementwiseRule(*this); }
+
+namespace {
+/// layer_norm_grad and rms_norm_grad: operands (x, scale, dy), results (dx,
+/// dscale[, dbias]).
+ShardingRule normGradRule(Operation *op, int64_t normDim) {
+  B b(op);
+  Value in = op->getOperand(0);
+  auto rank = cast<RankedTensorType>(in.getType()).getRank();
+  for (int64_t d = 0; d < rank; ++d) {
+    SmallVector<B::DimRef> dims = {B::operand(0, d), B::operand(2, d),
+                                   B::result(0, d)};
+    bool normalized = d >= normDim;
+    if (normalized) {
+      dims.push_back(B::operand(1, d - normDim));
+      for (unsigned r = 1; r < op->getNumResults(); ++r)
+        dims.push_back(B::result(r, d - normDim));
+    }
+    b.addFactor(dimSize(in, d), dims,
+                normalized ? FactorKind::NeedReplication
+                           : FactorKind::Reduction);
+  }
+  return b.take();
+}
+} // namespace
+
+ShardingRule LayerNormGradOp::getShardingRule() {
+  return normGradRule(*this, getDim());
+}
+ShardingRule RmsNormGradOp::getShardingRule() {
+  return normGradRule(*this, getDim());
+}
+
+ShardingRule AttentionGradOp::getShardingRule() {
+  // q[b, (hkv g), sq, d], k[b, hkv, sk, d], v[b, hkv, sk, dv],
+  // grad[b, (hkv g), sq, dv] -> dq like q, dk like k, dv like v.
+  B b(*this);
+  ArrayRef<int64_t> q = getQuery().getType().getShape(),
+                    k = getKey().getType().getShape(),
+                    v = getValue().getType().getShape();
+  int64_t groups = q[1] / k[1];
+  b.addFactor(q[0], {B::operand(0, 0), B::operand(1, 0), B::operand(2, 0),
+                     B::operand(3, 0), B::result(0, 0), B::result(1, 0),
+                     B::result(2, 0)});
+  b.addFactor(k[1], {B::operand(0, 1), B::operand(1, 1), B::operand(2, 1),
+                     B::operand(3, 1), B::result(0, 1), B::result(1, 1),
+                     B::result(2, 1)});
+  b.addFactor(groups, {B::operand(0, 1), B::operand(3, 1), B::result(0, 1)},
+              FactorKind::Reduction);
+  b.addFactor(q[2], {B::operand(0, 2), B::operand(3, 2), B::result(0, 2)},
+              FactorKind::Reduction, ReductionKind::Sum,
+              /*needsHook=*/getCausal());
+  b.addFactor(k[2], {B::operand(1, 2), B::operand(2, 2), B::result(1, 2),
+                     B::result(2, 2)},
+              FactorKind::NeedReplication, ReductionKind::Sum,
+              /*needsHook=*/true);
+  b.addFactor(q[3], {B::operand(0, 3), B::operand(1, 3), B::result(0, 3),
+                     B::result(1, 3)},
+              FactorKind::NeedReplication);
+  b.addFactor(v[3], {B::operand(2, 3), B::operand(3, 3), B::result(2, 3)},
+              FactorKind::NeedReplication);
+  b.addOwnFactorsToOperands(FactorKind::NeedReplication);
+  return b.take();
+}
+
+ShardingRule GatherGradOp::getShardingRule() {
+  // grad[pre..., idx..., post...], indices[idx...] -> [pre..., V, post...]:
+  // the index positions are summed away; sharding V (the vocabulary) needs
+  // the partition hook that keeps only the rows a shard owns.
+  B b(*this);
+  RankedTensorType data = getType(), idx = getIndices().getType();
+  int64_t dim = getDim(), n = idx.getRank();
+  for (int64_t d = 0; d < dim; ++d)
+    b.addFactor(data.getDimSize(d), {B::operand(0, d), B::result(0, d)});
+  for (int64_t d = 0; d < n; ++d)
+    b.addFactor(idx.getDimSize(d), {B::operand(0, dim + d), B::operand(1, d)},
+                FactorKind::Reduction);
+  for (int64_t d = dim + 1; d < data.getRank(); ++d)
+    b.addFactor(data.getDimSize(d),
+                {B::operand(0, d - 1 + n), B::result(0, d)});
+  b.addFactor(data.getDimSize(dim), {B::result(0, dim)},
+              FactorKind::Parallel, ReductionKind::Sum, /*needsHook=*/true);
+  return b.take();
+}
+
+ShardingRule SliceGradOp::getShardingRule() {
+  // Dimensions the slice kept whole are shared; the others stay whole.
+  B b(*this);
+  RankedTensorType grad = getGrad().getType();
+  for (int64_t d = 0; d < grad.getRank(); ++d)
+    if (grad.getDimSize(d) == getType().getDimSize(d))
+      b.addFactor(grad.getDimSize(d), {B::operand(0, d), B::result(0, d)});
+  b.addOwnFactorsToOperands(FactorKind::NeedReplication);
+  b.addOwnFactorsToResults(FactorKind::NeedReplication);
+  return b.take();
+}
+
+ShardingRule CrossEntropyGradOp::getShardingRule() {
+  // Positions are parallel (each gets its own row of probabilities); the
+  // class dimension needs the vocabulary-parallel hook for the softmax.
+  B b(*this);
+  RankedTensorType logits = getLogits().getType();
+  int64_t rank = logits.getRank();
+  for (int64_t d = 0; d + 1 < rank; ++d)
+    b.addFactor(logits.getDimSize(d),
+                {B::operand(0, d), B::operand(1, d), B::result(0, d)},
+                FactorKind::Parallel, ReductionKind::Sum,
+                /*needsHook=*/getIgnoreIndex().has_value());
+  b.addFactor(logits.getDimSize(rank - 1),
+              {B::operand(0, rank - 1), B::result(0, rank - 1)},
+              FactorKind::NeedReplication, ReductionKind::Sum,
+              /*needsHook=*/true);
+  return b.take();
+}

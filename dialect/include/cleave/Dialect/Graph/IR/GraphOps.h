@@ -16,6 +16,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "cleave/Dialect/Graph/IR/GraphDialect.h"
+#include "cleave/Interfaces/GradientOpInterface.h"
 #include "cleave/Interfaces/ShardingRule.h"
 
 #define GET_OP_CLASSES

@@ -1,0 +1,57 @@
+//===- Checkpoint.h - training checkpoints as safetensors -------*- C++ -*-===//
+//
+// A checkpoint is DIR/model.safetensors: every parameter of the program
+// (the model's and the optimizer state, "optimizer.step" included) in the
+// safetensors format, i.e. an 8-byte little-endian header length, a JSON
+// header
+//   {"__metadata__": {"format": "cleave", "format_version": "1",
+//                     "step": "5", "fingerprint": "<16 hex digits>",
+//                     "num_model_params": "2", "source_model": "...",
+//                     "training_config": "{...}",
+//                     "data_order": "sequential" | "shuffle seed S"},
+//    "<name>": {"dtype": "F32", "shape": [3], "data_offsets": [0, 12]},
+//    ...}
+// padded with spaces to a multiple of 8 bytes, then the tensors' bytes
+// (little-endian, row-major, in order of decreasing element size so that
+// each is naturally aligned). dtypes are F32, F16, BF16, I64, I32 and BOOL.
+// The single file carries everything needed to resume, so replacing it with
+// one rename is atomic. DIR/meta.json repeats the metadata for people; it is
+// never read back.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_RUNTIME_TRAINER_CHECKPOINT_H
+#define CLEAVE_RUNTIME_TRAINER_CHECKPOINT_H
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace cleave::rt::trainer {
+
+/// 16 hex digits of the 64-bit FNV-1a hash of the lines
+/// "<name>\t<dtype>\t<d0>,<d1>,...\n" of every parameter, sorted by name
+/// (dtype as in the safetensors header).
+std::string paramFingerprint();
+
+/// Creates `dir` if needed and checks that a file can be written in it.
+void prepareCheckpointDir(const std::string &dir);
+
+/// Writes the checkpoint of the program's parameters in `arena` after
+/// `step` completed steps (`loss`: the last step's, for meta.json; none
+/// when no step ran in this process). `dataOrder` records how the batches
+/// were drawn ("sequential", "shuffle seed S").
+void saveCheckpoint(const std::string &dir, const char *arena, int64_t step,
+                    std::optional<float> loss, const std::string &dataOrder);
+
+/// Loads every parameter from the checkpoint in `dir` into `arena` after
+/// checking that the checkpoint holds exactly the program's parameters with
+/// their dtypes and shapes; returns its step. Warns on stderr when the
+/// checkpoint was written with another training config or data order (the
+/// run then continues, but not as the original one would have).
+int64_t loadCheckpoint(const std::string &dir, char *arena,
+                       const std::string &dataOrder);
+
+} // namespace cleave::rt::trainer
+
+#endif // CLEAVE_RUNTIME_TRAINER_CHECKPOINT_H

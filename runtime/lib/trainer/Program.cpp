@@ -1,0 +1,207 @@
+//===- Program.cpp - the linked program as the main sees it ---------------===//
+//
+// Metadata checks, the arena and the parameters' initial values, shared by
+// the inference and the training main.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Program.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+using namespace cleave::rt::trainer;
+namespace fs = std::filesystem;
+
+size_t cleave::rt::trainer::dtypeSize(int32_t dtype) {
+  static const size_t sizes[] = {4, 2, 2, 8, 4, 1};
+  return dtype >= 0 && dtype <= CLEAVE_I1 ? sizes[dtype] : 0;
+}
+
+std::string cleave::rt::trainer::dtypeName(int32_t dtype) {
+  static const char *names[] = {"f32", "f16", "bf16", "i64", "i32", "i1"};
+  if (dtype >= 0 && dtype <= CLEAVE_I1)
+    return names[dtype];
+  return "dtype " + std::to_string(dtype);
+}
+
+std::vector<int64_t> cleave::rt::trainer::shapeOf(const cleave_tensor &t) {
+  return std::vector<int64_t>(t.shape, t.shape + t.rank);
+}
+
+int64_t cleave::rt::trainer::numElements(const cleave_tensor &t) {
+  int64_t n = 1;
+  for (int d = 0; d < t.rank; ++d)
+    n *= t.shape[d];
+  return n;
+}
+
+int64_t cleave::rt::trainer::tensorBytes(const cleave_tensor &t) {
+  return numElements(t) * int64_t(dtypeSize(t.dtype));
+}
+
+std::string
+cleave::rt::trainer::shapeString(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+std::string cleave::rt::trainer::describe(const cleave_tensor &t) {
+  return dtypeName(t.dtype) + " " + shapeString(shapeOf(t));
+}
+
+namespace {
+
+/// Checks that each named tensor is well formed and lies inside the arena.
+void checkTensors(const char *kind, const cleave_named_tensor *list,
+                  int64_t count, int64_t arenaBytes) {
+  if (count < 0 || (count > 0 && !list))
+    fail(std::string("program metadata: bad ") + kind + " list");
+  for (int64_t i = 0; i < count; ++i) {
+    const cleave_named_tensor &nt = list[i];
+    const cleave_tensor &t = nt.tensor;
+    if (!nt.name)
+      fail(std::string(kind) + " " + std::to_string(i) + " has no name");
+    std::string what = std::string(kind) + " '" + nt.name + "'";
+    if (t.dtype < 0 || t.dtype > CLEAVE_I1 || t.rank < 0 ||
+        t.rank > CLEAVE_RT_MAX_RANK)
+      fail("program metadata: " + what + " has dtype " +
+           std::to_string(t.dtype) + " and rank " + std::to_string(t.rank));
+    int64_t elements = 1;
+    for (int d = 0; d < t.rank; ++d) {
+      if (t.shape[d] < 0)
+        fail("program metadata: " + what + " has a negative size");
+      if (t.shape[d] != 0 && elements > (int64_t(1) << 56) / t.shape[d])
+        fail("program metadata: " + what + " is too large");
+      elements *= t.shape[d];
+    }
+    if (t.offset < 0 || t.offset + tensorBytes(t) > arenaBytes)
+      fail("program metadata: " + what + " at offset " +
+           std::to_string(t.offset) + " (" + std::to_string(tensorBytes(t)) +
+           " bytes) lies outside the arena of " + std::to_string(arenaBytes) +
+           " bytes");
+  }
+}
+
+struct FileCloser {
+  void operator()(FILE *f) const { std::fclose(f); }
+};
+
+} // namespace
+
+void cleave::rt::trainer::checkProgram() {
+  const cleave_program_info &p = cleave_program;
+  if (p.abi_version != CLEAVE_RT_ABI_VERSION)
+    fail("the program was compiled for runtime ABI version " +
+         std::to_string(p.abi_version) + " but this runtime implements " +
+         std::to_string(CLEAVE_RT_ABI_VERSION));
+  if (p.kind != CLEAVE_PROGRAM_INFERENCE && p.kind != CLEAVE_PROGRAM_TRAINING)
+    fail("program metadata: unknown program kind " + std::to_string(p.kind));
+  if (p.arena_bytes < 0)
+    fail("program metadata: negative arena size");
+  if (p.num_model_params < 0 || p.num_model_params > p.num_params)
+    fail("program metadata: " + std::to_string(p.num_model_params) +
+         " model parameters out of " + std::to_string(p.num_params));
+  checkTensors("parameter", p.params, p.num_params, p.arena_bytes);
+  checkTensors("input", p.inputs, p.num_inputs, p.arena_bytes);
+  checkTensors("output", p.outputs, p.num_outputs, p.arena_bytes);
+}
+
+Arena::Arena(int64_t bytes) {
+  // aligned_alloc needs a multiple of the alignment.
+  size_t size = (size_t(bytes) + 63) / 64 * 64;
+  if (size == 0)
+    size = 64;
+  base = static_cast<char *>(std::aligned_alloc(64, size));
+  if (!base)
+    fail("cannot allocate the arena of " + std::to_string(bytes) + " bytes");
+  std::memset(base, 0, size);
+}
+
+Arena::~Arena() { std::free(base); }
+
+std::string
+cleave::rt::trainer::resolveBesideExecutable(const std::string &file) {
+  fs::path path(file);
+  std::error_code ec;
+  if (path.is_absolute() || fs::exists(path, ec))
+    return file;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    fs::path beside = exe.parent_path() / path;
+    if (fs::exists(beside, ec))
+      return beside.string();
+  }
+  return file;
+}
+
+void cleave::rt::trainer::initParams(char *arena) {
+  const cleave_program_info &p = cleave_program;
+  for (int64_t i = 0; i < p.num_params; ++i) {
+    const cleave_named_tensor &param = p.params[i];
+    char *dst = arena + param.tensor.offset;
+    size_t bytes = size_t(tensorBytes(param.tensor));
+    if (param.init_data) {
+      std::memcpy(dst, param.init_data, bytes);
+      continue;
+    }
+    if (!param.init_file)
+      continue; // stays zero
+    std::string file = resolveBesideExecutable(param.init_file);
+    std::unique_ptr<FILE, FileCloser> f(std::fopen(file.c_str(), "rb"));
+    if (!f)
+      fail(file + ": cannot open the initial value of parameter '" +
+           param.name + "': " + std::strerror(errno));
+    if (param.init_offset < 0 ||
+        std::fseek(f.get(), long(param.init_offset), SEEK_SET) != 0)
+      fail(file + ": cannot seek to offset " +
+           std::to_string(param.init_offset) + " for parameter '" + param.name +
+           "'");
+    size_t got = bytes ? std::fread(dst, 1, bytes, f.get()) : 0;
+    if (got != bytes)
+      fail(file + ": parameter '" + param.name + "' needs " +
+           std::to_string(bytes) + " bytes at offset " +
+           std::to_string(param.init_offset) + ", the file has " +
+           std::to_string(got));
+  }
+}
+
+void cleave::rt::trainer::writeFileAtomically(
+    const std::string &path, const std::string &what,
+    const std::function<bool(FILE *)> &write) {
+  std::string tmp = path + ".tmp";
+  FILE *f = std::fopen(tmp.c_str(), "wb");
+  if (!f)
+    fail("cannot write the " + what + " " + tmp + ": " + std::strerror(errno));
+  errno = 0;
+  bool ok = write(f) && !std::ferror(f) && std::fflush(f) == 0 &&
+            ::fsync(::fileno(f)) == 0;
+  int err = errno;
+  ok = std::fclose(f) == 0 && ok;
+  if (!ok) {
+    std::remove(tmp.c_str());
+    fail("cannot write the " + what + " " + tmp + ": " +
+         std::strerror(err ? err : EIO));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    err = errno;
+    std::remove(tmp.c_str());
+    fail("cannot rename " + tmp + " to " + path + ": " + std::strerror(err));
+  }
+  // The rename is durable once the directory entry is.
+  std::string dir = fs::path(path).parent_path().string();
+  int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+}

@@ -1,0 +1,93 @@
+//===- Program.h - the linked program as the main sees it -------*- C++ -*-===//
+//
+// What the inference and training mains share: the error type every user
+// error is thrown as (main turns it into "error: ..." and exit status 1),
+// dtype and shape helpers, the checks of the program's metadata, the arena
+// and the parameters' initial values.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_RUNTIME_TRAINER_PROGRAM_H
+#define CLEAVE_RUNTIME_TRAINER_PROGRAM_H
+
+#include "cleave/Runtime/cleave_rt.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace cleave::rt::trainer {
+
+/// A user error (bad file, bad argument, bad metadata). The message is one
+/// line without the "error: " prefix.
+class Error : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+[[noreturn]] inline void fail(const std::string &message) {
+  throw Error(message);
+}
+
+/// Bytes per element of `dtype` (i1 is one byte); 0 for an unknown dtype.
+size_t dtypeSize(int32_t dtype);
+/// "f32", "f16", "bf16", "i64", "i32", "i1" (or "dtype N").
+std::string dtypeName(int32_t dtype);
+inline bool isIntegerDtype(int32_t dtype) {
+  return dtype == CLEAVE_I64 || dtype == CLEAVE_I32;
+}
+inline bool isFloatDtype(int32_t dtype) {
+  return dtype == CLEAVE_F32 || dtype == CLEAVE_F16 || dtype == CLEAVE_BF16;
+}
+
+std::vector<int64_t> shapeOf(const cleave_tensor &t);
+int64_t numElements(const cleave_tensor &t);
+int64_t tensorBytes(const cleave_tensor &t);
+/// "[2, 3]"; "[]" for a scalar.
+std::string shapeString(const std::vector<int64_t> &shape);
+/// "f32 [2, 3]".
+std::string describe(const cleave_tensor &t);
+
+/// Checks the ABI version first (the rest of the struct is only meaningful
+/// when it matches), then the kind, the counts and that every tensor is well
+/// formed and inside the arena.
+void checkProgram();
+
+/// The program's arena: 64-byte aligned and zeroed.
+class Arena {
+public:
+  explicit Arena(int64_t bytes);
+  ~Arena();
+  Arena(const Arena &) = delete;
+  Arena &operator=(const Arena &) = delete;
+  char *data() { return base; }
+  const char *data() const { return base; }
+
+private:
+  char *base = nullptr;
+};
+
+/// Writes each parameter's initial value (init_data or init_file) into the
+/// arena.
+void initParams(char *arena);
+
+/// A relative path names a file in the working directory if there is one,
+/// else next to the executable (so that a program and its files can move
+/// together); returned unchanged when neither exists.
+std::string resolveBesideExecutable(const std::string &file);
+
+/// Replaces `path` atomically: `write` fills PATH.tmp (returning false, or
+/// leaving the stream in error, on failure), which is then flushed, synced
+/// to disk and renamed over `path`, and the directory is synced, so that a
+/// crash leaves either the old or the new file. `what` names the file in
+/// errors ("checkpoint", "ONNX model").
+void writeFileAtomically(const std::string &path, const std::string &what,
+                         const std::function<bool(FILE *)> &write);
+
+} // namespace cleave::rt::trainer
+
+#endif // CLEAVE_RUNTIME_TRAINER_PROGRAM_H

@@ -1,0 +1,524 @@
+//===- Train.cpp - the main of training programs --------------------------===//
+//
+// Each step copies its batch into the input descriptors, calls
+// cleave_program_run (forward, backward and the optimizer update, all in
+// the program) and reads the scalar loss from output 0. Everything that
+// decides what a step computes (the parameters and optimizer state in the
+// arena, the batch as a function of the step number) is either in the
+// checkpoint or derived from the step, so a resumed run repeats an
+// uninterrupted one bit for bit.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Train.h"
+
+#include "Checkpoint.h"
+#include "Data.h"
+#include "Json.h"
+#include "OnnxExport.h"
+#include "Program.h"
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <sys/resource.h>
+
+using namespace cleave::rt::trainer;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TrainOptions {
+  std::vector<std::string> inputFiles; // per program input, the target last
+  std::string tokens, tokenDtype = "uint16";
+  int64_t seq = 0; // 0: the model's
+  bool shuffle = false;
+  uint64_t seed = 0;
+  int64_t steps = -1; // -1: not given
+  std::string save, resume, exportOnnx, logJson;
+  int64_t saveEvery = 0, logEvery = 1;
+  bool quiet = false;
+};
+
+std::string listTensors(const cleave_named_tensor *list, int64_t begin,
+                        int64_t end) {
+  std::string s;
+  for (int64_t i = begin; i < end; ++i)
+    s += "  " + std::string(list[i].name) + "  " + describe(list[i].tensor) +
+         "\n";
+  return s.empty() ? "  (none)\n" : s;
+}
+
+std::string humanBytes(int64_t bytes) {
+  char buf[32];
+  if (bytes < 1024)
+    std::snprintf(buf, sizeof(buf), "%lld bytes", (long long)bytes);
+  else if (bytes < (int64_t(1) << 20))
+    std::snprintf(buf, sizeof(buf), "%.1f KiB", double(bytes) / 1024);
+  else if (bytes < (int64_t(1) << 30))
+    std::snprintf(buf, sizeof(buf), "%.1f MiB", double(bytes) / (1 << 20));
+  else
+    std::snprintf(buf, sizeof(buf), "%.2f GiB", double(bytes) / (1 << 30));
+  return buf;
+}
+
+/// The usage text; %s is the program name (twice).
+const char *const kUsage =
+    R"(usage: %s --inputs FILE.npy[,FILE.npy...] --targets FILE.npy --steps N [options]
+       %s --tokens FILE.bin [--seq S] --steps N [options]
+
+Trains the compiled model. Each step copies the next batch of samples
+into the program's inputs, runs one training step (forward, backward
+and optimizer update, all compiled into the program) and reports the
+loss.
+
+data:
+  --inputs LIST       the .npy files of the model's inputs, comma-
+                      separated in the model's input order, or
+                      NAME=FILE items; may be repeated. Each array holds
+                      samples along its first dimension; the others
+                      must equal the input's dimensions after its batch
+                      dimension.
+  --targets FILE      the .npy file of the loss target (the program's
+                      last input), same layout. Integer data may be
+                      int64 or int32, float data float32, float64 or
+                      float16: it is converted to the input's dtype.
+  --tokens FILE       a flat file of tokens (as nanoGPT's train.bin),
+                      for a model with one integer input [B, S] and
+                      labels [B, S]: sample i is tokens [i*S, i*S+S)
+                      with labels [i*S+1, i*S+S+1), N = (T-1)/S samples
+                      of a file of T tokens
+  --token-dtype T     uint16 (default) or uint32
+  --seq S             the sequence length; must equal the model's
+                      (default: the model's)
+  --shuffle           visit the samples in a new random order every
+                      epoch
+  --seed S            the shuffling seed (default 0)
+
+All inputs must have the same number of samples N. Step k (counted
+from 1) reads positions (k-1)*B .. k*B-1 of the sample sequence, B the
+batch size; position p reads sample perm_e[p %% N] of epoch e = p / N,
+so the data wraps around. perm_e is 0..N-1, or with --shuffle the
+Fisher-Yates shuffle driven by std::mt19937_64 seeded with S + e
+(for i = N-1 down to 1: swap(perm[i], perm[r %% (i+1)]), r = rng()).
+The batch is thus a function of the step number alone.
+
+training:
+  --steps N           the TOTAL number of steps: with --resume from a
+                      checkpoint at step s, steps s+1..N run (default
+                      with --resume: s, i.e. none)
+  --save DIR          write a checkpoint to DIR at the end
+  --save-every K      also after every K-th step (needs --save)
+  --resume DIR        load the checkpoint in DIR (parameters and
+                      optimizer state) and continue after its step; the
+                      losses are those of an uninterrupted run
+  --export-onnx FILE  at the end, write the source ONNX model with the
+                      trained parameter values (inline, so the file
+                      stands alone; directories are created)
+
+output:
+  --log-every K       print every K-th progress line (default 1; the
+                      last step is always printed)
+  --quiet             no banner, progress or summary
+  --log-json FILE     one JSON object per step and line:
+                      {"step": k, "loss": x, "tokens_per_s": y, "ms": z}
+                      (loss with 9 significant digits, which round-trip
+                      an f32; appended to with --resume)
+  --help              this message
+
+progress line:
+  step k/N  loss X  tokens/s Y  ms/step Z  eta Ts  mem M MiB
+tokens are the elements of the target per step; tokens/s and ms/step
+average the steps since the previous line (one step: copying the
+batch in and running the program); eta extrapolates the mean step
+time of this run; mem is the process's peak resident memory (the
+arena, the data and the runtime).
+
+checkpoints: DIR/model.safetensors holds every parameter (the model's
+and the optimizer state, "optimizer.step" included) with __metadata__
+format, format_version, step, fingerprint (of the parameter names,
+dtypes and shapes), num_model_params, source_model, training_config
+and data_order; it is replaced atomically (written to .tmp, synced,
+renamed). DIR/meta.json repeats the metadata for people. Resuming
+needs exactly this program's parameters, and warns when the training
+config or the data order differ. Ctrl-C (or SIGTERM) ends the run
+after the current step, saving a checkpoint with --save.
+)";
+
+void printUsage(const char *argv0) {
+  const cleave_program_info &p = cleave_program;
+  std::printf(kUsage, argv0, argv0);
+  int64_t modelBytes = 0, stateBytes = 0;
+  for (int64_t i = 0; i < p.num_params; ++i)
+    (i < p.num_model_params ? modelBytes : stateBytes) +=
+        tensorBytes(p.params[i].tensor);
+  std::printf("\nprogram: training\ninputs (the last is the loss target):\n%s"
+              "outputs (output 0 is the loss):\n%s"
+              "parameters: %lld of the model (%s), %lld of optimizer state "
+              "(%s)\n"
+              "arena: %s\nsource model: %s\ntraining config: %s\n",
+              listTensors(p.inputs, 0, p.num_inputs).c_str(),
+              listTensors(p.outputs, 0, p.num_outputs).c_str(),
+              (long long)p.num_model_params, humanBytes(modelBytes).c_str(),
+              (long long)(p.num_params - p.num_model_params),
+              humanBytes(stateBytes).c_str(), humanBytes(p.arena_bytes).c_str(),
+              p.source_model ? p.source_model : "(none)",
+              p.training_config ? p.training_config : "(none)");
+}
+
+int64_t parseCount(const std::string &flag, const std::string &text,
+                   int64_t min) {
+  char *end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno != 0 || v < min)
+    fail(flag + " expects an integer >= " + std::to_string(min) + ", got '" +
+         text + "'");
+  return v;
+}
+
+/// Assigns `spec` (NAME=FILE or FILE) to an input; unnamed files are kept
+/// in `positional`. The longest input name before an '=' wins.
+void assignInput(const std::string &spec, std::vector<std::string> &files,
+                 std::vector<std::string> &positional) {
+  const cleave_program_info &p = cleave_program;
+  int64_t match = -1;
+  size_t matchLen = 0;
+  for (int64_t in = 0; in < p.num_inputs; ++in) {
+    std::string name = p.inputs[in].name;
+    if (spec.size() > name.size() && spec.compare(0, name.size(), name) == 0 &&
+        spec[name.size()] == '=' && name.size() >= matchLen) {
+      match = in;
+      matchLen = name.size();
+    }
+  }
+  if (match < 0) {
+    positional.push_back(spec);
+    return;
+  }
+  if (match == p.num_inputs - 1)
+    fail("'" + std::string(p.inputs[match].name) +
+         "' is the loss target: give it with --targets FILE");
+  std::string &slot = files[size_t(match)];
+  if (!slot.empty())
+    fail(std::string("input '") + p.inputs[match].name + "' is given twice");
+  slot = spec.substr(matchLen + 1);
+}
+
+/// The training program's own contract (cleave_rt.h): inputs, then the
+/// target, and the f32 scalar loss as output 0.
+void checkTrainingProgram() {
+  const cleave_program_info &p = cleave_program;
+  if (p.num_inputs < 1)
+    fail("program metadata: a training program needs at least the loss "
+         "target as an input");
+  if (p.num_outputs < 1 || p.outputs[0].tensor.dtype != CLEAVE_F32 ||
+      numElements(p.outputs[0].tensor) != 1)
+    fail("program metadata: output 0 of a training program must be the f32 "
+         "scalar loss" +
+         (p.num_outputs ? ", got '" + std::string(p.outputs[0].name) + "' " +
+                              describe(p.outputs[0].tensor)
+                        : std::string()));
+  programBatchSize();
+}
+
+TrainOptions parseArgs(int argc, char **argv) {
+  const cleave_program_info &p = cleave_program;
+  TrainOptions o;
+  std::vector<std::string> files(size_t(p.num_inputs)), positional;
+  bool haveInputs = false;
+  std::string targets;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      printUsage(argv[0]);
+      std::exit(0);
+    }
+    // --flag VALUE or --flag=VALUE.
+    std::string flag = arg, value;
+    bool inlineValue = false;
+    size_t eq = arg.find('=');
+    if (arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+      flag = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+      inlineValue = true;
+    }
+    auto next = [&]() -> std::string {
+      if (inlineValue)
+        return value;
+      if (i + 1 >= argc)
+        fail("missing value after " + flag);
+      return argv[++i];
+    };
+    auto noValue = [&] {
+      if (inlineValue)
+        fail(flag + " takes no value");
+    };
+    if (flag == "--inputs") {
+      std::string list = next();
+      haveInputs = true;
+      size_t start = 0;
+      while (true) {
+        size_t comma = list.find(',', start);
+        std::string item = list.substr(start, comma - start);
+        if (item.empty())
+          fail("--inputs has an empty item in '" + list + "'");
+        assignInput(item, files, positional);
+        if (comma == std::string::npos)
+          break;
+        start = comma + 1;
+      }
+    } else if (flag == "--targets") {
+      if (!targets.empty())
+        fail("--targets is given twice");
+      targets = next();
+      if (targets.empty())
+        fail("--targets expects a file");
+    } else if (flag == "--tokens") {
+      o.tokens = next();
+    } else if (flag == "--token-dtype") {
+      o.tokenDtype = next();
+      if (o.tokenDtype != "uint16" && o.tokenDtype != "uint32")
+        fail("--token-dtype expects uint16 or uint32, got '" + o.tokenDtype +
+             "'");
+    } else if (flag == "--seq") {
+      o.seq = parseCount(flag, next(), 1);
+    } else if (flag == "--shuffle") {
+      noValue();
+      o.shuffle = true;
+    } else if (flag == "--seed") {
+      o.seed = uint64_t(parseCount(flag, next(), 0));
+    } else if (flag == "--steps") {
+      o.steps = parseCount(flag, next(), 0);
+    } else if (flag == "--save") {
+      o.save = next();
+    } else if (flag == "--save-every") {
+      o.saveEvery = parseCount(flag, next(), 1);
+    } else if (flag == "--resume") {
+      o.resume = next();
+    } else if (flag == "--export-onnx") {
+      o.exportOnnx = next();
+    } else if (flag == "--log-every") {
+      o.logEvery = parseCount(flag, next(), 1);
+    } else if (flag == "--quiet") {
+      noValue();
+      o.quiet = true;
+    } else if (flag == "--log-json") {
+      o.logJson = next();
+    } else {
+      fail("unknown argument '" + arg + "' (see --help)");
+    }
+    if (inlineValue && value.empty() && flag != "--inputs")
+      fail(flag + " expects a value");
+  }
+
+  checkTrainingProgram();
+  if (o.steps < 0 && o.resume.empty())
+    fail("missing --steps N (the total number of training steps)");
+  if (o.saveEvery && o.save.empty())
+    fail("--save-every needs --save DIR");
+  if (!o.tokens.empty() && (haveInputs || !targets.empty()))
+    fail("--tokens and --inputs/--targets are exclusive");
+  if (o.tokens.empty() && (o.seq || o.tokenDtype != "uint16"))
+    fail("--seq and --token-dtype need --tokens");
+  if (!haveInputs && targets.empty())
+    return o; // no .npy data (tokens, or nothing to train on)
+
+  size_t nextSlot = 0;
+  size_t modelInputs = size_t(p.num_inputs) - 1;
+  for (const std::string &file : positional) {
+    while (nextSlot < modelInputs && !files[nextSlot].empty())
+      ++nextSlot;
+    if (nextSlot == modelInputs)
+      fail("too many --inputs: the model has " + std::to_string(modelInputs) +
+           ", and '" + file + "' is one more (the target goes to --targets)");
+    files[nextSlot++] = file;
+  }
+  for (size_t in = 0; in < modelInputs; ++in)
+    if (files[in].empty())
+      fail(std::string("missing data for input '") + p.inputs[in].name +
+           "' (give --inputs " + p.inputs[in].name + "=FILE.npy)");
+  if (targets.empty())
+    fail(std::string("missing --targets FILE.npy (the data of '") +
+         p.inputs[p.num_inputs - 1].name + "')");
+  files[modelInputs] = targets;
+  o.inputFiles = files;
+  return o;
+}
+
+volatile std::sig_atomic_t interrupted = 0;
+
+extern "C" void onSignal(int sig) { interrupted = sig; }
+
+void installSignalHandlers() {
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = onSignal;
+  // A second signal takes the default action and ends the process.
+  sa.sa_flags = SA_RESETHAND;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+double peakRssMiB() {
+  struct rusage usage;
+  if (getrusage(RUSAGE_SELF, &usage) != 0)
+    return 0;
+  return double(usage.ru_maxrss) / 1024; // KiB on Linux
+}
+
+struct FileCloser {
+  void operator()(FILE *f) const { std::fclose(f); }
+};
+
+} // namespace
+
+int cleave::rt::trainer::runTraining(int argc, char **argv) {
+  const cleave_program_info &p = cleave_program;
+  TrainOptions o = parseArgs(argc, argv);
+  int64_t batch = programBatchSize();
+  const cleave_named_tensor &target = p.inputs[p.num_inputs - 1];
+  int64_t tokensPerStep = numElements(target.tensor);
+
+  // Everything that can fail before training does.
+  if (!o.save.empty())
+    prepareCheckpointDir(o.save);
+  if (!o.exportOnnx.empty()) {
+    onnxSourceModel();
+    std::error_code ec;
+    fs::path parent = fs::path(o.exportOnnx).parent_path();
+    if (!parent.empty())
+      fs::create_directories(parent, ec);
+    if (ec)
+      fail("--export-onnx: cannot create the directory " + parent.string() +
+           ": " + ec.message());
+  }
+  std::string dataOrder =
+      o.shuffle ? "shuffle seed " + std::to_string(o.seed) : "sequential";
+  Arena arena(p.arena_bytes);
+  initParams(arena.data());
+  int64_t first = 1;
+  if (!o.resume.empty())
+    first = loadCheckpoint(o.resume, arena.data(), dataOrder) + 1;
+  int64_t last = o.steps >= 0 ? o.steps : first - 1;
+  if (last < first - 1)
+    fail("--steps " + std::to_string(last) +
+         " is before the checkpoint's step " + std::to_string(first - 1) +
+         " (--steps counts all steps, not the remaining ones)");
+
+  std::unique_ptr<Dataset> data;
+  if (!o.tokens.empty())
+    data = openTokenDataset(o.tokens, o.tokenDtype, o.seq);
+  else if (!o.inputFiles.empty())
+    data = loadNpyDataset(o.inputFiles);
+  else if (first <= last)
+    fail("missing training data: give --inputs and --targets, or --tokens");
+  std::optional<BatchSchedule> schedule;
+  if (data)
+    schedule.emplace(data->numSamples(), batch, o.shuffle, o.seed);
+
+  std::unique_ptr<FILE, FileCloser> logJson;
+  if (!o.logJson.empty()) {
+    logJson.reset(std::fopen(o.logJson.c_str(), o.resume.empty() ? "w" : "a"));
+    if (!logJson)
+      fail("cannot write the log " + o.logJson + ": " + std::strerror(errno));
+  }
+
+  if (!o.quiet) {
+    if (data)
+      std::printf("data: %s; batch %lld\n", data->summary().c_str(),
+                  (long long)batch);
+    if (!o.resume.empty())
+      std::printf("resumed from %s at step %lld\n", o.resume.c_str(),
+                  (long long)(first - 1));
+    std::printf("training steps %lld..%lld; arena %s\n", (long long)first,
+                (long long)last, humanBytes(p.arena_bytes).c_str());
+    std::fflush(stdout);
+  }
+
+  installSignalHandlers();
+  const cleave_named_tensor &lossOut = p.outputs[0];
+  std::optional<float> loss;
+  int64_t done = first - 1, savedAt = -1;
+  double totalMs = 0, windowMs = 0;
+  int64_t windowSteps = 0;
+  auto save = [&] {
+    saveCheckpoint(o.save, arena.data(), done, loss, dataOrder);
+    savedAt = done;
+  };
+  for (int64_t step = first; step <= last && !interrupted; ++step) {
+    auto start = std::chrono::steady_clock::now();
+    fillBatch(*data, *schedule, step, arena.data());
+    cleave_program_run(arena.data());
+    std::chrono::duration<double, std::milli> took =
+        std::chrono::steady_clock::now() - start;
+    float value;
+    std::memcpy(&value, arena.data() + lossOut.tensor.offset, sizeof(value));
+    loss = value;
+    done = step;
+    double ms = took.count();
+    totalMs += ms;
+    windowMs += ms;
+    ++windowSteps;
+
+    if (logJson) {
+      std::fprintf(logJson.get(),
+                   "{\"step\": %lld, \"loss\": %s, \"tokens_per_s\": %.1f, "
+                   "\"ms\": %.3f}\n",
+                   (long long)step, jsonFloat(value).c_str(),
+                   ms > 0 ? double(tokensPerStep) * 1000 / ms : 0.0, ms);
+      if (std::fflush(logJson.get()) != 0)
+        fail("cannot write the log " + o.logJson + ": " + std::strerror(errno));
+    }
+    if (!o.quiet && (step % o.logEvery == 0 || step == last)) {
+      double avg = windowMs / double(windowSteps);
+      double eta = totalMs / double(step - first + 1) * double(last - step);
+      std::printf("step %lld/%lld  loss %.6g  tokens/s %.0f  ms/step %.2f  "
+                  "eta %.0fs  mem %.0f MiB\n",
+                  (long long)step, (long long)last, double(value),
+                  avg > 0 ? double(tokensPerStep) * 1000 / avg : 0.0, avg,
+                  eta / 1000, peakRssMiB());
+      std::fflush(stdout);
+      windowMs = 0;
+      windowSteps = 0;
+    }
+    if (o.saveEvery && step % o.saveEvery == 0)
+      save();
+  }
+
+  if (!o.save.empty() && savedAt != done)
+    save();
+  if (interrupted) {
+    std::fprintf(stderr, "interrupted after step %lld%s\n", (long long)done,
+                 o.save.empty()
+                     ? ""
+                     : (" (checkpoint saved to " + o.save + ")").c_str());
+    return 128 + int(interrupted);
+  }
+  if (!o.exportOnnx.empty())
+    exportOnnx(o.exportOnnx, arena.data());
+  if (!o.quiet) {
+    if (done >= first)
+      std::printf("trained steps %lld..%lld in %.1f s, final loss %s\n",
+                  (long long)first, (long long)done, totalMs / 1000,
+                  jsonFloat(*loss).c_str());
+    else
+      std::printf("no steps to run: the checkpoint is at step %lld\n",
+                  (long long)done);
+    if (!o.save.empty())
+      std::printf("saved checkpoint %s at step %lld\n", o.save.c_str(),
+                  (long long)done);
+    if (!o.exportOnnx.empty())
+      std::printf("exported %s\n", o.exportOnnx.c_str());
+  }
+  return 0;
+}

@@ -1,0 +1,20 @@
+//===- Train.h - the main of training programs ------------------*- C++ -*-===//
+//
+// The trainer behind the main of a CLEAVE_PROGRAM_TRAINING program: the
+// command line (see --help), the step loop with its progress and JSON logs,
+// checkpoints and the ONNX export.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_RUNTIME_TRAINER_TRAIN_H
+#define CLEAVE_RUNTIME_TRAINER_TRAIN_H
+
+namespace cleave::rt::trainer {
+
+/// Runs the training program as the command line asks; returns the exit
+/// status. User errors are thrown as trainer::Error.
+int runTraining(int argc, char **argv);
+
+} // namespace cleave::rt::trainer
+
+#endif // CLEAVE_RUNTIME_TRAINER_TRAIN_H

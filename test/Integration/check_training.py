@@ -1,0 +1,332 @@
+#!/usr/bin/python3
+"""Checks that compiled training matches PyTorch's own training loop, and that
+a checkpoint resumes training exactly.
+
+For each configuration recorded by training/generate.py (mlp and gpt, SGD
+with momentum and weight decay, Nesterov, dampening, AdamW with default and
+other betas, MSE, gradient clipping, gradient accumulation), this compiles the example's model.onnx with
+`cleave-compile --train` and the configuration's flags, runs the training
+binary for 10 steps on the saved data with --log-json and --save, and
+compares with PyTorch (float32, the same initial weights and batches):
+
+- the loss of every step: |cleave - pytorch| <= 1e-4 |pytorch|;
+- every parameter in the checkpoint, by ONNX name (and nothing else there
+  but their optimizer state and "optimizer.step"; the gpt's tied weight once):
+  |cleave - pytorch| <= 1e-4 max(1, |pytorch|) per element; the elements
+  that noisy.json lists (a zero true gradient, whose float32 AdamW update is
+  rounding noise over eps: the key part of the gpt's qkv biases) must instead
+  be within the AdamW bound of about lr * steps of PyTorch's float64 value;
+- the optimizer state, where recorded ("<param>.m", "<param>.v",
+  "<param>.momentum"): |cleave - pytorch| <= 1e-4 max(|pytorch|, s) with s
+  the largest |pytorch| of that tensor; "optimizer.step" exactly.
+
+Then checkpoint and resume: 5 steps with --save, then --resume with
+--steps 10, against the 10-step run: the losses of steps 1..5 and 6..10 as
+the same JSON text, and every tensor of the final checkpoint byte for byte.
+
+  check_training.py --compile build/bin/cleave-compile [--only gpt] [--keep DIR]
+
+The last line is "N passed, N failed". Exits 1 when any check fails.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+DATA = os.path.join(HERE, "training")
+
+LOSS_RTOL = 1e-4
+PARAM_TOL = 1e-4
+STATE_TOL = 1e-4
+
+SAFETENSORS_DTYPES = {
+    "F64": np.float64, "F32": np.float32, "F16": np.float16, "BF16": np.uint16,
+    "I64": np.int64, "I32": np.int32, "I16": np.int16, "I8": np.int8,
+    "U8": np.uint8, "BOOL": np.bool_,
+}
+
+
+def read_safetensors(path):
+    """{name: (dtype string, shape, raw bytes)} of a .safetensors file: an
+    8-byte little-endian header length, a JSON header, then the raw data."""
+    with open(path, "rb") as f:
+        blob = f.read()
+    if len(blob) < 8:
+        raise ValueError(f"{path}: {len(blob)} bytes, no header")
+    size = int.from_bytes(blob[:8], "little")
+    if 8 + size > len(blob):
+        raise ValueError(f"{path}: header of {size} bytes past the end of the file")
+    header = json.loads(blob[8:8 + size].decode("utf-8"))
+    data = blob[8 + size:]
+    tensors = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = info["data_offsets"]
+        if not 0 <= begin <= end <= len(data):
+            raise ValueError(f"{path}: {name}: data_offsets {begin}, {end} outside "
+                             f"the {len(data)} data bytes")
+        tensors[name] = (info["dtype"], tuple(info["shape"]), data[begin:end])
+    return tensors
+
+
+def to_array(entry):
+    dtype, shape, raw = entry
+    if dtype not in SAFETENSORS_DTYPES:
+        raise ValueError(f"unsupported safetensors dtype {dtype}")
+    array = np.frombuffer(raw, dtype=np.dtype(SAFETENSORS_DTYPES[dtype]).newbyteorder("<"))
+    if dtype == "BF16":
+        array = (array.astype(np.uint32) << 16).view(np.float32)
+    if array.size != int(np.prod(shape, dtype=np.int64)):
+        raise ValueError(f"{array.size} elements for shape {list(shape)}")
+    return array.reshape(shape)
+
+
+def read_log(path):
+    """{step: (loss as a number, loss as written)} of a --log-json file."""
+    steps = {}
+    with open(path) as f:
+        for line in f:
+            if not line.strip():
+                continue
+            record = json.loads(line)
+            if "step" not in record or "loss" not in record:
+                continue
+            text = re.search(r'"loss"\s*:\s*([^,}\s]+)', line).group(1)
+            steps[int(record["step"])] = (float(record["loss"]), text)
+    return steps
+
+
+class Checker:
+    def __init__(self):
+        self.passed = self.failed = 0
+
+    def report(self, ok, case, what, detail):
+        print("%s %s %s: %s" % ("PASS" if ok else "FAIL", case, what, detail))
+        self.passed += bool(ok)
+        self.failed += not ok
+
+
+def run(args, what):
+    """Runs a command; returns None, or a one-line message when it fails."""
+    proc = subprocess.run(args, capture_output=True, text=True)
+    if proc.returncode == 0:
+        return None
+    lines = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
+    return "%s exited %d: %s" % (what, proc.returncode,
+                                 lines[-1] if lines else "no output")
+
+
+def compare_losses(checker, case, got, want):
+    """Per-step losses within LOSS_RTOL of PyTorch's."""
+    missing = [k for k in range(1, len(want) + 1) if k not in got]
+    if missing:
+        checker.report(False, case, "losses", f"no loss logged for steps {missing}")
+        return
+    errs = [abs(got[k][0] - w) / abs(w) for k, w in enumerate(want, 1)]
+    worst = int(np.argmax(errs))
+    ok = all(e <= LOSS_RTOL for e in errs)  # also false for NaN
+    checker.report(ok, case, "losses", "max relative error %.2e at step %d "
+                   "(cleave %s, pytorch %.9g), bound %g"
+                   % (errs[worst], worst + 1, got[worst + 1][1], want[worst], LOSS_RTOL))
+
+
+def compare_params(checker, case, ckpt, final, noisy):
+    """Parameters and optimizer state in the checkpoint against PyTorch's."""
+    worst = (0.0, "")
+    worst_noisy = (0.0, "")
+    state_worst = (0.0, "")
+    problems = []
+    params = final_params(final)
+    for name in final.files:
+        want = final[name].astype(np.float64)
+        if name not in ckpt:
+            problems.append(f"{name} missing from the checkpoint")
+            continue
+        try:
+            got = to_array(ckpt[name]).astype(np.float64)
+        except ValueError as e:
+            problems.append(f"{name}: {e}")
+            continue
+        if name == "optimizer.step":  # a scalar or a one-element tensor
+            if got.size != 1 or float(got.reshape(-1)[0]) != float(want):
+                problems.append(f"optimizer.step is {got.tolist()}, expected {float(want)}")
+            continue
+        if got.shape != want.shape:
+            problems.append(f"{name}: shape {list(got.shape)}, expected {list(want.shape)}")
+            continue
+        err = np.abs(got - want).reshape(-1)
+        if name in noisy:  # a parameter
+            scaled = err / np.maximum(1.0, np.abs(want.reshape(-1)))
+            index = np.array(noisy[name]["index"], dtype=np.int64)
+            ref64 = np.array(noisy[name]["float64"])
+            far = np.abs(got.reshape(-1)[index] - ref64)
+            bound = noisy[name]["bound"]
+            j = int(np.argmax(far))
+            if far[j] > bound or not np.all(np.isfinite(far)):
+                problems.append(f"{name}[{index[j]}]: {got.reshape(-1)[index[j]]:.6g} is "
+                                f"{far[j]:.3g} from the float64 value {ref64[j]:.6g}, "
+                                f"bound {bound:.3g}")
+            worst_noisy = max(worst_noisy, (float(far[j]), f"{name}[{index[j]}]"))
+            scaled[index] = 0.0
+        elif name in params:
+            scaled = err / np.maximum(1.0, np.abs(want.reshape(-1)))
+        else:  # optimizer state
+            scale = max(float(np.abs(want).max()), 1e-30)
+            scaled = err / np.maximum(np.abs(want.reshape(-1)), scale) / STATE_TOL
+            i = int(np.argmax(scaled))
+            state_worst = max(state_worst, (float(scaled[i] * STATE_TOL), f"{name}[{i}]"))
+            if not np.all(scaled <= 1.0):
+                problems.append(f"{name}[{i}]: {got.reshape(-1)[i]:.6g}, expected "
+                                f"{want.reshape(-1)[i]:.6g}")
+            continue
+        i = int(np.argmax(scaled))
+        worst = max(worst, (float(scaled[i]), f"{name}[{i}]"))
+        if not np.all(scaled <= PARAM_TOL):
+            problems.append(f"{name}[{i}]: {got.reshape(-1)[i]:.6g}, expected "
+                            f"{want.reshape(-1)[i]:.6g}")
+    # Every tensor is a parameter of the PyTorch model (a tied weight once),
+    # its optimizer state, or the step.
+    for name in ckpt:
+        base = next((name[:-len(s)] for s in (".m", ".v", ".momentum")
+                     if name.endswith(s)), name)
+        if name != "optimizer.step" and base not in params:
+            problems.append(f"unexpected tensor {name} in the checkpoint")
+    detail = "max |diff|/max(1,|pytorch|) %.2e at %s, bound %g" % (worst[0], worst[1],
+                                                                     PARAM_TOL)
+    if worst_noisy[1]:
+        detail += "; zero-gradient elements: max |diff| from float64 %.2e at %s, " \
+                  "bound %.3g" % (worst_noisy[0], worst_noisy[1],
+                                  next(iter(noisy.values()))["bound"])
+    if state_worst[1]:
+        detail += "; optimizer state: max relative error %.2e at %s, bound %g" % (
+            state_worst[0], state_worst[1], STATE_TOL)
+    if problems:
+        detail += "; " + "; ".join(problems[:5])
+        if len(problems) > 5:
+            detail += f"; and {len(problems) - 5} more"
+    checker.report(not problems, case, "parameters", detail)
+
+
+def final_params(final):
+    """The parameter names of a final.npz (the others are optimizer state)."""
+    names = set(final.files)
+    return {n for n in names if n != "optimizer.step" and not any(
+        n.endswith(s) and n[:-len(s)] in names for s in (".m", ".v", ".momentum"))}
+
+
+def check_resume(checker, case, train, data_args, full_log, full_ckpt, work):
+    """5 steps, --save; --resume to 10: the same losses and tensors as 10 straight."""
+    half = os.path.join(work, "half")
+    resumed = os.path.join(work, "resumed")
+    error = run([train] + data_args + ["--steps", "5", "--save", half, "--log-json",
+                                       os.path.join(work, "half.jsonl"), "--quiet"],
+                "5 steps with --save")
+    if not error:
+        error = run([train] + data_args + ["--steps", "10", "--resume", half, "--save",
+                                           resumed, "--log-json",
+                                           os.path.join(work, "resumed.jsonl"), "--quiet"],
+                    "--resume")
+    if error:
+        checker.report(False, case, "resume", error)
+        return
+    first = read_log(os.path.join(work, "half.jsonl"))
+    second = read_log(os.path.join(work, "resumed.jsonl"))
+    problems = []
+    for k in range(1, 11):
+        run_log = first if k <= 5 else second
+        if k not in run_log:
+            problems.append(f"step {k} not logged")
+        elif k in full_log and run_log[k][1] != full_log[k][1]:
+            problems.append(f"step {k}: loss {run_log[k][1]}, straight {full_log[k][1]}")
+    extra = sorted(k for k in second if k <= 5)
+    if extra:
+        problems.append(f"the resumed run logged steps {extra} again")
+    try:
+        a = read_safetensors(os.path.join(resumed, "model.safetensors"))
+    except (OSError, ValueError) as e:
+        a = {}
+        problems.append(str(e))
+    differ = [n for n in full_ckpt if n not in a or a[n] != full_ckpt[n]]
+    differ += [n for n in a if n not in full_ckpt]
+    if differ:
+        problems.append(f"{len(differ)} of {len(full_ckpt)} tensors differ: "
+                        + ", ".join(differ[:5]))
+    detail = ("losses of steps 1..10 identical as text, %d tensors identical byte "
+              "for byte" % len(full_ckpt))
+    checker.report(not problems, case, "resume",
+                   "; ".join(problems[:5]) if problems else detail)
+
+
+def check_config(checker, compiler, folder, work):
+    case = os.path.basename(folder)
+    with open(os.path.join(folder, "config.json")) as f:
+        config = json.load(f)
+    with open(os.path.join(folder, "expected.json")) as f:
+        expected = json.load(f)
+    with open(os.path.join(folder, "noisy.json")) as f:
+        noisy = json.load(f)
+    final = np.load(os.path.join(folder, "final.npz"))
+    model = os.path.join(ROOT, "examples", config["model"], "model.onnx")
+    train = os.path.join(work, "train")
+    error = run([compiler, model] + config["flags"] + ["-o", train], "cleave-compile")
+    if error:
+        checker.report(False, case, "compile", error)
+        return
+    data_args = ["--inputs", ",".join(os.path.join(folder, p) for p in config["inputs"]),
+                 "--targets", os.path.join(folder, config["targets"])]
+    log = os.path.join(work, "full.jsonl")
+    ckpt_dir = os.path.join(work, "full")
+    error = run([train] + data_args + ["--steps", str(config["steps"]), "--log-json",
+                                       log, "--save", ckpt_dir, "--quiet"],
+                "training")
+    if error:
+        checker.report(False, case, "train", error)
+        return
+    full_log = read_log(log)
+    compare_losses(checker, case, full_log, expected["loss"])
+    try:
+        ckpt = read_safetensors(os.path.join(ckpt_dir, "model.safetensors"))
+    except (OSError, ValueError) as e:
+        checker.report(False, case, "parameters", f"checkpoint: {e}")
+        return
+    compare_params(checker, case, ckpt, final, noisy)
+    check_resume(checker, case, train, data_args, full_log, ckpt, work)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--compile", default=os.path.join(ROOT, "build/bin/cleave-compile"))
+    parser.add_argument("--data", default=DATA)
+    parser.add_argument("--only", default="")
+    parser.add_argument("--keep", default="", help="keep the work files in this folder")
+    args = parser.parse_args()
+    if not os.path.exists(args.compile):
+        print(f"error: no compiler at {args.compile}", file=sys.stderr)
+        return 2
+    folders = sorted(os.path.join(args.data, d) for d in os.listdir(args.data)
+                     if os.path.exists(os.path.join(args.data, d, "config.json"))
+                     and args.only in d)
+    checker = Checker()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = args.keep or tmp
+        for folder in folders:
+            work = os.path.join(root, os.path.basename(folder))
+            shutil.rmtree(work, ignore_errors=True)
+            os.makedirs(work)
+            check_config(checker, args.compile, folder, work)
+    print("%d passed, %d failed" % (checker.passed, checker.failed))
+    return 0 if checker.failed == 0 and checker.passed > 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

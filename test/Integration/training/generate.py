@@ -1,0 +1,370 @@
+#!/usr/bin/python3
+"""PyTorch's own training loop on the mlp and gpt examples, recorded as the
+reference for check_training.py.
+
+For each configuration in CONFIGS this builds the example's PyTorch module
+(the classes of examples/<model>/generate.py), loads its initial weights from
+the example's model.onnx initializers, trains for STEPS steps on a saved
+random dataset and writes test/Integration/training/<config>/:
+
+  config.json      the model, the cleave-compile flags, the batch, the data
+                   files in the order the trainer takes them, PyTorch's version
+  x.npy / idx.npy  the inputs, sample dimension first
+  targets.npy      integer class labels (cross-entropy) or float targets (mse)
+  expected.json    per-step losses (loss.item() of the float32 run), and the
+                   total gradient norm before clipping where clipping is on
+  final.npz        the parameters after the last step, by ONNX initializer
+                   name; with the optimizer state ("<param>.m", "<param>.v",
+                   "<param>.momentum", "optimizer.step") where the
+                   configuration's "state" asks for it
+  noisy.json       elements whose final float32 value is rounding noise, not
+                   training (see noisy_elements), with their value in a
+                   float64 run of the same loop and a bound around it
+
+The loop is the plain one, as the trainer specifies it: step k (1-based)
+takes samples ((k - 1) B + i) mod N for i in [0, B), B being the model's
+batch times the number K of microbatches (--accumulate K compiles a step
+whose inputs hold K of the model's batches). The datasets hold 3 batches' worth of samples (2.5 for mlp_mse_sgd,
+so that some batches wrap around in the middle), so the data wraps around
+within 10 steps; then
+
+  model.train(); opt.zero_grad()
+  for each of K microbatches (the model's batch, B / K samples in order):
+      (loss_fn(model(x), y) / K).backward()
+  [torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)]
+  opt.step()
+
+and the logged loss is the mean of the K microbatch losses. Deterministic:
+one thread, fixed seeds, deterministic algorithms.
+
+  /usr/bin/python3 test/Integration/training/generate.py [--only gpt]
+"""
+
+import argparse
+import importlib.util
+import json
+import os
+import shutil
+import sys
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+import torch
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+EXAMPLES = os.path.join(ROOT, "examples")
+STEPS = 10
+
+# name: model, loss, optimizer and its hyperparameters, gradient clipping,
+# microbatches. "state" also records the final optimizer state: of every
+# parameter (True) or of the ones listed (to keep the files small).
+CONFIGS = {
+    "mlp_sgd": dict(model="mlp", loss="cross-entropy", optimizer="sgd", lr=0.1,
+                    momentum=0.9, weight_decay=0.01, state=True),
+    "mlp_sgd_nesterov": dict(model="mlp", loss="cross-entropy", optimizer="sgd",
+                             lr=0.1, momentum=0.9, weight_decay=0.01,
+                             nesterov=True, state=True),
+    "mlp_sgd_dampening": dict(model="mlp", loss="cross-entropy", optimizer="sgd",
+                              lr=0.1, momentum=0.9, dampening=0.5, state=True),
+    "mlp_adamw": dict(model="mlp", loss="cross-entropy", optimizer="adamw",
+                      lr=0.01, weight_decay=0.01, state=True),
+    "mlp_adamw_betas": dict(model="mlp", loss="cross-entropy", optimizer="adamw",
+                            lr=0.01, beta1=0.8, beta2=0.95, eps=1e-4,
+                            weight_decay=0.1, state=True),
+    # 20 samples, 2.5 batches: batches that wrap around mid-batch.
+    "mlp_mse_sgd": dict(model="mlp", loss="mse", optimizer="sgd", lr=0.1,
+                        momentum=0.9, weight_decay=0.01, state=True, samples=20),
+    "gpt_sgd": dict(model="gpt", loss="cross-entropy", optimizer="sgd", lr=0.1,
+                    momentum=0.9, weight_decay=0.01),
+    "gpt_adamw": dict(model="gpt", loss="cross-entropy", optimizer="adamw",
+                      lr=0.01, weight_decay=0.01,
+                      state=["wte.weight", "ln_f.weight", "ln_f.bias"]),
+    "gpt_adamw_clip": dict(model="gpt", loss="cross-entropy", optimizer="adamw",
+                           lr=0.01, weight_decay=0.01, grad_clip=1.0),
+    "gpt_adamw_accum2": dict(model="gpt", loss="cross-entropy", optimizer="adamw",
+                             lr=0.01, weight_decay=0.01, accumulate=2),
+}
+
+
+def load_example(model):
+    """The example's generate.py as a module (its main() does not run)."""
+    path = os.path.join(EXAMPLES, model, "generate.py")
+    spec = importlib.util.spec_from_file_location(model + "_generate", path)
+    module = importlib.util.module_from_spec(spec)
+    if EXAMPLES not in sys.path:
+        sys.path.insert(0, EXAMPLES)  # for onnx_export_util
+    spec.loader.exec_module(module)
+    return module
+
+
+def onnx_initializers(model):
+    """Float initializers of the example's model.onnx, in file order, and the
+    graph's input names and shapes."""
+    graph = onnx.load(os.path.join(EXAMPLES, model, "model.onnx")).graph
+    inits = [(t.name, numpy_helper.to_array(t)) for t in graph.initializer
+             if t.data_type == onnx.TensorProto.FLOAT]
+    inputs = [(i.name, [d.dim_value for d in i.type.tensor_type.shape.dim])
+              for i in graph.input]
+    return inits, inputs
+
+
+def build_module(model, inits, dtype):
+    """The example's module with its parameters set from the ONNX initializers.
+
+    The examples are exported by onnx_export_util.export_example, which checks
+    that every float initializer keeps its state_dict name and that every
+    nn.Parameter is exported exactly once (the gpt's lm_head.weight is the
+    same Parameter as wte.weight, so only wte.weight is an initializer).
+    named_parameters() lists a tied Parameter once, under its first name, which
+    is the name the exporter keeps.
+    """
+    module = load_example(model)
+    net = module.GPT() if model == "gpt" else module.MLP()
+    params = dict(net.named_parameters())
+    names = [name for name, _ in inits]
+    if sorted(names) != sorted(params):
+        raise SystemExit(f"error: {model}: initializers {sorted(names)} are not the "
+                         f"parameters {sorted(params)}")
+    with torch.no_grad():
+        for name, value in inits:
+            if tuple(params[name].shape) != value.shape:
+                raise SystemExit(f"error: {model}: {name} has shape {value.shape}, "
+                                 f"the module {tuple(params[name].shape)}")
+            params[name].copy_(torch.from_numpy(value.copy()))
+    if model == "gpt":
+        assert net.lm_head.weight is net.wte.weight
+    return net.to(dtype), params
+
+
+def make_data(model, loss, batch, input_shape, n):
+    """n samples of inputs and targets, sample dimension first."""
+    rng = np.random.default_rng({"mlp": 1, "gpt": 2}[model])
+    if model == "gpt":
+        seq = input_shape[1]
+        stream = rng.integers(0, 64, size=(n, seq + 1)).astype(np.int64)
+        return {"idx": stream[:, :-1].copy()}, stream[:, 1:].copy()
+    x = rng.standard_normal((n, input_shape[1])).astype(np.float32)
+    if loss == "mse":
+        return {"x": x}, rng.standard_normal((n, 4)).astype(np.float32)
+    return {"x": x}, rng.integers(0, 4, size=n).astype(np.int64)
+
+
+def make_optimizer(cfg, params):
+    if cfg["optimizer"] == "sgd":
+        return torch.optim.SGD(params, lr=cfg["lr"], momentum=cfg.get("momentum", 0.0),
+                               dampening=cfg.get("dampening", 0.0),
+                               weight_decay=cfg.get("weight_decay", 0.0),
+                               nesterov=cfg.get("nesterov", False))
+    return torch.optim.AdamW(params, lr=cfg["lr"],
+                             betas=(cfg.get("beta1", 0.9), cfg.get("beta2", 0.999)),
+                             eps=cfg.get("eps", 1e-8), weight_decay=cfg["weight_decay"])
+
+
+def cli_flags(cfg):
+    """The cleave-compile flags of a configuration."""
+    flags = ["--train", "--loss", cfg["loss"], "--optimizer", cfg["optimizer"],
+             "--lr", repr(cfg["lr"])]
+    for key in ("momentum", "dampening", "weight_decay", "beta1", "beta2", "eps",
+                "grad_clip", "accumulate"):
+        if key in cfg:
+            flags += ["--" + key.replace("_", "-"), repr(cfg[key])]
+    if cfg.get("nesterov"):
+        flags.append("--nesterov")
+    return flags
+
+
+def train(cfg, inits, batch, data, targets, dtype):
+    """PyTorch's loop; returns the per-step losses, gradient norms, the final
+    parameters and optimizer state by ONNX name, and the largest |gradient|
+    of every element over the steps."""
+    torch.manual_seed(0)
+    net, params = build_module(cfg["model"], inits, dtype)
+    opt = make_optimizer(cfg, list(params.values()))
+    micro = cfg.get("accumulate", 1)
+    assert batch % micro == 0
+    inputs = [torch.from_numpy(a) for a in data.values()]
+    inputs = [t.to(dtype) if t.is_floating_point() else t for t in inputs]
+    labels = torch.from_numpy(targets)
+    labels = labels.to(dtype) if labels.is_floating_point() else labels
+    n = labels.shape[0]
+    losses, norms = [], []
+    grad_max = {name: np.zeros(p.shape) for name, p in params.items()}
+    for k in range(1, STEPS + 1):
+        rows = torch.tensor([((k - 1) * batch + i) % n for i in range(batch)])
+        net.train()
+        opt.zero_grad()
+        total = 0.0
+        size = batch // micro
+        for j in range(micro):
+            part = rows[j * size:(j + 1) * size]
+            out = net(*[t[part] for t in inputs])
+            y = labels[part]
+            if cfg["loss"] == "mse":
+                loss = F.mse_loss(out, y)
+            else:
+                loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
+            (loss / micro).backward()
+            total += loss.item()
+        losses.append(total / micro)
+        for name, p in params.items():
+            grad_max[name] = np.maximum(grad_max[name], np.abs(p.grad.detach().numpy()))
+        if "grad_clip" in cfg:
+            norms.append(float(torch.nn.utils.clip_grad_norm_(list(params.values()),
+                                                               cfg["grad_clip"])))
+        opt.step()
+    final = {name: p.detach().numpy().copy() for name, p in params.items()}
+    state = {}
+    for name, p in params.items():
+        s = opt.state[p]
+        for key, suffix in (("exp_avg", ".m"), ("exp_avg_sq", ".v"),
+                            ("momentum_buffer", ".momentum")):
+            if s.get(key) is not None:
+                state[name + suffix] = s[key].detach().numpy().copy()
+        if "step" in s:
+            state["optimizer.step"] = np.array(float(s["step"]), dtype=np.float32)
+    return losses, norms, final, state, grad_max
+
+
+def adamw_bound(cfg):
+    """A bound on how far AdamW moves an element in STEPS steps beyond its
+    weight decay, whatever its gradients: lr * sum over t of C_t, where
+
+      |m_hat_t| / sqrt(v_hat_t) <= sqrt(1 - b2^t) / (1 - b1^t)
+                                   * (1 - b1) / sqrt(1 - b2)
+                                   * sqrt(sum_{j<t} (b1^2 / b2)^j)
+
+    (Cauchy-Schwarz on m_t = (1 - b1) sum b1^(t-i) g_i against
+    v_t = (1 - b2) sum b2^(t-i) g_i^2; eps only makes it smaller). C_t is
+    1.0 to 1.04 for PyTorch's betas, so the bound is about lr * STEPS.
+    """
+    b1, b2 = cfg.get("beta1", 0.9), cfg.get("beta2", 0.999)
+    total = 0.0
+    for t in range(1, STEPS + 1):
+        total += (np.sqrt(1 - b2 ** t) / (1 - b1 ** t) * (1 - b1) / np.sqrt(1 - b2)
+                  * np.sqrt(sum((b1 * b1 / b2) ** j for j in range(t))))
+    return cfg["lr"] * total
+
+
+def noisy_elements(cfg, final32, final64, grad64):
+    """Elements whose float32 value is rounding noise, not training.
+
+    An element whose gradient is zero in exact arithmetic at every step (in
+    the gpt: the key part of each attention's qkv bias, since softmax does not
+    change when the same q.b_k is added to every score) gets float32 rounding
+    noise of about 1e-9 as its gradient. AdamW divides that by
+    sqrt(v) + eps = about 1e-8, and moves the element by up to lr a step in a
+    direction that depends on the order of the floating-point sums, so two
+    correct float32 programs end up as much as lr * STEPS apart there. Those
+    elements (float64 |gradient| <= 1e-12 at every step, under AdamW), and any
+    other element where the float32 and float64 runs differ by more than
+    1e-5 max(1, |float64|), are listed with their float64 value and a bound:
+    under AdamW, adamw_bound() away from the float64 value (each step decays
+    the difference by 1 - lr wd and adds at most lr C_t to it).
+    """
+    noisy = {}
+    for name, a in final32.items():
+        b = final64[name]
+        diff = np.abs(a.astype(np.float64) - b)
+        mask = diff > 1e-5 * np.maximum(1.0, np.abs(b))
+        if cfg["optimizer"] == "adamw":
+            mask |= grad64[name] <= 1e-12
+        flat = np.flatnonzero(mask)
+        if not flat.size:
+            continue
+        if cfg["optimizer"] != "adamw":
+            raise SystemExit(f"error: {name}: {flat.size} elements where float32 and "
+                             f"float64 PyTorch differ by up to {diff.max():.3g}")
+        noisy[name] = {"index": flat.tolist(),
+                       "float64": b.reshape(-1)[flat].tolist(),
+                       "float32_diff": [float("%.3g" % d) for d in diff.reshape(-1)[flat]],
+                       "bound": adamw_bound(cfg)}
+    return noisy
+
+
+def float32_error(losses32, losses64, final32, final64, noisy):
+    """How far PyTorch float32 is from float64: the largest relative loss
+    difference, and the largest |diff| / max(1, |float64|) of the parameters
+    outside the noisy elements."""
+    loss_err = max(abs(a - b) / abs(b) for a, b in zip(losses32, losses64))
+    param_err = 0.0
+    for name, a in final32.items():
+        b = final64[name].reshape(-1)
+        err = np.abs(a.reshape(-1) - b) / np.maximum(1.0, np.abs(b))
+        if name in noisy:
+            err[noisy[name]["index"]] = 0.0
+        param_err = max(param_err, float(err.max()))
+    return loss_err, param_err
+
+
+def generate(name, cfg, folder=HERE):
+    out = os.path.join(folder, name)
+    inits, graph_inputs = onnx_initializers(cfg["model"])
+    # With K microbatches a step takes K of the model's batches.
+    batch = graph_inputs[0][1][0] * cfg.get("accumulate", 1)
+    data, targets = make_data(cfg["model"], cfg["loss"], batch, graph_inputs[0][1],
+                              cfg.get("samples", 3 * batch))
+    assert list(data) == [n for n, _ in graph_inputs], (list(data), graph_inputs)
+    losses, norms, final, state, _ = train(cfg, inits, batch, data, targets,
+                                           torch.float32)
+    losses64, _, final64, _, grad64 = train(cfg, inits, batch, data, targets,
+                                            torch.float64)
+    if os.path.isdir(out):
+        shutil.rmtree(out)
+    os.makedirs(out)
+    for input_name, array in data.items():
+        np.save(os.path.join(out, input_name + ".npy"), array)
+    np.save(os.path.join(out, "targets.npy"), targets)
+    config = {
+        "model": cfg["model"],
+        "flags": cli_flags(cfg),
+        "steps": STEPS,
+        "batch": batch,
+        "inputs": [n + ".npy" for n in data],
+        "targets": "targets.npy",
+        "torch": torch.__version__,
+    }
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(config, f, indent=1)
+        f.write("\n")
+    expected = {"loss": losses}
+    if norms:
+        expected["grad_norm"] = norms
+    with open(os.path.join(out, "expected.json"), "w") as f:
+        json.dump(expected, f, indent=1)
+        f.write("\n")
+    arrays = dict(final)
+    keep = cfg.get("state", False)
+    for key, value in state.items():
+        if keep is True or key == "optimizer.step" and keep or \
+                keep and key.rsplit(".", 1)[0] in keep:
+            arrays[key] = value
+    np.savez(os.path.join(out, "final.npz"), **arrays)
+    noisy = noisy_elements(cfg, final, final64, grad64)
+    with open(os.path.join(out, "noisy.json"), "w") as f:
+        json.dump(noisy, f, indent=1)
+        f.write("\n")
+    count = sum(len(v["index"]) for v in noisy.values())
+    loss_err, param_err = float32_error(losses, losses64, final, final64, noisy)
+    print(f"{name}: losses {losses[0]:.5f} -> {losses[-1]:.5f}"
+          + (f", grad norms {min(norms):.3f}..{max(norms):.3f}" if norms else "")
+          + f"; float32 vs float64: loss {loss_err:.1e}, params {param_err:.1e}"
+          + f"; {count} noisy elements"
+          + (f" in {', '.join(sorted(noisy))}" if noisy else ""))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    for name, cfg in CONFIGS.items():
+        if args.only in name:
+            generate(name, cfg)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,48 @@
+// -cleave-autodiff with an optimizer: state parameters, the step counter,
+// the fused updates, clipping and gradient accumulation.
+// RUN: cleave-opt %s --cleave-autodiff="optimizer=sgd momentum=0.9 lr=0.5 loss=mse accumulate=2" | FileCheck %s --check-prefix=SGD
+// RUN: cleave-opt %s --cleave-autodiff="optimizer=adamw lr=0.01 grad-clip=1.0" | FileCheck %s --check-prefix=ADAMW
+
+// SGD with momentum, mse and two microbatches: the inputs hold two batches,
+// each sliced, run forward and backward with the gradient seeded 1/2; one
+// update per parameter uses the summed gradients and the new step count.
+// SGD: graph.param @optimizer.step frozen : tensor<i64> {cleave.optimizer_state}
+// SGD: graph.param @w.momentum frozen : tensor<3x5xf32> {cleave.optimizer_state}
+// SGD: graph.param @b.momentum frozen : tensor<5xf32> {cleave.optimizer_state}
+// SGD-LABEL: func.func @train_step
+// SGD-SAME: (%[[X:.*]]: tensor<8x3xf32>, %[[T:.*]]: tensor<8x5xf32> {onnx.name = "targets"}) -> (tensor<f32> {onnx.name = "loss"})
+// SGD-SAME: cleave.training_config = "{\22loss\22:\22mse\22,\22optimizer\22:\22sgd\22,\22lr\22:0.5,\22momentum\22:0.9,\22dampening\22:0,\22nesterov\22:false,\22weight_decay\22:0,\22grad_clip\22:0,\22accumulate\22:2}"
+// SGD: graph.slice %[[X]] start [0, 0] limit [4, 3]
+// SGD: %[[L0:.*]] = graph.mse
+// SGD: graph.constant dense<5.000000e-01>
+// SGD: graph.slice %[[X]] start [4, 0] limit [8, 3]
+// SGD: %[[L1:.*]] = graph.mse
+// SGD: %[[SUM:.*]] = graph.add %[[L0]], %[[L1]]
+// SGD: %[[MEAN:.*]] = graph.mul %[[SUM]]
+// SGD: %[[OLD:.*]] = graph.read_param @optimizer.step : tensor<i64>
+// SGD: %[[STEP:.*]] = graph.add %[[OLD]]
+// SGD: graph.assign @optimizer.step, %[[STEP]]
+// SGD: graph.sgd_update @w, %{{.*}}, %[[STEP]] momentum_buffer @w.momentum {lr = 5.000000e-01 : f64, momentum = 9.000000e-01 : f64}
+// SGD: graph.sgd_update @b, %{{.*}}, %[[STEP]] momentum_buffer @b.momentum
+// SGD: return %[[MEAN]] : tensor<f32>
+
+// AdamW with clipping: the scale is min(1, clip / (norm + 1e-6)).
+// ADAMW: graph.param @w.m frozen : tensor<3x5xf32> {cleave.optimizer_state}
+// ADAMW: graph.param @w.v frozen : tensor<3x5xf32> {cleave.optimizer_state}
+// ADAMW-LABEL: func.func @train_step
+// ADAMW: %[[NORM:.*]] = graph.sqrt
+// ADAMW: %[[COEF:.*]] = graph.div
+// ADAMW: %[[SCALE:.*]] = graph.min %[[COEF]]
+// ADAMW: graph.adamw_update @w, %{{.*}}, %{{.*}} scale %[[SCALE]] moments @w.m, @w.v {lr = 1.000000e-02 : f64}
+graph.param @w : tensor<3x5xf32>
+graph.param @b : tensor<5xf32>
+func.func @forward(%x: tensor<4x3xf32>) -> tensor<4x5xf32> {
+  %w = graph.read_param @w : tensor<3x5xf32>
+  %y1 = graph.matmul %x, %w : tensor<4x3xf32>, tensor<3x5xf32>
+  %w2 = graph.read_param @w : tensor<3x5xf32>
+  %y2 = graph.matmul %x, %w2 : tensor<4x3xf32>, tensor<3x5xf32>
+  %y = graph.add %y1, %y2 : tensor<4x5xf32>, tensor<4x5xf32>
+  %b = graph.read_param @b : tensor<5xf32>
+  %z = graph.add %y, %b : tensor<4x5xf32>, tensor<5xf32>
+  return %z : tensor<4x5xf32>
+}
