@@ -14,6 +14,10 @@
 // BF16: error: 'graph.param' op is 'tensor<4xbf16>'; optimizer updates need f32 parameters
 // RUN: not cleave-opt %s --split-input-file --cleave-autodiff="optimizer=sgd momentum=0.9 loss=mse" 2>&1 | FileCheck %s --check-prefix=CLASH
 // CLASH: error: 'graph.param' op is named 'w.momentum', which the optimizer state needs
+// RUN: not cleave-opt %s --split-input-file --cleave-autodiff="ignore-index=x" 2>&1 | FileCheck %s --check-prefix=IGNORE
+// IGNORE: error: ignore-index must be an integer, got 'x'
+// RUN: not cleave-opt %s --split-input-file --cleave-autodiff="loss=mse ignore-index=-100" 2>&1 | FileCheck %s --check-prefix=IGNORE-MSE
+// IGNORE-MSE: error: ignore-index applies to the cross-entropy loss
 
 graph.param @h : tensor<4xbf16>
 func.func @forward(%s: tensor<f32>) -> tensor<f32> {

@@ -2,6 +2,12 @@
 // the fused updates, clipping and gradient accumulation.
 // RUN: cleave-opt %s --cleave-autodiff="optimizer=sgd momentum=0.9 lr=0.5 loss=mse accumulate=2" | FileCheck %s --check-prefix=SGD
 // RUN: cleave-opt %s --cleave-autodiff="optimizer=adamw lr=0.01 grad-clip=1.0" | FileCheck %s --check-prefix=ADAMW
+// RUN: cleave-opt %s --cleave-autodiff="optimizer=sgd ignore-index=-100" | FileCheck %s --check-prefix=IGNORE
+
+// Labels equal to ignore-index add no loss and get no gradient.
+// IGNORE: \22ignore_index\22:-100
+// IGNORE: graph.cross_entropy %{{.*}}, %{{.*}} ignore_index -100
+// IGNORE: graph.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} ignore_index -100
 
 // SGD with momentum, mse and two microbatches: the inputs hold two batches,
 // each sliced, run forward and backward with the gradient seeded 1/2; one

@@ -93,6 +93,11 @@ static cl::opt<std::string>
                   "labels, mean over positions) or mse (default "
                   "cross-entropy)"),
          cl::init(""), cl::cat(trainCategory));
+static cl::opt<std::string> ignoreIndex(
+    "ignore-index",
+    cl::desc("Cross-entropy: positions whose label is this value add no loss "
+             "(e.g. -100, PyTorch's padding convention; default: none)"),
+    cl::init(""), cl::cat(trainCategory));
 static cl::opt<std::string>
     optimizer("optimizer", cl::desc("sgd or adamw (default adamw)"),
               cl::init(""), cl::cat(trainCategory));
@@ -200,6 +205,7 @@ void buildPipeline(PassManager &pm) {
   if (train || !loss.empty()) {
     cleave::AutodiffPassOptions options;
     options.loss = loss.empty() ? "cross-entropy" : loss.getValue();
+    options.ignoreIndex = ignoreIndex;
     if (train) {
       options.optimizer = optimizer.empty() ? "adamw" : optimizer.getValue();
       options.lr = lr;

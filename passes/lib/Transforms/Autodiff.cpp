@@ -138,6 +138,15 @@ LogicalResult AutodiffPass::checkOptions(ModuleOp module) {
     return module.emitError("lr and grad-clip must be >= 0");
   if (optimizer == "none" && gradClip > 0.0)
     return module.emitError("grad-clip needs an optimizer");
+  if (!ignoreIndex.empty()) {
+    int64_t value;
+    if (llvm::StringRef(ignoreIndex).getAsInteger(10, value))
+      return module.emitError("ignore-index must be an integer, got '")
+             << ignoreIndex << "'";
+    if (loss != "cross-entropy")
+      return module.emitError("ignore-index applies to the cross-entropy "
+                              "loss");
+  }
   return success();
 }
 
@@ -158,6 +167,8 @@ std::string AutodiffPass::trainingConfig(double weightDecay) const {
   if (optimizer == "adamw")
     s += ",\"beta1\":" + number(beta1) + ",\"beta2\":" + number(beta2) +
          ",\"eps\":" + number(eps);
+  if (!ignoreIndex.empty())
+    s += ",\"ignore_index\":" + ignoreIndex;
   s += ",\"weight_decay\":" + number(weightDecay) +
        ",\"grad_clip\":" + number(gradClip) +
        ",\"accumulate\":" + std::to_string(accumulate) + "}";
@@ -248,6 +259,13 @@ void AutodiffPass::runOnOperation() {
       trained.insert(param.getSymName());
   }
 
+  IntegerAttr ignored;
+  if (!ignoreIndex.empty()) {
+    int64_t value = 0;
+    llvm::StringRef(ignoreIndex).getAsInteger(10, value);
+    ignored = b.getI64IntegerAttr(value);
+  }
+
   // Forward, loss and backward of each microbatch; parameter gradients
   // summed over reads and microbatches.
   Type f32 = outType.getElementType();
@@ -290,7 +308,7 @@ void AutodiffPass::runOnOperation() {
         loss == "mse"
             ? MseOp::create(b, loc, scalarType, output, target).getOperation()
             : CrossEntropyOp::create(b, loc, scalarType, output, target,
-                                     IntegerAttr())
+                                     ignored)
                   .getOperation();
     cloned.push_back(lossOp);
     Value microLoss = lossOp->getResult(0);

@@ -182,7 +182,10 @@ def AutodiffPass : Pass<"cleave-autodiff", "::mlir::ModuleOp"> {
     Option<"gradClip", "grad-clip", "double", /*default=*/"0.0",
            "Clip the global gradient 2-norm to this value (0: off)">,
     Option<"accumulate", "accumulate", "int64_t", /*default=*/"1",
-           "Microbatches per optimizer step">
+           "Microbatches per optimizer step">,
+    Option<"ignoreIndex", "ignore-index", "std::string", /*default=*/"\"\"",
+           "cross-entropy: a label value that contributes no loss (e.g. "
+           "-100, PyTorch's default); empty: none">
   ];
   let statistics = [
     Statistic<"numRules", "num-rules", "Gradient rules applied">
