@@ -639,21 +639,89 @@ def other_cases():
         "%out = graph.expert_matmul %x, %w : tensor<2x3x4xf32>, tensor<2x4x5xf32>",
         lambda p, _: p["x"] @ p["w"])
 
-    # No rule yet: compiling must fail, naming the op.
-    r = Rng("router_topk")
-    add("router_topk", {"logits": r.normal(4, 3)},
-        "%out, %e = graph.router_topk %logits k 1 : tensor<4x3xf32>",
-        None, expect_error="graph.router_topk", out_shape=(4, 1))
-    add("moe_dispatch", {"x": r.normal(4, 2)},
-        "%out = graph.moe_dispatch %x, %e experts 2 capacity 4 : tensor<4x2xf32>, tensor<4x1xi64>",
-        None, inputs={"e": np.array([[0], [1], [1], [0]], np.int64)},
-        expect_error="graph.moe_dispatch", out_shape=(2, 4, 2))
-    add("moe_combine", {"h": r.normal(2, 4, 2), "g": r.uniform(0.2, 1.0, 4, 1)},
-        "%out = graph.moe_combine %h, %g, %e : tensor<2x4x2xf32>, tensor<4x1xf32>, "
-        "tensor<4x1xi64>",
-        None, inputs={"e": np.array([[0], [1], [1], [0]], np.int64)},
-        expect_error="graph.moe_combine", out_shape=(4, 2))
+    # MoE routing. The logits are spread apart so that no finite difference
+    # changes the choice of experts (the choice itself has no gradient).
+    for normalize in (False, True):
+        name = "router_topk" + (".normalize" if normalize else "")
+        r = Rng(name)
+        logits = (np.stack([r.g.permutation(5) for _ in range(4)]) * 0.7
+                  + r.uniform(-0.1, 0.1, 4, 5)).astype(np.float32)
+        add(name, {"logits": logits},
+            "%%out, %%e = graph.router_topk %%logits k 2%s : tensor<4x5xf32>"
+            % (" normalize" if normalize else ""),
+            lambda p, _, n=normalize: router_topk(p["logits"], 2, n)[0])
+    # Expert 1 gets five assignments for capacity 3: two are dropped.
+    experts = np.array([[1, 0], [1, 0], [0, 1], [1, 0], [1, 0]], np.int64)
+    r = Rng("moe_dispatch")
+    add("moe_dispatch", {"x": r.normal(5, 3)},
+        "%out = graph.moe_dispatch %x, %e experts 2 capacity 3 : "
+        "tensor<5x3xf32>, tensor<5x2xi64>",
+        lambda p, x: moe_dispatch(p["x"], x["e"], 2, 3), inputs={"e": experts})
+    r = Rng("moe_combine")
+    add("moe_combine", {"h": r.normal(2, 3, 3), "g": r.uniform(0.2, 1.0, 5, 2)},
+        "%out = graph.moe_combine %h, %g, %e : tensor<2x3x3xf32>, "
+        "tensor<5x2xf32>, tensor<5x2xi64>",
+        lambda p, x: moe_combine(p["h"], p["g"], x["e"]), inputs={"e": experts})
+    # A whole MoE layer: router, dispatch, experts, combine.
+    r = Rng("moe_layer")
+    add("moe_layer", {"x": r.normal(6, 4), "wr": r.normal(4, 3, scale=2.0),
+                      "w": r.normal(3, 4, 5)},
+        """%logits = graph.matmul %x, %wr : tensor<6x4xf32>, tensor<4x3xf32>
+           %g, %e = graph.router_topk %logits k 2 normalize : tensor<6x3xf32>
+           %d = graph.moe_dispatch %x, %e experts 3 capacity 3 : tensor<6x4xf32>, tensor<6x2xi64>
+           %h = graph.expert_matmul %d, %w : tensor<3x3x4xf32>, tensor<3x4x5xf32>
+           %out = graph.moe_combine %h, %g, %e : tensor<3x3x5xf32>, tensor<6x2xf32>, tensor<6x2xi64>""",
+        lambda p, _: moe_layer(p["x"], p["wr"], p["w"], 3))
     return cases
+
+
+def router_topk(logits, k, normalize):
+    """Gates (softmax probabilities of the top k, renormalized) and experts,
+    ties to the lower index."""
+    z = np.exp(logits - logits.max(axis=1, keepdims=True))
+    p = z / z.sum(axis=1, keepdims=True)
+    experts = np.argsort(-logits, axis=1, kind="stable")[:, :k]
+    gates = np.take_along_axis(p, experts, axis=1)
+    if normalize:
+        gates = gates / gates.sum(axis=1, keepdims=True)
+    return gates, experts
+
+
+def moe_slots(experts, num_experts, capacity):
+    """The slot of each assignment (t, j), in (t, j) order; -1 if dropped."""
+    used = [0] * num_experts
+    slots = np.full(experts.shape, -1)
+    for t in range(experts.shape[0]):
+        for j in range(experts.shape[1]):
+            e = experts[t, j]
+            if used[e] < capacity:
+                slots[t, j] = used[e]
+                used[e] += 1
+    return slots
+
+
+def moe_dispatch(tokens, experts, num_experts, capacity):
+    out = np.zeros((num_experts, capacity, tokens.shape[1]))
+    slots = moe_slots(experts, num_experts, capacity)
+    for (t, j), c in np.ndenumerate(slots):
+        if c >= 0:
+            out[experts[t, j], c] = tokens[t]
+    return out
+
+
+def moe_combine(expert_out, gates, experts):
+    slots = moe_slots(experts, expert_out.shape[0], expert_out.shape[1])
+    out = np.zeros((gates.shape[0], expert_out.shape[2]))
+    for (t, j), c in np.ndenumerate(slots):
+        if c >= 0:
+            out[t] += gates[t, j] * expert_out[experts[t, j], c]
+    return out
+
+
+def moe_layer(x, wr, w, capacity):
+    gates, experts = router_topk(x @ wr, 2, True)
+    h = moe_dispatch(x, experts, w.shape[0], capacity) @ w
+    return moe_combine(h, gates, experts)
 
 
 def topk_shape(shape, k, dim):

@@ -69,14 +69,21 @@ func.func @forward(%ids: tensor<2x4xi64>) -> tensor<2x4x10xf32> {
 
 // -----
 
-// An op on the gradient path without a rule is named.
-graph.param @w : tensor<4x8xf32>
-func.func @forward(%x: tensor<16x4xf32>) -> tensor<16x2xf32> {
-  %w = graph.read_param @w : tensor<4x8xf32>
-  %y = graph.matmul %x, %w : tensor<16x4xf32>, tensor<4x8xf32>
-  // expected-error @+1 {{'graph.router_topk' op has no gradient rule yet (training through MoE routing is not supported)}}
-  %g, %e = graph.router_topk %y k 2 : tensor<16x8xf32>
-  return %g : tensor<16x2xf32>
+// MoE routing: the gates' gradient goes back through the softmax of the
+// chosen experts, the dispatch's through a combine with unit gates, the
+// combine's through a dispatch of the gate-weighted rows.
+// CHECK-LABEL: func.func @train_step
+// CHECK: graph.moe_dispatch %{{.*}}, %{{.*}} experts 8 capacity 8 : tensor<32x8xf32>, tensor<32x1xi64>
+// CHECK: graph.moe_combine %{{.*}}, %{{.*}}, %{{.*}} : tensor<8x8x8xf32>, tensor<16x2xf32>, tensor<16x2xi64>
+// CHECK: graph.softmax %{{.*}} dim 1 : tensor<16x8xf32>
+graph.param @w : tensor<8x8xf32>
+func.func @forward(%x: tensor<16x8xf32>) -> tensor<16x8xf32> {
+  %w = graph.read_param @w : tensor<8x8xf32>
+  %y = graph.matmul %x, %w : tensor<16x8xf32>, tensor<8x8xf32>
+  %g, %e = graph.router_topk %y k 2 normalize : tensor<16x8xf32>
+  %d = graph.moe_dispatch %y, %e experts 8 capacity 8 : tensor<16x8xf32>, tensor<16x2xi64>
+  %o = graph.moe_combine %d, %g, %e : tensor<8x8x8xf32>, tensor<16x2xf32>, tensor<16x2xi64>
+  return %o : tensor<16x8xf32>
 }
 
 // -----

@@ -721,12 +721,93 @@ GRAPH_GRADIENT(ExpertMatmulOp) {
   return success();
 }
 
-#define GRAPH_NO_RULE_YET(OP)                                                  \
-  GRAPH_GRADIENT(OP) {                                                         \
-    return emitOpError("has no gradient rule yet (training through MoE "      \
-                       "routing is not supported)");                           \
+GRAPH_GRADIENT(MoeDispatchOp) {
+  // Token t's gradient collects its slots' gradients: a combine with unit
+  // gates reads exactly the slots this dispatch filled (dropped ones add 0).
+  RankedTensorType experts = getExperts().getType();
+  auto gates = RankedTensorType::get(experts.getShape(),
+                                     getTokens().getType().getElementType());
+  Value ones = ConstantOp::create(
+      builder, getLoc(), gates,
+      DenseElementsAttr::get(gates, builder.getFloatAttr(
+                                        gates.getElementType(), 1.0)));
+  operandGrads[0] =
+      MoeCombineOp::create(builder, getLoc(), getTokens().getType(),
+                           resultGrads[0], ones, getExperts());
+  return success();
+}
+
+GRAPH_GRADIENT(MoeCombineOp) {
+  Grad g(builder, getLoc());
+  Value dy = resultGrads[0];                      // [T, H]
+  RankedTensorType out = getExpertOut().getType(); // [E, C, H]
+  RankedTensorType gt = getGates().getType();      // [T, k]
+  int64_t t = gt.getDimSize(0), k = gt.getDimSize(1), h = out.getDimSize(2);
+  // d expert_out[slot of (t, j)] = gates[t, j] dy[t]: a dispatch of the
+  // T*k weighted rows, one assignment each, which fills the slots in the
+  // same (t, j) order as the forward's.
+  Value weighted = g.mul(g.reshape(getGates(), {t, k, 1}),
+                         g.reshape(dy, {t, 1, h})); // [T, k, H]
+  Value rows = g.reshape(weighted, {t * k, h});
+  Value each = g.reshape(getExperts(), {t * k, 1});
+  operandGrads[0] = MoeDispatchOp::create(
+      builder, getLoc(), out, rows, each,
+      builder.getI64IntegerAttr(out.getDimSize(0)),
+      builder.getI64IntegerAttr(out.getDimSize(1)));
+  // d gates[t, j] = <dy[t], expert_out[slot of (t, j)]>: combine with the
+  // one-hot gate of column j reads that slot.
+  SmallVector<Value> columns;
+  for (int64_t j = 0; j < k; ++j) {
+    SmallVector<float> onehot(t * k, 0.0f);
+    for (int64_t r = 0; r < t; ++r)
+      onehot[r * k + j] = 1.0f;
+    Value unit = ConstantOp::create(
+        builder, getLoc(), gt.clone(builder.getF32Type()),
+        DenseElementsAttr::get(gt.clone(builder.getF32Type()),
+                               ArrayRef<float>(onehot)));
+    if (!gt.getElementType().isF32())
+      unit = CastOp::create(builder, getLoc(), gt, unit);
+    Value picked = MoeCombineOp::create(builder, getLoc(), dy.getType(),
+                                        getExpertOut(), unit, getExperts());
+    columns.push_back(g.sumKeep(g.mul(picked, dy), {1})); // [T, 1]
   }
-GRAPH_NO_RULE_YET(RouterTopKOp)
-GRAPH_NO_RULE_YET(MoeDispatchOp)
-GRAPH_NO_RULE_YET(MoeCombineOp)
-#undef GRAPH_NO_RULE_YET
+  operandGrads[1] =
+      k == 1 ? columns[0]
+             : ConcatOp::create(builder, getLoc(), gt, columns,
+                                builder.getI64IntegerAttr(1))
+                   .getResult();
+  return success();
+}
+
+GRAPH_GRADIENT(RouterTopKOp) {
+  if (!resultGrads[0])
+    return success(); // only the expert choice is used
+  // gates = p[experts] (divided by their sum S with normalize), p the
+  // softmax of the logits; the choice itself is piecewise constant.
+  Grad g(builder, getLoc());
+  RankedTensorType lt = getLogits().getType(); // [T, E]
+  RankedTensorType gt = getGates().getType();  // [T, k]
+  int64_t t = lt.getDimSize(0), e = lt.getDimSize(1), k = gt.getDimSize(1);
+  Value p = SoftmaxOp::create(builder, getLoc(), lt, getLogits(),
+                              builder.getI64IntegerAttr(1));
+  Value positions = IotaOp::create(
+      builder, getLoc(), RankedTensorType::get({t, k, e}, builder.getI64Type()),
+      builder.getI64IntegerAttr(2));
+  Value onehot = g.indicator(CompareDirection::EQ, positions,
+                             g.reshape(getExperts(), {t, k, 1}),
+                             getLogits()); // [T, k, E]
+  Value dsel = resultGrads[0];
+  if (getNormalize()) {
+    // g_j = p_j / S: d p_j = (dg_j - sum_i dg_i g_i) / S.
+    Value psel = g.reshape(
+        g.sumKeep(g.mul(onehot, g.reshape(p, {t, 1, e})), {2}), {t, k});
+    Value sum = g.sumKeep(psel, {1});
+    Value dot = g.sumKeep(g.mul(dsel, getGates()), {1});
+    dsel = g.div(g.sub(dsel, dot), sum);
+  }
+  Value dp = g.reshape(
+      g.sumKeep(g.mul(onehot, g.reshape(dsel, {t, k, 1})), {1}), {t, e});
+  Value dot = g.sumKeep(g.mul(dp, p), {1});
+  operandGrads[0] = g.mul(p, g.sub(dp, dot));
+  return success();
+}
