@@ -94,19 +94,29 @@ def time_cleave(compiler, model, idx, repeat, workdir, name):
     return float(match.group(1)) / 1000.0, err
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def setup(doc, repeat, add_arguments=None):
+    """The start of every benchmark here: parses --compile, --repeat (default
+    `repeat`), --threads, --ceiling, --only and whatever `add_arguments(parser)`
+    adds, limits PyTorch, OpenMP and OpenBLAS to --threads threads, and loads
+    the gpt example. Returns the parsed arguments and the example's module."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--compile", default=os.path.join(ROOT, "build/bin/cleave-compile"))
-    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--repeat", type=int, default=repeat)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--ceiling", type=float, default=185.0,
                         help="sgemm GFLOP/s of this machine")
     parser.add_argument("--only", default="")
+    if add_arguments:
+        add_arguments(parser)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     os.environ["OMP_NUM_THREADS"] = str(args.threads)
     os.environ["OPENBLAS_NUM_THREADS"] = str(args.threads)
-    gpt = load_gpt_module()
+    return args, load_gpt_module()
+
+
+def main():
+    args, gpt = setup(__doc__, repeat=20)
     print(f"{'model':32} {'PyTorch tok/s':>14} {'Cleave tok/s':>13} {'ratio':>6} "
           f"{'Cleave GFLOP/s':>15} {'of ceiling':>10} {'max rel err':>11}")
     with tempfile.TemporaryDirectory() as workdir:

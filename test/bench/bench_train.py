@@ -24,7 +24,6 @@ relative difference of the first step's loss, which both compute from the
 same weights and batch.
 """
 
-import argparse
 import json
 import os
 import subprocess
@@ -37,9 +36,8 @@ import torch
 import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-from bench_forward import CONFIGS, build_model, load_gpt_module  # noqa: E402
+from bench_forward import CONFIGS, build_model, setup  # noqa: E402
 
 LR = 1e-4
 
@@ -114,19 +112,10 @@ def time_cleave(compiler, model, idx, labels, steps, warmup, workdir, name):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--compile", default=os.path.join(ROOT, "build/bin/cleave-compile"))
-    parser.add_argument("--warmup", type=int, default=2)
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--ceiling", type=float, default=185.0,
-                        help="sgemm GFLOP/s of this machine")
-    parser.add_argument("--only", default="")
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-    os.environ["OMP_NUM_THREADS"] = str(args.threads)
-    os.environ["OPENBLAS_NUM_THREADS"] = str(args.threads)
-    gpt = load_gpt_module()
+    def add_warmup(parser):
+        parser.add_argument("--warmup", type=int, default=2)
+
+    args, gpt = setup(__doc__, repeat=5, add_arguments=add_warmup)
     print(f"{'model':32} {'PyTorch tok/s':>14} {'Cleave tok/s':>13} {'ratio':>6} "
           f"{'PyTorch GFLOP/s':>16} {'Cleave GFLOP/s':>15} {'of ceiling':>10} "
           f"{'step-1 loss diff':>16}")

@@ -4,7 +4,9 @@
 // gather. These move elements without arithmetic, so they work on bytes of
 // any dtype (input and output dtypes must match) and never convert. Their
 // transposes for autodiff are here too: slice_grad (a strided scatter into
-// zeros, still on bytes) and gather_grad (a scatter-add, in f32).
+// zeros, still on bytes) and gather_grad (a scatter-add, in f32). The
+// strided copy behind transpose, broadcast_in_dim and slice (stridedCopy,
+// declared in Tensor.h) and the scatter are one routine, in two directions.
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,14 +56,46 @@ int64_t indexAt(const char *data, int32_t dtype, int64_t i) {
   return reinterpret_cast<const int32_t *>(data)[i];
 }
 
-template <typename E>
-void stridedScatterTyped(const E *src, E *dst, int rank, const int64_t *shape,
-                         const int64_t *strides, int64_t base) {
+/// Moves the elements of a contiguous `shape` to or from the strided side,
+/// element (i0, i1, ...) of which is `base + sum(ik * strides[k])`: from it
+/// into contiguous dst (stridedCopy) or, with `Scatter`, into it from
+/// contiguous src (stridedScatter). Rows of the last dim run in parallel.
+template <bool Scatter, typename E>
+void stridedMoveTyped(const E *src, E *dst, int rank, const int64_t *shape,
+                      const int64_t *strides, int64_t base) {
   int64_t total = 1;
   for (int d = 0; d < rank; ++d)
     total *= shape[d];
   int64_t inner = rank == 0 ? 1 : shape[rank - 1];
   int64_t innerStride = rank == 0 ? 0 : strides[rank - 1];
+  if (!Scatter && rank >= 2 && innerStride != 1 && innerStride != 0) {
+    // A transpose of the last two dims: copy square tiles so that both the
+    // reads and the writes stay within a few cache lines.
+    constexpr int64_t kTile = 32;
+    int64_t rows = shape[rank - 2], rowStride = strides[rank - 2];
+    int64_t outer = total / (rows * inner);
+    int64_t tileRows = (rows + kTile - 1) / kTile;
+    int64_t tileCols = (inner + kTile - 1) / kTile;
+#pragma omp parallel for schedule(static) if (total >= kParallelElements)
+    for (int64_t t = 0; t < outer * tileRows * tileCols; ++t) {
+      int64_t o = t / (tileRows * tileCols), rest = o;
+      int64_t i0 = (t / tileCols) % tileRows * kTile, j0 = t % tileCols * kTile;
+      int64_t off = base;
+      for (int d = rank - 3; d >= 0; --d) {
+        off += (rest % shape[d]) * strides[d];
+        rest /= shape[d];
+      }
+      int64_t iEnd = std::min(rows, i0 + kTile);
+      int64_t jEnd = std::min(inner, j0 + kTile);
+      for (int64_t i = i0; i < iEnd; ++i) {
+        E *out = dst + (o * rows + i) * inner;
+        const E *in = src + off + i * rowStride;
+        for (int64_t j = j0; j < jEnd; ++j)
+          out[j] = in[j * innerStride];
+      }
+    }
+    return;
+  }
   int64_t rows = total / inner;
 #pragma omp parallel for schedule(static) if (total >= kParallelElements)
   for (int64_t row = 0; row < rows; ++row) {
@@ -70,15 +104,63 @@ void stridedScatterTyped(const E *src, E *dst, int rank, const int64_t *shape,
       off += (rest % shape[d]) * strides[d];
       rest /= shape[d];
     }
-    const E *in = src + row * inner;
-    E *out = dst + off;
+    const E *in = src + (Scatter ? row * inner : off);
+    E *out = dst + (Scatter ? off : row * inner);
     if (innerStride == 1) {
       std::memcpy(out, in, size_t(inner) * sizeof(E));
-    } else {
+    } else if constexpr (Scatter) {
       for (int64_t i = 0; i < inner; ++i)
         out[i * innerStride] = in[i];
+    } else {
+      for (int64_t i = 0; i < inner; ++i)
+        out[i] = in[i * innerStride];
     }
   }
+}
+
+/// stridedCopy and, with `Scatter`, stridedScatter: drops dims of size 1,
+/// merges adjacent dims that the strided side walks contiguously, and moves
+/// the elements as unsigned integers of `elemSize` bytes.
+template <bool Scatter>
+void stridedMove(const char *src, char *dst, size_t elemSize, int fullRank,
+                 const int64_t *fullShape, const int64_t *fullStrides,
+                 int64_t base) {
+  int64_t shape[CLEAVE_RT_MAX_RANK], strides[CLEAVE_RT_MAX_RANK];
+  int rank = 0;
+  for (int d = 0; d < fullRank; ++d) {
+    if (fullShape[d] == 0)
+      return;
+    if (fullShape[d] == 1)
+      continue;
+    if (rank > 0 && strides[rank - 1] == fullStrides[d] * fullShape[d]) {
+      shape[rank - 1] *= fullShape[d];
+      strides[rank - 1] = fullStrides[d];
+      continue;
+    }
+    shape[rank] = fullShape[d];
+    strides[rank] = fullStrides[d];
+    ++rank;
+  }
+  switch (elemSize) {
+  case 1:
+    return stridedMoveTyped<Scatter>(reinterpret_cast<const uint8_t *>(src),
+                                     reinterpret_cast<uint8_t *>(dst), rank,
+                                     shape, strides, base);
+  case 2:
+    return stridedMoveTyped<Scatter>(reinterpret_cast<const uint16_t *>(src),
+                                     reinterpret_cast<uint16_t *>(dst), rank,
+                                     shape, strides, base);
+  case 4:
+    return stridedMoveTyped<Scatter>(reinterpret_cast<const uint32_t *>(src),
+                                     reinterpret_cast<uint32_t *>(dst), rank,
+                                     shape, strides, base);
+  case 8:
+    return stridedMoveTyped<Scatter>(reinterpret_cast<const uint64_t *>(src),
+                                     reinterpret_cast<uint64_t *>(dst), rank,
+                                     shape, strides, base);
+  }
+  cleave_rt_fail("strided %s: unsupported element size %zu",
+                 Scatter ? "scatter" : "copy", elemSize);
 }
 
 /// The inverse of stridedCopy: src element (i0, i1, ...) of the contiguous
@@ -87,43 +169,7 @@ void stridedScatterTyped(const E *src, E *dst, int rank, const int64_t *shape,
 void stridedScatter(const char *src, char *dst, size_t elemSize, int srcRank,
                     const int64_t *srcShape, const int64_t *dstStrides,
                     int64_t base) {
-  // Merge adjacent dims that the destination walks contiguously, drop size
-  // 1, as stridedCopy does.
-  int64_t shape[CLEAVE_RT_MAX_RANK], strides[CLEAVE_RT_MAX_RANK];
-  int rank = 0;
-  for (int d = 0; d < srcRank; ++d) {
-    if (srcShape[d] == 0)
-      return;
-    if (srcShape[d] == 1)
-      continue;
-    if (rank > 0 && strides[rank - 1] == dstStrides[d] * srcShape[d]) {
-      shape[rank - 1] *= srcShape[d];
-      strides[rank - 1] = dstStrides[d];
-      continue;
-    }
-    shape[rank] = srcShape[d];
-    strides[rank] = dstStrides[d];
-    ++rank;
-  }
-  switch (elemSize) {
-  case 1:
-    return stridedScatterTyped(reinterpret_cast<const uint8_t *>(src),
-                               reinterpret_cast<uint8_t *>(dst), rank, shape,
-                               strides, base);
-  case 2:
-    return stridedScatterTyped(reinterpret_cast<const uint16_t *>(src),
-                               reinterpret_cast<uint16_t *>(dst), rank, shape,
-                               strides, base);
-  case 4:
-    return stridedScatterTyped(reinterpret_cast<const uint32_t *>(src),
-                               reinterpret_cast<uint32_t *>(dst), rank, shape,
-                               strides, base);
-  case 8:
-    return stridedScatterTyped(reinterpret_cast<const uint64_t *>(src),
-                               reinterpret_cast<uint64_t *>(dst), rank, shape,
-                               strides, base);
-  }
-  cleave_rt_fail("strided scatter: unsupported element size %zu", elemSize);
+  stridedMove<true>(src, dst, elemSize, srcRank, srcShape, dstStrides, base);
 }
 
 /// Fails unless `out` is `data` gathered along `dim` by `indices`:
@@ -163,6 +209,12 @@ void checkGatherIndices(const char *kernel, const char *idx, int32_t dtype,
 }
 
 } // namespace
+
+void cleave::rt::stridedCopy(const char *src, char *dst, size_t elemSize,
+                             int outRank, const int64_t *outShape,
+                             const int64_t *srcStrides, int64_t base) {
+  stridedMove<false>(src, dst, elemSize, outRank, outShape, srcStrides, base);
+}
 
 extern "C" {
 

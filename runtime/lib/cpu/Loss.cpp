@@ -22,6 +22,17 @@ void storeScalar(char *arena, const cleave_tensor &out, double value) {
   convertFromF32(&v, dataOf(arena, out), out.dtype, 1);
 }
 
+/// The largest of the `c` >= 1 logits of a row, the shift that keeps the
+/// exponentials of cross_entropy and of its gradient finite. (A select on
+/// values, not std::max, vectorizes.)
+float rowMax(const float *row, int64_t c) {
+  float max = row[0];
+#pragma omp simd reduction(max : max)
+  for (int64_t j = 1; j < c; ++j)
+    max = row[j] > max ? row[j] : max;
+  return max;
+}
+
 /// Checks every label that is not ignored against [0, C) and returns C and
 /// the number of rows (shapes already checked).
 void checkCrossEntropy(const char *k, const cleave_tensor *logits,
@@ -92,10 +103,7 @@ void cleave_rt_cross_entropy(char *arena, const cleave_tensor *logits,
     if (has_ignore && label == ignore_index)
       continue;
     const float *row = xp + r * c;
-    float max = row[0];
-#pragma omp simd reduction(max : max)
-    for (int64_t j = 1; j < c; ++j)
-      max = row[j] > max ? row[j] : max;
+    float max = rowMax(row, c);
     double sum = 0.0;
 #pragma omp simd reduction(+ : sum)
     for (int64_t j = 0; j < c; ++j)
@@ -154,11 +162,7 @@ void cleave_rt_cross_entropy_grad(char *arena, const cleave_tensor *logits,
       std::fill(o, o + c, 0.0f);
       continue;
     }
-    float max = row[0];
-    // A select on values (not std::max) vectorizes.
-#pragma omp simd reduction(max : max)
-    for (int64_t j = 1; j < c; ++j)
-      max = row[j] > max ? row[j] : max;
+    float max = rowMax(row, c);
     float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
     for (int64_t j = 0; j < c; ++j) {

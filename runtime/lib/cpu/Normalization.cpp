@@ -344,6 +344,36 @@ void normGradRows(int64_t rows, int64_t n, bool wantScale, bool wantBias,
     }
 }
 
+/// The body of layer_norm_grad and of rms_norm_grad (dbias NULL): checks,
+/// loads scale over the normalized dims, runs `rowGrad(x, dy, scale, dx, n,
+/// ds, db)` on every row through normGradRows and stores dx, dscale and
+/// dbias.
+template <typename RowGrad>
+void normGrad(const char *k, char *arena, const cleave_tensor *x,
+              const cleave_tensor *scale, const cleave_tensor *dy,
+              const cleave_tensor *dx, const cleave_tensor *dscale,
+              const cleave_tensor *dbias, int64_t dim, RowGrad rowGrad) {
+  checkNormGrad(k, x, scale, dy, dx, dscale, dbias, dim);
+  std::vector<float> s = trailingOperand(k, arena, *scale, *x, dim);
+  int64_t rows, n;
+  rowsOf(*x, dim, rows, n);
+  Input<float> xv(arena, *x), dyv(arena, *dy);
+  Output<float> dxv(arena, *dx);
+  const float *xp = xv.data(), *dyp = dyv.data(), *sp = s.data();
+  float *dxp = dxv.data();
+  auto row = [&](int64_t r, float *ds, float *db) {
+    rowGrad(xp + r * n, dyp + r * n, sp, dxp + r * n, n, ds, db);
+  };
+  std::vector<double> dsFull, dbFull;
+  normGradRows(rows, n, dscale != nullptr, dbias != nullptr, dsFull, dbFull,
+               row);
+  dxv.commit();
+  if (dscale)
+    storeTrailingGrad(k, "dscale", arena, *dscale, *x, dim, dsFull);
+  if (dbias)
+    storeTrailingGrad(k, "dbias", arena, *dbias, *x, dim, dbFull);
+}
+
 } // namespace
 
 extern "C" {
@@ -466,26 +496,12 @@ void cleave_rt_layer_norm_grad(char *arena, const cleave_tensor *x,
                                const cleave_tensor *dscale,
                                const cleave_tensor *dbias, int64_t dim,
                                double eps) {
-  const char *k = "cleave_rt_layer_norm_grad";
-  checkNormGrad(k, x, scale, dy, dx, dscale, dbias, dim);
-  std::vector<float> s = trailingOperand(k, arena, *scale, *x, dim);
-  int64_t rows, n;
-  rowsOf(*x, dim, rows, n);
-  Input<float> xv(arena, *x), dyv(arena, *dy);
-  Output<float> dxv(arena, *dx);
-  const float *xp = xv.data(), *dyp = dyv.data(), *sp = s.data();
-  float *dxp = dxv.data();
-  auto row = [&](int64_t r, float *ds, float *db) {
-    layerNormGradRow(xp + r * n, dyp + r * n, sp, dxp + r * n, n, eps, ds, db);
-  };
-  std::vector<double> dsFull, dbFull;
-  normGradRows(rows, n, dscale != nullptr, dbias != nullptr, dsFull, dbFull,
-               row);
-  dxv.commit();
-  if (dscale)
-    storeTrailingGrad(k, "dscale", arena, *dscale, *x, dim, dsFull);
-  if (dbias)
-    storeTrailingGrad(k, "dbias", arena, *dbias, *x, dim, dbFull);
+  normGrad("cleave_rt_layer_norm_grad", arena, x, scale, dy, dx, dscale, dbias,
+           dim,
+           [eps](const float *xr, const float *dyr, const float *s, float *dxr,
+                 int64_t n, float *ds, float *db) {
+             layerNormGradRow(xr, dyr, s, dxr, n, eps, ds, db);
+           });
 }
 
 void cleave_rt_rms_norm_grad(char *arena, const cleave_tensor *x,
@@ -493,23 +509,11 @@ void cleave_rt_rms_norm_grad(char *arena, const cleave_tensor *x,
                              const cleave_tensor *dy, const cleave_tensor *dx,
                              const cleave_tensor *dscale, int64_t dim,
                              double eps) {
-  const char *k = "cleave_rt_rms_norm_grad";
-  checkNormGrad(k, x, scale, dy, dx, dscale, nullptr, dim);
-  std::vector<float> s = trailingOperand(k, arena, *scale, *x, dim);
-  int64_t rows, n;
-  rowsOf(*x, dim, rows, n);
-  Input<float> xv(arena, *x), dyv(arena, *dy);
-  Output<float> dxv(arena, *dx);
-  const float *xp = xv.data(), *dyp = dyv.data(), *sp = s.data();
-  float *dxp = dxv.data();
-  auto row = [&](int64_t r, float *ds, float *) {
-    rmsNormGradRow(xp + r * n, dyp + r * n, sp, dxp + r * n, n, eps, ds);
-  };
-  std::vector<double> dsFull, unused;
-  normGradRows(rows, n, dscale != nullptr, false, dsFull, unused, row);
-  dxv.commit();
-  if (dscale)
-    storeTrailingGrad(k, "dscale", arena, *dscale, *x, dim, dsFull);
+  normGrad("cleave_rt_rms_norm_grad", arena, x, scale, dy, dx, dscale, nullptr,
+           dim,
+           [eps](const float *xr, const float *dyr, const float *s, float *dxr,
+                 int64_t n, float *ds,
+                 float *) { rmsNormGradRow(xr, dyr, s, dxr, n, eps, ds); });
 }
 
 } // extern "C"

@@ -1,17 +1,16 @@
 //===- Tensor.cpp - shared helpers of the CPU kernels ---------------------===//
 //
-// Descriptor checks, broadcasting plans, the strided copy behind the data
-// movement kernels, and cleave_rt_fail. (Conversions are in Convert.cpp.)
+// Descriptor checks, broadcasting plans and cleave_rt_fail. (Conversions are
+// in Convert.cpp; the strided copy behind the data movement kernels is in
+// DataMovement.cpp, with its inverse.)
 //
 //===----------------------------------------------------------------------===//
 
 #include "Tensor.h"
 
-#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 
 using namespace cleave::rt;
 
@@ -188,105 +187,4 @@ Broadcast::Broadcast(const char *kernel, const cleave_tensor &out,
       strides[i][rank] = full[i][d];
     ++rank;
   }
-}
-
-namespace {
-template <typename E>
-void stridedCopyTyped(const E *src, E *dst, int rank, const int64_t *shape,
-                      const int64_t *strides, int64_t base) {
-  int64_t total = 1;
-  for (int d = 0; d < rank; ++d)
-    total *= shape[d];
-  if (total == 0)
-    return;
-  int64_t inner = rank == 0 ? 1 : shape[rank - 1];
-  int64_t innerStride = rank == 0 ? 0 : strides[rank - 1];
-  if (rank >= 2 && innerStride != 1 && innerStride != 0) {
-    // A transpose of the last two dims: copy square tiles so that both the
-    // reads and the writes stay within a few cache lines.
-    constexpr int64_t kTile = 32;
-    int64_t rows = shape[rank - 2], rowStride = strides[rank - 2];
-    int64_t outer = total / (rows * inner);
-    int64_t tileRows = (rows + kTile - 1) / kTile;
-    int64_t tileCols = (inner + kTile - 1) / kTile;
-#pragma omp parallel for schedule(static) if (total >= kParallelElements)
-    for (int64_t t = 0; t < outer * tileRows * tileCols; ++t) {
-      int64_t o = t / (tileRows * tileCols), rest = o;
-      int64_t i0 = (t / tileCols) % tileRows * kTile, j0 = t % tileCols * kTile;
-      int64_t off = base;
-      for (int d = rank - 3; d >= 0; --d) {
-        off += (rest % shape[d]) * strides[d];
-        rest /= shape[d];
-      }
-      int64_t iEnd = std::min(rows, i0 + kTile);
-      int64_t jEnd = std::min(inner, j0 + kTile);
-      for (int64_t i = i0; i < iEnd; ++i) {
-        E *out = dst + (o * rows + i) * inner;
-        const E *in = src + off + i * rowStride;
-        for (int64_t j = j0; j < jEnd; ++j)
-          out[j] = in[j * innerStride];
-      }
-    }
-    return;
-  }
-  int64_t rows = total / inner;
-#pragma omp parallel for schedule(static) if (total >= kParallelElements)
-  for (int64_t row = 0; row < rows; ++row) {
-    int64_t off = base, rest = row;
-    for (int d = rank - 2; d >= 0; --d) {
-      off += (rest % shape[d]) * strides[d];
-      rest /= shape[d];
-    }
-    E *out = dst + row * inner;
-    const E *in = src + off;
-    if (innerStride == 1) {
-      std::memcpy(out, in, size_t(inner) * sizeof(E));
-    } else {
-      for (int64_t i = 0; i < inner; ++i)
-        out[i] = in[i * innerStride];
-    }
-  }
-}
-} // namespace
-
-void cleave::rt::stridedCopy(const char *src, char *dst, size_t elemSize,
-                             int outRank, const int64_t *outShape,
-                             const int64_t *srcStrides, int64_t base) {
-  // Merge adjacent dims that the source walks contiguously, drop size 1.
-  int64_t shape[CLEAVE_RT_MAX_RANK], strides[CLEAVE_RT_MAX_RANK];
-  int rank = 0;
-  for (int d = 0; d < outRank; ++d) {
-    if (outShape[d] == 1)
-      continue;
-    if (rank > 0 && strides[rank - 1] == srcStrides[d] * outShape[d]) {
-      shape[rank - 1] *= outShape[d];
-      strides[rank - 1] = srcStrides[d];
-      continue;
-    }
-    shape[rank] = outShape[d];
-    strides[rank] = srcStrides[d];
-    ++rank;
-  }
-  for (int d = 0; d < outRank; ++d)
-    if (outShape[d] == 0)
-      return;
-  switch (elemSize) {
-  case 1:
-    return stridedCopyTyped(reinterpret_cast<const uint8_t *>(src),
-                            reinterpret_cast<uint8_t *>(dst), rank, shape,
-                            strides, base);
-  case 2:
-    return stridedCopyTyped(reinterpret_cast<const uint16_t *>(src),
-                            reinterpret_cast<uint16_t *>(dst), rank, shape,
-                            strides, base);
-  case 4:
-    return stridedCopyTyped(reinterpret_cast<const uint32_t *>(src),
-                            reinterpret_cast<uint32_t *>(dst), rank, shape,
-                            strides, base);
-  case 8:
-    return stridedCopyTyped(reinterpret_cast<const uint64_t *>(src),
-                            reinterpret_cast<uint64_t *>(dst), rank, shape,
-                            strides, base);
-  }
-  cleave_rt_fail("strided copy: unsupported element size %zu", elemSize);
 }

@@ -7,70 +7,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "RuntimeTestUtil.h"
+#include "References.h"
 
 using namespace cleave::rt::test;
 
 namespace {
-
-struct AttentionCase {
-  int64_t b, h, hkv, sq, sk, d, dv;
-  Shape maskShape; // empty: no mask
-  int32_t maskType;
-  bool causal;
-};
-
-std::vector<double>
-refAttention(const AttentionCase &c, const std::vector<double> &q,
-             const std::vector<double> &k, const std::vector<double> &v,
-             const std::vector<double> *mask, double scale) {
-  std::vector<double> out(static_cast<size_t>(c.b * c.h * c.sq * c.dv), 0.0);
-  Shape full = {c.b, c.h, c.sq, c.sk};
-  for (int64_t b = 0; b < c.b; ++b)
-    for (int64_t h = 0; h < c.h; ++h) {
-      int64_t hk = h / (c.h / c.hkv);
-      for (int64_t i = 0; i < c.sq; ++i) {
-        std::vector<double> s(static_cast<size_t>(c.sk));
-        std::vector<bool> live(static_cast<size_t>(c.sk), true);
-        for (int64_t j = 0; j < c.sk; ++j) {
-          double dot = 0;
-          for (int64_t d = 0; d < c.d; ++d)
-            dot += q[size_t(((b * c.h + h) * c.sq + i) * c.d + d)] *
-                   k[size_t(((b * c.hkv + hk) * c.sk + j) * c.d + d)];
-          s[size_t(j)] = dot * scale;
-          if (mask) {
-            int64_t full_i = ((b * c.h + h) * c.sq + i) * c.sk + j;
-            double m =
-                (*mask)[size_t(broadcastIndex(full, c.maskShape, full_i))];
-            if (c.maskType == CLEAVE_I1)
-              live[size_t(j)] = live[size_t(j)] && m != 0;
-            else
-              s[size_t(j)] += m;
-          }
-          if (c.causal && j > i)
-            live[size_t(j)] = false;
-        }
-        double max = -INFINITY, sum = 0;
-        for (int64_t j = 0; j < c.sk; ++j)
-          if (live[size_t(j)])
-            max = std::max(max, s[size_t(j)]);
-        if (max == -INFINITY)
-          continue; // all masked: zeros
-        for (int64_t j = 0; j < c.sk; ++j)
-          if (live[size_t(j)])
-            sum += std::exp(s[size_t(j)] - max);
-        for (int64_t j = 0; j < c.sk; ++j) {
-          if (!live[size_t(j)])
-            continue;
-          double p = std::exp(s[size_t(j)] - max) / sum;
-          for (int64_t d = 0; d < c.dv; ++d)
-            out[size_t(((b * c.h + h) * c.sq + i) * c.dv + d)] +=
-                p * v[size_t(((b * c.hkv + hk) * c.sk + j) * c.dv + d)];
-        }
-      }
-    }
-  return out;
-}
 
 void runCase(const AttentionCase &c, int32_t dtype, unsigned seed,
              double rtol) {

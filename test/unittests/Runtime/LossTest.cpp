@@ -6,32 +6,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "RuntimeTestUtil.h"
+#include "References.h"
 
 using namespace cleave::rt::test;
 
 namespace {
-
-double refCrossEntropy(const std::vector<double> &logits,
-                       const std::vector<double> &labels, int64_t c,
-                       bool hasIgnore, int64_t ignore) {
-  double total = 0;
-  int64_t count = 0;
-  for (size_t r = 0; r < labels.size(); ++r) {
-    int64_t label = int64_t(labels[r]);
-    if (hasIgnore && label == ignore)
-      continue;
-    const double *row = logits.data() + r * size_t(c);
-    double max = -INFINITY, sum = 0;
-    for (int64_t j = 0; j < c; ++j)
-      max = std::max(max, row[j]);
-    for (int64_t j = 0; j < c; ++j)
-      sum += std::exp(row[j] - max);
-    total += max + std::log(sum) - row[label];
-    ++count;
-  }
-  return count ? total / double(count) : 0.0;
-}
 
 TEST(RuntimeLoss, CrossEntropyWithIgnoreIndex) {
   for (int32_t labelType : {CLEAVE_I64, CLEAVE_I32}) {

@@ -3,7 +3,8 @@
 // An arena that hands out tensor descriptors, typed fills with seeded random
 // values, conversion of any tensor to float64 for reference checks, NumPy
 // broadcasting of reference indices and a closeness check with a stated
-// tolerance.
+// tolerance (check also reports the largest error when
+// CLEAVE_TEST_PRINT_ERRORS is set).
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,7 +16,9 @@
 
 #include "gtest/gtest.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -206,6 +209,27 @@ inline void expectClose(const std::vector<double> &got,
                     << atol << ")";
     }
   }
+}
+
+/// expectClose, and with CLEAVE_TEST_PRINT_ERRORS set, a line with the
+/// largest absolute error and the largest fraction of the tolerance used.
+inline void check(const std::vector<double> &got,
+                  const std::vector<double> &want, double rtol, double atol,
+                  const std::string &what) {
+  expectClose(got, want, rtol, atol, what);
+  if (!std::getenv("CLEAVE_TEST_PRINT_ERRORS") || got.size() != want.size())
+    return;
+  double maxAbs = 0, maxFraction = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    double err = std::fabs(got[i] - want[i]);
+    if (std::isnan(err))
+      continue;
+    maxAbs = std::max(maxAbs, err);
+    maxFraction =
+        std::max(maxFraction, err / (atol + rtol * std::fabs(want[i])));
+  }
+  std::printf("[ max error ] %s: abs %.2e, %.1f%% of tolerance\n", what.c_str(),
+              maxAbs, 100 * maxFraction);
 }
 
 /// A kernel call that must end the process with status 1 and a message

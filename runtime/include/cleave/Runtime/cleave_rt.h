@@ -296,6 +296,32 @@ void cleave_rt_adamw(char *arena, const cleave_tensor *param,
                      const cleave_tensor *grad_scale, double lr, double beta1,
                      double beta2, double eps, double weight_decay);
 
+/*===----------------------------------------------------------------------===*
+ * The backend: where the arena lives. The main touches arena bytes only
+ * through these, so one compiled program runs on either backend (host
+ * memory on the CPU, device memory on CUDA, where the kernels run on one
+ * stream in call order and these calls order themselves after it).
+ *===----------------------------------------------------------------------===*/
+
+/* "cpu" or "cuda". */
+const char *cleave_rt_backend_name(void);
+/* Prepares the backend (selects the device); fails with a clear error when
+ * there is none. Idempotent. */
+void cleave_rt_backend_init(void);
+/* A zeroed arena of `bytes`, 64-byte aligned; cleave_rt_fail when it cannot
+ * be allocated. */
+char *cleave_rt_arena_alloc(int64_t bytes);
+void cleave_rt_arena_free(char *arena);
+/* Host <-> arena copies of `bytes` at `offset`; both wait for the kernels
+ * already called, so a read sees the step that was run. */
+void cleave_rt_arena_write(char *arena, int64_t offset, const void *src,
+                           int64_t bytes);
+void cleave_rt_arena_read(const char *arena, int64_t offset, void *dst,
+                          int64_t bytes);
+/* Waits for every kernel called so far and reports any error they raised
+ * (an index out of range found on the device). */
+void cleave_rt_synchronize(void);
+
 /* Reports a fatal error ("error: <message>") and exits with status 1. */
 void cleave_rt_fail(const char *format, ...);
 
