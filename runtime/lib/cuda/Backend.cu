@@ -1,0 +1,207 @@
+//===- Backend.cu - the CUDA backend: device arena, stream, errors -------===//
+//
+// The backend functions of cleave_rt.h on one GPU: the arena is one device
+// allocation, every kernel runs on one stream in call order, and arena reads
+// and writes are stream-ordered copies. Kernels report bad data through a
+// device error slot that the host checks whenever it synchronizes, so a step
+// needs no synchronization before the trainer reads its loss.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaCommon.cuh"
+
+#include "../cpu/Tensor.h"
+
+#include <cstdio>
+
+using namespace cleave::rt;
+using namespace cleave::rt::cuda;
+
+namespace {
+
+struct State {
+  bool ready = false;
+  cudaStream_t stream = nullptr;
+  cublasHandle_t blas = nullptr;
+  DeviceError *error = nullptr;
+};
+
+State &state() {
+  static State s;
+  return s;
+}
+
+const char *kernelName(int32_t id) {
+  static const char *names[] = {"gather",     "gather_grad",
+                                "cross_entropy", "cross_entropy_grad",
+                                "moe_dispatch", "moe_combine",
+                                "binary",     "topk"};
+  if (id >= 0 && id < int32_t(sizeof(names) / sizeof(names[0])))
+    return names[id];
+  return "kernel";
+}
+
+/// Reports (and ends the process on) the first error a kernel raised.
+void reportDeviceError() {
+  DeviceError e;
+  check(cudaMemcpy(&e, state().error, sizeof(e), cudaMemcpyDeviceToHost),
+        "reading the device error slot");
+  switch (e.code) {
+  case kNoError:
+    return;
+  case kIndexOutOfRange:
+    cleave_rt_fail("cleave_rt_%s: index %lld is out of range [-%lld, %lld)",
+                   kernelName(e.kernel), (long long)e.value,
+                   (long long)e.bound, (long long)e.bound);
+  case kLabelOutOfRange:
+    cleave_rt_fail("cleave_rt_%s: label %lld is out of range [0, %lld)",
+                   kernelName(e.kernel), (long long)e.value,
+                   (long long)e.bound);
+  case kExpertOutOfRange:
+    cleave_rt_fail("cleave_rt_%s: expert %lld is out of range [0, %lld)",
+                   kernelName(e.kernel), (long long)e.value,
+                   (long long)e.bound);
+  case kIntegerDivideByZero:
+    cleave_rt_fail("cleave_rt_%s: integer division by zero",
+                   kernelName(e.kernel));
+  default:
+    cleave_rt_fail("cleave_rt_%s: device error %d", kernelName(e.kernel),
+                   int(e.code));
+  }
+}
+
+} // namespace
+
+void cleave::rt::cuda::check(cudaError_t status, const char *what) {
+  if (status != cudaSuccess)
+    cleave_rt_fail("CUDA: %s: %s", what, cudaGetErrorString(status));
+}
+
+void cleave::rt::cuda::checkBlas(cublasStatus_t status, const char *what) {
+  if (status != CUBLAS_STATUS_SUCCESS)
+    cleave_rt_fail("cuBLAS: %s: status %d", what, int(status));
+}
+
+void cleave::rt::cuda::checkLaunch(const char *kernel) {
+  cudaError_t status = cudaGetLastError();
+  if (status != cudaSuccess)
+    cleave_rt_fail("cleave_rt_%s: kernel launch failed: %s", kernel,
+                   cudaGetErrorString(status));
+}
+
+cudaStream_t cleave::rt::cuda::stream() {
+  cleave_rt_backend_init();
+  return state().stream;
+}
+
+cublasHandle_t cleave::rt::cuda::cublas() {
+  cleave_rt_backend_init();
+  return state().blas;
+}
+
+DeviceError *cleave::rt::cuda::errorSlot() {
+  cleave_rt_backend_init();
+  return state().error;
+}
+
+cuda::Broadcast cleave::rt::cuda::makeBroadcast(const char *kernel,
+                                          const cleave_tensor *const *operands,
+                                          int numOperands,
+                                          const cleave_tensor &out) {
+  cuda::Broadcast b{};
+  b.rank = out.rank;
+  for (int d = 0; d < out.rank; ++d)
+    b.shape[d] = out.shape[d];
+  for (int k = 0; k < numOperands; ++k) {
+    const cleave_tensor &t = *operands[k];
+    if (t.rank > out.rank)
+      cleave_rt_fail("cleave_rt_%s: operand %d %s does not broadcast to %s",
+                     kernel, k, shapeString(t).c_str(),
+                     shapeString(out).c_str());
+    int64_t stride = 1;
+    for (int d = out.rank - 1; d >= 0; --d) {
+      int dt = d - (out.rank - t.rank);
+      int64_t size = dt >= 0 ? t.shape[dt] : 1;
+      if (size != 1 && size != out.shape[d])
+        cleave_rt_fail("cleave_rt_%s: operand %d %s does not broadcast to %s",
+                       kernel, k, shapeString(t).c_str(),
+                       shapeString(out).c_str());
+      b.strides[k][d] = size == 1 ? 0 : stride;
+      stride *= size;
+    }
+  }
+  return b;
+}
+
+extern "C" const char *cleave_rt_backend_name(void) { return "cuda"; }
+
+extern "C" void cleave_rt_backend_init(void) {
+  State &s = state();
+  if (s.ready)
+    return;
+  int devices = 0;
+  cudaError_t status = cudaGetDeviceCount(&devices);
+  if (status != cudaSuccess || devices == 0)
+    cleave_rt_fail("no CUDA device is available (%s); this program was "
+                   "compiled with --target cuda",
+                   status != cudaSuccess ? cudaGetErrorString(status)
+                                         : "0 devices");
+  check(cudaSetDevice(0), "selecting device 0");
+  check(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking),
+        "creating the stream");
+  checkBlas(cublasCreate(&s.blas), "creating the handle");
+  checkBlas(cublasSetStream(s.blas, s.stream), "binding the stream");
+  check(cudaMalloc(&s.error, sizeof(DeviceError)), "allocating the error slot");
+  check(cudaMemset(s.error, 0, sizeof(DeviceError)),
+        "clearing the error slot");
+  s.ready = true;
+}
+
+extern "C" char *cleave_rt_arena_alloc(int64_t bytes) {
+  cleave_rt_backend_init();
+  if (bytes < 0)
+    cleave_rt_fail("arena size %lld is negative", (long long)bytes);
+  size_t size = (static_cast<size_t>(bytes) + 63) / 64 * 64;
+  if (size == 0)
+    size = 64;
+  void *arena = nullptr;
+  cudaError_t status = cudaMalloc(&arena, size);
+  if (status != cudaSuccess)
+    cleave_rt_fail("cannot allocate the %lld-byte arena on the GPU: %s",
+                   (long long)bytes, cudaGetErrorString(status));
+  check(cudaMemsetAsync(arena, 0, size, state().stream), "zeroing the arena");
+  return static_cast<char *>(arena);
+}
+
+extern "C" void cleave_rt_arena_free(char *arena) {
+  if (arena) {
+    cleave_rt_synchronize();
+    cudaFree(arena);
+  }
+}
+
+extern "C" void cleave_rt_arena_write(char *arena, int64_t offset,
+                                      const void *src, int64_t bytes) {
+  if (bytes <= 0)
+    return;
+  // From pageable host memory: the copy is complete when this returns.
+  check(cudaMemcpyAsync(arena + offset, src, size_t(bytes),
+                        cudaMemcpyHostToDevice, stream()),
+        "copying to the arena");
+  check(cudaStreamSynchronize(stream()), "copying to the arena");
+}
+
+extern "C" void cleave_rt_arena_read(const char *arena, int64_t offset,
+                                     void *dst, int64_t bytes) {
+  if (bytes <= 0)
+    return;
+  check(cudaMemcpyAsync(dst, arena + offset, size_t(bytes),
+                        cudaMemcpyDeviceToHost, stream()),
+        "copying from the arena");
+  cleave_rt_synchronize();
+}
+
+extern "C" void cleave_rt_synchronize(void) {
+  check(cudaStreamSynchronize(stream()), "running the step");
+  reportDeviceError();
+}
