@@ -1,9 +1,11 @@
 //===- Checkpoint.cpp - training checkpoints as safetensors ---------------===//
 //
-// Writing streams the tensors from the arena (a checkpoint can be as large
-// as the model and its optimizer state); reading checks the header against
-// the program before touching the arena, so that a checkpoint of another
-// model is reported with its first differences and nothing is loaded.
+// Writing streams the tensors from the arena one at a time through a host
+// buffer (a checkpoint can be as large as the model and its optimizer
+// state, and the arena may be device memory); reading checks the header
+// against the program before touching the arena, so that a checkpoint of
+// another model is reported with its first differences and nothing is
+// loaded.
 //
 //===----------------------------------------------------------------------===//
 
@@ -255,7 +257,7 @@ void cleave::rt::trainer::prepareCheckpointDir(const std::string &dir) {
 }
 
 void cleave::rt::trainer::saveCheckpoint(const std::string &dir,
-                                         const char *arena, int64_t step,
+                                         const Arena &arena, int64_t step,
                                          std::optional<float> loss,
                                          const std::string &dataOrder) {
   const cleave_program_info &p = cleave_program;
@@ -288,13 +290,18 @@ void cleave::rt::trainer::saveCheckpoint(const std::string &dir,
   for (int i = 0; i < 8; ++i)
     len[i] = (unsigned char)(uint64_t(header.size()) >> (8 * i));
 
+  std::vector<char> host; // one tensor at a time, reused
   writeFileAtomically(checkpointPath(dir), "checkpoint", [&](FILE *f) {
     if (std::fwrite(len, 1, 8, f) != 8 ||
         std::fwrite(header.data(), 1, header.size(), f) != header.size())
       return false;
     for (const cleave_named_tensor *t : order) {
       size_t bytes = size_t(tensorBytes(t->tensor));
-      if (bytes && std::fwrite(arena + t->tensor.offset, 1, bytes, f) != bytes)
+      if (!bytes)
+        continue;
+      host.resize(bytes);
+      arena.read(t->tensor, host.data());
+      if (std::fwrite(host.data(), 1, bytes, f) != bytes)
         return false;
     }
     return true;
@@ -302,7 +309,8 @@ void cleave::rt::trainer::saveCheckpoint(const std::string &dir,
   writeMeta(dir, step, loss, dataOrder);
 }
 
-int64_t cleave::rt::trainer::loadCheckpoint(const std::string &dir, char *arena,
+int64_t cleave::rt::trainer::loadCheckpoint(const std::string &dir,
+                                            Arena &arena,
                                             const std::string &dataOrder) {
   const cleave_program_info &p = cleave_program;
   std::string path = checkpointPath(dir);
@@ -367,16 +375,19 @@ int64_t cleave::rt::trainer::loadCheckpoint(const std::string &dir, char *arena,
     fail(message);
   }
 
+  std::vector<char> host; // one tensor at a time, reused
   for (int64_t i = 0; i < p.num_params; ++i) {
     const cleave_named_tensor &param = p.params[i];
     const Entry &e = entries[param.name];
     size_t bytes = size_t(e.end - e.begin);
     if (!bytes)
       continue;
+    host.resize(bytes);
     if (std::fseek(f.get(), long(dataStart + uint64_t(e.begin)), SEEK_SET) !=
             0 ||
-        std::fread(arena + param.tensor.offset, 1, bytes, f.get()) != bytes)
+        std::fread(host.data(), 1, bytes, f.get()) != bytes)
       fail("checkpoint " + path + ": cannot read tensor '" + param.name + "'");
+    arena.write(param.tensor, host.data());
   }
 
   const char *config = p.training_config;

@@ -29,6 +29,8 @@
 
 namespace cleave::rt::trainer {
 
+class Arena;
+
 /// 16 hex digits of the 64-bit FNV-1a hash of the lines
 /// "<name>\t<dtype>\t<d0>,<d1>,...\n" of every parameter, sorted by name
 /// (dtype as in the safetensors header).
@@ -41,7 +43,7 @@ void prepareCheckpointDir(const std::string &dir);
 /// `step` completed steps (`loss`: the last step's, for meta.json; none
 /// when no step ran in this process). `dataOrder` records how the batches
 /// were drawn ("sequential", "shuffle seed S").
-void saveCheckpoint(const std::string &dir, const char *arena, int64_t step,
+void saveCheckpoint(const std::string &dir, const Arena &arena, int64_t step,
                     std::optional<float> loss, const std::string &dataOrder);
 
 /// Loads every parameter from the checkpoint in `dir` into `arena` after
@@ -49,7 +51,7 @@ void saveCheckpoint(const std::string &dir, const char *arena, int64_t step,
 /// their dtypes and shapes; returns its step. Warns on stderr when the
 /// checkpoint was written with another training config or data order (the
 /// run then continues, but not as the original one would have).
-int64_t loadCheckpoint(const std::string &dir, char *arena,
+int64_t loadCheckpoint(const std::string &dir, Arena &arena,
                        const std::string &dataOrder);
 
 } // namespace cleave::rt::trainer

@@ -1,8 +1,9 @@
 //===- Data.cpp - training data and the batch schedule --------------------===//
 //
 // .npy datasets are read whole and converted once to the inputs' dtypes, so
-// that a batch is one memcpy per sample and input; token files are mapped
-// and converted per batch, since they may be far larger than memory.
+// that a batch is one memcpy per sample and input into a host staging
+// buffer; token files are mapped and converted per batch, since they may be
+// far larger than memory. Each input then goes to the arena in one copy.
 //
 //===----------------------------------------------------------------------===//
 
@@ -93,12 +94,26 @@ int64_t cleave::rt::trainer::programBatchSize() {
   return batch;
 }
 
-void cleave::rt::trainer::fillBatch(const Dataset &data,
-                                    BatchSchedule &schedule, int64_t step,
-                                    char *arena) {
-  int64_t batch = programBatchSize();
-  for (int64_t row = 0; row < batch; ++row)
-    data.copySample(schedule.sample(step, row), row, arena);
+BatchStaging::BatchStaging() : batchSize(programBatchSize()) {
+  const cleave_program_info &p = cleave_program;
+  std::vector<size_t> offsets;
+  size_t bytes = 0;
+  for (int64_t i = 0; i < p.num_inputs; ++i) {
+    offsets.push_back(bytes);
+    bytes += (size_t(tensorBytes(p.inputs[i].tensor)) + 63) / 64 * 64;
+  }
+  buffer.resize(bytes);
+  for (size_t offset : offsets)
+    inputs.push_back(buffer.data() + offset);
+}
+
+void BatchStaging::fill(const Dataset &data, BatchSchedule &schedule,
+                        int64_t step, Arena &arena) {
+  const cleave_program_info &p = cleave_program;
+  for (int64_t row = 0; row < batchSize; ++row)
+    data.copySample(schedule.sample(step, row), row, inputs.data());
+  for (int64_t i = 0; i < p.num_inputs; ++i)
+    arena.write(p.inputs[i].tensor, inputs[size_t(i)]);
 }
 
 //===----------------------------------------------------------------------===//
@@ -244,13 +259,13 @@ public:
     }
   }
 
-  void copySample(int64_t sample, int64_t row, char *arena) const override {
-    const cleave_program_info &p = cleave_program;
+  void copySample(int64_t sample, int64_t row,
+                  char *const *batch) const override {
     for (size_t i = 0; i < columns.size(); ++i) {
       const Column &c = columns[i];
-      std::memcpy(
-          arena + p.inputs[i].tensor.offset + size_t(row) * c.sampleBytes,
-          c.data.data() + size_t(sample) * c.sampleBytes, c.sampleBytes);
+      std::memcpy(batch[i] + size_t(row) * c.sampleBytes,
+                  c.data.data() + size_t(sample) * c.sampleBytes,
+                  c.sampleBytes);
     }
   }
 
@@ -347,12 +362,13 @@ public:
       ::munmap(const_cast<unsigned char *>(map), mapBytes);
   }
 
-  void copySample(int64_t sample, int64_t row, char *arena) const override {
+  void copySample(int64_t sample, int64_t row,
+                  char *const *batch) const override {
     const cleave_program_info &p = cleave_program;
     for (int64_t i = 0; i < 2; ++i) {
       const cleave_tensor &t = p.inputs[i].tensor;
       int64_t first = sample * seq + i; // labels are shifted by one token
-      char *dst = arena + t.offset + size_t(row * seq) * dtypeSize(t.dtype);
+      char *dst = batch[i] + size_t(row * seq) * dtypeSize(t.dtype);
       for (int64_t j = 0; j < seq; ++j) {
         uint32_t token = tokenAt(first + j);
         if (t.dtype == CLEAVE_I64) {

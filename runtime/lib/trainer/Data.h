@@ -44,13 +44,16 @@ private:
   std::map<int64_t, std::vector<int64_t>> cache; // epoch -> permutation
 };
 
-/// Samples that can be copied into the program's input descriptors.
+/// Samples that can be copied into batches of the program's inputs.
 class Dataset {
 public:
   virtual ~Dataset();
   int64_t numSamples() const { return samples; }
-  /// Copies sample `sample` into row `row` of every program input.
-  virtual void copySample(int64_t sample, int64_t row, char *arena) const = 0;
+  /// Copies sample `sample` into row `row` of every program input's batch:
+  /// `batch[i]` is host memory holding input i as its descriptor lays it
+  /// out.
+  virtual void copySample(int64_t sample, int64_t row,
+                          char *const *batch) const = 0;
   /// One line for the start-up banner, e.g. "6 samples from x.npy, t.npy".
   virtual std::string summary() const = 0;
 
@@ -77,9 +80,23 @@ std::unique_ptr<Dataset> openTokenDataset(const std::string &path,
                                           const std::string &tokenDtype,
                                           int64_t seq);
 
-/// Copies the batch of `step` into the program's inputs.
-void fillBatch(const Dataset &data, BatchSchedule &schedule, int64_t step,
-               char *arena);
+class Arena;
+
+/// Moves each step's batch into the program's inputs: the rows are gathered
+/// into host buffers, kept from step to step, and each input then goes to
+/// the arena in one copy (the arena may be device memory).
+class BatchStaging {
+public:
+  BatchStaging();
+  /// Copies the batch of `step` into the program's inputs in `arena`.
+  void fill(const Dataset &data, BatchSchedule &schedule, int64_t step,
+            Arena &arena);
+
+private:
+  int64_t batchSize;
+  std::vector<char> buffer;   // every input's batch, each 64-byte aligned
+  std::vector<char *> inputs; // input i's batch within `buffer`
+};
 
 } // namespace cleave::rt::trainer
 

@@ -26,6 +26,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <vector>
 
 using namespace cleave::rt;
 using namespace cleave::rt::trainer;
@@ -215,7 +216,7 @@ std::string cleave::rt::trainer::onnxSourceModel() {
 }
 
 void cleave::rt::trainer::exportOnnx(const std::string &out,
-                                     const char *arena) {
+                                     const Arena &arena) {
   const cleave_program_info &p = cleave_program;
   std::string source = onnxSourceModel();
   std::ifstream in(source, std::ios::binary);
@@ -239,6 +240,7 @@ void cleave::rt::trainer::exportOnnx(const std::string &out,
   for (int64_t i = 0; i < p.num_model_params; ++i)
     params[p.params[i].name] = &p.params[i];
   std::set<std::string> done;
+  std::vector<char> host; // one parameter at a time, reused
   for (onnx::TensorProto &init :
        *model.mutable_graph()->mutable_initializer()) {
     auto it = params.find(init.name());
@@ -253,8 +255,9 @@ void cleave::rt::trainer::exportOnnx(const std::string &out,
            describe(param.tensor) + ") has " +
            std::to_string(numElements(param.tensor)) +
            " elements, its initializer " + std::to_string(count));
-    std::string data =
-        encode(param, arena + param.tensor.offset, init.data_type());
+    host.resize(size_t(tensorBytes(param.tensor)));
+    arena.read(param.tensor, host.data());
+    std::string data = encode(param, host.data(), init.data_type());
     clearData(init);
     init.set_raw_data(std::move(data));
     done.insert(init.name());

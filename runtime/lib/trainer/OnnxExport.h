@@ -12,6 +12,8 @@
 
 namespace cleave::rt::trainer {
 
+class Arena;
+
 /// The source model's path as the exporter will open it; fails when the
 /// program has none or the file does not exist (checked before training).
 std::string onnxSourceModel();
@@ -22,7 +24,7 @@ std::string onnxSourceModel();
 /// every other initializer held as external data is made inline too, so
 /// that the file stands alone. Every model parameter must be an initializer
 /// with its element count.
-void exportOnnx(const std::string &out, const char *arena);
+void exportOnnx(const std::string &out, const Arena &arena);
 
 } // namespace cleave::rt::trainer
 

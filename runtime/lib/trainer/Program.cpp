@@ -9,7 +9,6 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -117,17 +116,14 @@ void cleave::rt::trainer::checkProgram() {
 }
 
 Arena::Arena(int64_t bytes) {
-  // aligned_alloc needs a multiple of the alignment.
-  size_t size = (size_t(bytes) + 63) / 64 * 64;
-  if (size == 0)
-    size = 64;
-  base = static_cast<char *>(std::aligned_alloc(64, size));
-  if (!base)
+  cleave_rt_backend_init();
+  // The backend reports its own failure through cleave_rt_fail.
+  arena = cleave_rt_arena_alloc(bytes);
+  if (!arena)
     fail("cannot allocate the arena of " + std::to_string(bytes) + " bytes");
-  std::memset(base, 0, size);
 }
 
-Arena::~Arena() { std::free(base); }
+Arena::~Arena() { cleave_rt_arena_free(arena); }
 
 std::string
 cleave::rt::trainer::resolveBesideExecutable(const std::string &file) {
@@ -144,14 +140,14 @@ cleave::rt::trainer::resolveBesideExecutable(const std::string &file) {
   return file;
 }
 
-void cleave::rt::trainer::initParams(char *arena) {
+void cleave::rt::trainer::initParams(Arena &arena) {
   const cleave_program_info &p = cleave_program;
+  std::vector<char> host; // one file-backed value at a time, reused
   for (int64_t i = 0; i < p.num_params; ++i) {
     const cleave_named_tensor &param = p.params[i];
-    char *dst = arena + param.tensor.offset;
     size_t bytes = size_t(tensorBytes(param.tensor));
     if (param.init_data) {
-      std::memcpy(dst, param.init_data, bytes);
+      arena.write(param.tensor, param.init_data);
       continue;
     }
     if (!param.init_file)
@@ -166,12 +162,14 @@ void cleave::rt::trainer::initParams(char *arena) {
       fail(file + ": cannot seek to offset " +
            std::to_string(param.init_offset) + " for parameter '" + param.name +
            "'");
-    size_t got = bytes ? std::fread(dst, 1, bytes, f.get()) : 0;
+    host.resize(bytes);
+    size_t got = bytes ? std::fread(host.data(), 1, bytes, f.get()) : 0;
     if (got != bytes)
       fail(file + ": parameter '" + param.name + "' needs " +
            std::to_string(bytes) + " bytes at offset " +
            std::to_string(param.init_offset) + ", the file has " +
            std::to_string(got));
+    arena.write(param.tensor, host.data());
   }
 }
 

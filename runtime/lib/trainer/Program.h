@@ -57,23 +57,37 @@ std::string describe(const cleave_tensor &t);
 /// formed and inside the arena.
 void checkProgram();
 
-/// The program's arena: 64-byte aligned and zeroed.
+/// The program's arena, 64-byte aligned and zeroed, from the backend
+/// (cleave_rt.h): host memory on the CPU, device memory on CUDA. The main
+/// never dereferences it: bytes go in and out through write() and read().
 class Arena {
 public:
+  /// Initializes the backend (which fails when it has no device), then
+  /// allocates `bytes`.
   explicit Arena(int64_t bytes);
   ~Arena();
   Arena(const Arena &) = delete;
   Arena &operator=(const Arena &) = delete;
-  char *data() { return base; }
-  const char *data() const { return base; }
+  /// The base that cleave_program_run takes; not host memory in general.
+  char *base() { return arena; }
+  /// Copies the bytes of tensor `t` from host memory at `src` into the
+  /// arena; waits for the kernels already called.
+  void write(const cleave_tensor &t, const void *src) {
+    cleave_rt_arena_write(arena, t.offset, src, tensorBytes(t));
+  }
+  /// Copies the bytes of tensor `t` out of the arena into host memory at
+  /// `dst`; waits for the kernels already called, so it sees their results.
+  void read(const cleave_tensor &t, void *dst) const {
+    cleave_rt_arena_read(arena, t.offset, dst, tensorBytes(t));
+  }
 
 private:
-  char *base = nullptr;
+  char *arena = nullptr;
 };
 
 /// Writes each parameter's initial value (init_data or init_file) into the
 /// arena.
-void initParams(char *arena);
+void initParams(Arena &arena);
 
 /// A relative path names a file in the working directory if there is one,
 /// else next to the executable (so that a program and its files can move

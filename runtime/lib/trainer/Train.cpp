@@ -2,11 +2,12 @@
 //
 // Each step copies its batch into the input descriptors, calls
 // cleave_program_run (forward, backward and the optimizer update, all in
-// the program) and reads the scalar loss from output 0. Everything that
-// decides what a step computes (the parameters and optimizer state in the
-// arena, the batch as a function of the step number) is either in the
-// checkpoint or derived from the step, so a resumed run repeats an
-// uninterrupted one bit for bit.
+// the program) and reads the scalar loss from output 0; that read is the
+// step's one wait for the backend (on a device, the kernels run behind the
+// host). Everything that decides what a step computes (the parameters and
+// optimizer state in the arena, the batch as a function of the step
+// number) is either in the checkpoint or derived from the step, so a
+// resumed run repeats an uninterrupted one bit for bit.
 //
 //===----------------------------------------------------------------------===//
 
@@ -138,9 +139,10 @@ progress line:
   step k/N  loss X  tokens/s Y  ms/step Z  eta Ts  mem M MiB
 tokens are the elements of the target per step; tokens/s and ms/step
 average the steps since the previous line (one step: copying the
-batch in and running the program); eta extrapolates the mean step
-time of this run; mem is the process's peak resident memory (the
-arena, the data and the runtime).
+batch in, running the program and reading the loss back); eta
+extrapolates the mean step time of this run; mem is the process's
+peak resident memory (the data, the runtime and, on the CPU, the
+arena).
 
 checkpoints: DIR/model.safetensors holds every parameter (the model's
 and the optimizer state, "optimizer.step" included) with __metadata__
@@ -405,10 +407,10 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
   std::string dataOrder =
       o.shuffle ? "shuffle seed " + std::to_string(o.seed) : "sequential";
   Arena arena(p.arena_bytes);
-  initParams(arena.data());
+  initParams(arena);
   int64_t first = 1;
   if (!o.resume.empty())
-    first = loadCheckpoint(o.resume, arena.data(), dataOrder) + 1;
+    first = loadCheckpoint(o.resume, arena, dataOrder) + 1;
   int64_t last = o.steps >= 0 ? o.steps : first - 1;
   if (last < first - 1)
     fail("--steps " + std::to_string(last) +
@@ -423,8 +425,11 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
   else if (first <= last)
     fail("missing training data: give --inputs and --targets, or --tokens");
   std::optional<BatchSchedule> schedule;
-  if (data)
+  std::optional<BatchStaging> staging;
+  if (data) {
     schedule.emplace(data->numSamples(), batch, o.shuffle, o.seed);
+    staging.emplace();
+  }
 
   std::unique_ptr<FILE, FileCloser> logJson;
   if (!o.logJson.empty()) {
@@ -440,8 +445,9 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
     if (!o.resume.empty())
       std::printf("resumed from %s at step %lld\n", o.resume.c_str(),
                   (long long)(first - 1));
-    std::printf("training steps %lld..%lld; arena %s\n", (long long)first,
-                (long long)last, humanBytes(p.arena_bytes).c_str());
+    std::printf("training steps %lld..%lld; arena %s on %s\n", (long long)first,
+                (long long)last, humanBytes(p.arena_bytes).c_str(),
+                cleave_rt_backend_name());
     std::fflush(stdout);
   }
 
@@ -452,17 +458,18 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
   double totalMs = 0, windowMs = 0;
   int64_t windowSteps = 0;
   auto save = [&] {
-    saveCheckpoint(o.save, arena.data(), done, loss, dataOrder);
+    saveCheckpoint(o.save, arena, done, loss, dataOrder);
     savedAt = done;
   };
   for (int64_t step = first; step <= last && !interrupted; ++step) {
     auto start = std::chrono::steady_clock::now();
-    fillBatch(*data, *schedule, step, arena.data());
-    cleave_program_run(arena.data());
+    staging->fill(*data, *schedule, step, arena);
+    cleave_program_run(arena.base());
+    // Waits for the step's kernels, so the time is the step's.
+    float value;
+    arena.read(lossOut.tensor, &value);
     std::chrono::duration<double, std::milli> took =
         std::chrono::steady_clock::now() - start;
-    float value;
-    std::memcpy(&value, arena.data() + lossOut.tensor.offset, sizeof(value));
     loss = value;
     done = step;
     double ms = took.count();
@@ -505,7 +512,7 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
     return 128 + int(interrupted);
   }
   if (!o.exportOnnx.empty())
-    exportOnnx(o.exportOnnx, arena.data());
+    exportOnnx(o.exportOnnx, arena);
   if (!o.quiet) {
     if (done >= first)
       std::printf("trained steps %lld..%lld in %.1f s, final loss %s\n",

@@ -6,6 +6,8 @@
 // the command line, allocate and fill the arena (parameters from the
 // program's initial values, inputs from .npy files), call
 // cleave_program_run and write each output to <output-dir>/<name>.npy.
+// The arena belongs to the backend (device memory on CUDA): inputs and
+// outputs pass through host buffers and the backend's copies.
 // Every user error is thrown as trainer::Error and ends the process here
 // with "error: ..." and exit status 1.
 //
@@ -157,23 +159,31 @@ int runInference(int argc, char **argv) {
   const cleave_program_info &p = cleave_program;
   Options opts = parseArgs(argc, argv);
   Arena arena(p.arena_bytes);
-  initParams(arena.data());
+  initParams(arena);
   std::string error;
+  std::vector<char> host; // one tensor at a time, reused
   for (int64_t i = 0; i < p.num_inputs; ++i) {
     const cleave_named_tensor &in = p.inputs[i];
-    if (!loadTensorNpy(opts.inputFiles[size_t(i)], in.tensor,
-                       arena.data() + in.tensor.offset, error))
+    host.resize(size_t(tensorBytes(in.tensor)));
+    if (!loadTensorNpy(opts.inputFiles[size_t(i)], in.tensor, host.data(),
+                       error))
       fail("input '" + std::string(in.name) + "': " + error);
+    arena.write(in.tensor, host.data());
   }
 
-  cleave_program_run(arena.data());
+  cleave_program_run(arena.base());
+  // A device backend reports the errors its kernels raised (an index out
+  // of range) here, before any output is written, as the CPU does.
+  cleave_rt_synchronize();
   if (opts.repeat > 0) {
     // Inputs and parameters live in the persistent region, which the
     // program only reads, so it can run again on the same arena.
     std::vector<double> ms;
     for (int64_t r = 0; r < opts.repeat; ++r) {
       auto start = std::chrono::steady_clock::now();
-      cleave_program_run(arena.data());
+      cleave_program_run(arena.base());
+      // The time of the kernels, not of queueing them on a device.
+      cleave_rt_synchronize();
       std::chrono::duration<double, std::milli> took =
           std::chrono::steady_clock::now() - start;
       ms.push_back(took.count());
@@ -199,8 +209,9 @@ int runInference(int argc, char **argv) {
       fail("outputs '" + it->second + "' and '" + out.name +
            "' would both be written to " + file);
     std::string path = (fs::path(opts.outputDir) / file).string();
-    if (!saveTensorNpy(path, out.tensor, arena.data() + out.tensor.offset,
-                       error))
+    host.resize(size_t(tensorBytes(out.tensor)));
+    arena.read(out.tensor, host.data());
+    if (!saveTensorNpy(path, out.tensor, host.data(), error))
       fail(error);
   }
   return 0;

@@ -302,6 +302,14 @@ TEST_F(Trainer, LossesMatchFloat64Reference) {
   EXPECT_NE(out.find("data: 16 samples from x.npy, t.npy; batch 4"),
             std::string::npos)
       << out;
+  // The banner names the backend the arena lives on.
+  const std::regex banner(R"(training steps 1\.\.20; arena [0-9.]+ )"
+                          R"((bytes|KiB|MiB|GiB) on cpu)");
+  bool found = false;
+  std::istringstream again(out);
+  for (std::string line; std::getline(again, line);)
+    found = found || std::regex_match(line, banner);
+  EXPECT_TRUE(found) << out;
 }
 
 TEST_F(Trainer, LogEveryAndQuiet) {
