@@ -2,6 +2,8 @@
 # lit configuration of Cleave's FileCheck tests.
 
 import os
+import shutil
+import subprocess
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -21,3 +23,28 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
     ["cleave-opt", "cleave-translate", "cleave-plan", "cleave-compile"],
     [config.cleave_tools_dir])
+
+
+def has_cuda_device():
+    """Whether a GPU is present: CLEAVE_LIT_CUDA_DEVICE=0/1 decides, else
+    `nvidia-smi -L` must list one."""
+    forced = os.environ.get("CLEAVE_LIT_CUDA_DEVICE")
+    if forced is not None:
+        return forced not in ("", "0")
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return False
+    try:
+        out = subprocess.run([smi, "-L"], capture_output=True, text=True,
+                             timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return out.returncode == 0 and "GPU " in out.stdout
+
+
+# `cuda`: cleave-compile links the CUDA backend (CLEAVE_ENABLE_CUDA);
+# `cuda-device`: a GPU is present as well, so compiled CUDA programs run.
+if config.cleave_enable_cuda:
+    config.available_features.add("cuda")
+    if has_cuda_device():
+        config.available_features.add("cuda-device")

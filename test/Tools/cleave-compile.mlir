@@ -21,9 +21,6 @@
 // RUN: not cleave-compile 2>&1 | FileCheck %s --check-prefix=NOINPUT
 // NOINPUT: cleave-compile: error: no input model (see --help)
 
-// RUN: not cleave-compile %s --target=tpu 2>&1 | FileCheck %s --check-prefix=TARGET
-// TARGET: cleave-compile: error: unknown --target 'tpu' (available: cpu)
-
 // RUN: not cleave-compile %s --input-shape x=2 2>&1 | FileCheck %s --check-prefix=SHAPE
 // SHAPE: error: --input-shape applies to ONNX models only
 

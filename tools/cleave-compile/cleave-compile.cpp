@@ -3,9 +3,11 @@
 // Compiles an ONNX model or graph-dialect IR ahead of time into a native
 // executable: import, raise, plan memory, lower to runtime calls, translate
 // to LLVM IR, optimize, emit an object in-process, and link it with the
-// runtime library.
+// runtime library: the CPU backend, or with --target cuda the CUDA backend
+// (when this cleave-compile was built with it; the object is the same).
 //
 //   cleave-compile model.onnx -o prog [--emit=mlir|llvm|obj|exe]
+//                             [--target cpu|cuda]
 //
 //===----------------------------------------------------------------------===//
 
@@ -73,9 +75,16 @@ static cl::opt<bool> printPipeline("print-pipeline",
                                    cl::cat(category));
 static cl::opt<bool> verbose("v", cl::desc("Report the time of each pass"),
                              cl::cat(category));
-static cl::opt<std::string>
-    target("target", cl::desc("Runtime backend to link (cpu)"),
-           cl::init("cpu"), cl::cat(category));
+// The runtime backends this cleave-compile can link (CompileConfig.h).
+#ifdef CLEAVE_HAVE_CUDA
+#define CLEAVE_TARGETS "cpu, cuda"
+#else
+#define CLEAVE_TARGETS "cpu"
+#endif
+static cl::opt<std::string> target(
+    "target",
+    cl::desc("Runtime backend to link: " CLEAVE_TARGETS " (default cpu)"),
+    cl::value_desc("backend"), cl::init("cpu"), cl::cat(category));
 
 static cl::OptionCategory trainCategory(
     "training options",
@@ -282,11 +291,35 @@ LogicalResult emitNative(ModuleOp module, llvm::StringRef path) {
   return success();
 }
 
+/// The link line of --target (cpu or, when built, cuda) after the object.
+llvm::StringRef runtimeLinkLine() {
+#ifdef CLEAVE_HAVE_CUDA
+  if (target == "cuda")
+    return CLEAVE_RUNTIME_LINK_CUDA;
+#endif
+  return CLEAVE_RUNTIME_LINK_CPU;
+}
+
+/// Checks --target: "" when this cleave-compile links it, else the error.
+std::string checkTarget() {
+  if (target == "cpu")
+    return "";
+  if (target == "cuda") {
+#ifdef CLEAVE_HAVE_CUDA
+    return "";
+#else
+    return "--target cuda: this cleave-compile was built without the CUDA "
+           "backend (CLEAVE_ENABLE_CUDA=OFF)";
+#endif
+  }
+  return "unknown --target '" + target + "' (available: " CLEAVE_TARGETS ")";
+}
+
 /// Links `object` with the runtime into `exe`.
 int linkExecutable(llvm::StringRef object, llvm::StringRef exe) {
   llvm::SmallVector<std::string> args = {CLEAVE_LINKER, object.str(), "-o",
                                          exe.str()};
-  for (llvm::StringRef lib : llvm::split(CLEAVE_RUNTIME_LINK_CPU, ';'))
+  for (llvm::StringRef lib : llvm::split(runtimeLinkLine(), ';'))
     if (!lib.empty())
       args.push_back(lib.str());
   llvm::SmallVector<llvm::StringRef> argRefs(args.begin(), args.end());
@@ -313,10 +346,11 @@ int main(int argc, char **argv) {
       "  cleave-compile model.onnx -o prog\n"
       "  ./prog --input x=x.npy --output-dir out/\n\n"
       "  cleave-compile model.onnx --train --optimizer adamw --lr 1e-3 -o train\n"
-      "  ./train --inputs x.npy --targets labels.npy --steps 100\n");
+      "  ./train --inputs x.npy --targets labels.npy --steps 100\n\n"
+      "Targets (--target): " CLEAVE_TARGETS ".\n");
 
-  if (target != "cpu")
-    return fail("unknown --target '" + target + "' (available: cpu)");
+  if (std::string err = checkTarget(); !err.empty())
+    return fail(err);
   if (std::string err = checkTrainingOptions(); !err.empty())
     return fail(err);
 

@@ -1,0 +1,334 @@
+//===- Attention.cu - scaled dot-product attention CUDA kernels -----------===//
+//
+// softmax(q k^T * scale + mask) v with grouped-query heads, an optional i1
+// or additive float mask broadcast to [B, H, Sq, Sk], top-left aligned
+// causal masking, and zeros for query rows whose keys are all masked (see
+// cleave_rt.h), computed in f32 with materialized scores: per kv head, the
+// query heads that share it are consecutive in q ([B, H, Sq, D] with
+// h = hk * group + g), so they form one [group * Sq, D] matrix and every
+// product is one strided batched GEMM over the kv heads. A row kernel masks
+// the scores and takes the softmax in place. The kv heads are processed in
+// chunks whose score buffers stay under kScoreBudget bytes.
+//
+// attention_grad recomputes P the same way, then dP = dO v^T,
+// dS = P (dP - rowsum(P dP)), dq = scale dS k, dk = scale dS^T q and
+// dv = P^T dO; in the stacked layout the last two sum over the query heads
+// of a kv head inside the GEMM.
+//
+//===----------------------------------------------------------------------===//
+
+#include "DeviceUtil.cuh"
+
+#include "../cpu/Tensor.h"
+
+#include <algorithm>
+
+using namespace cleave::rt;
+using namespace cleave::rt::cuda;
+
+namespace {
+
+/// Bytes of one score buffer ([chunk kv heads, group * Sq, Sk] f32); a
+/// single kv head's scores may exceed it.
+constexpr int64_t kScoreBudget = int64_t(256) << 20;
+
+/// The mask as the row kernel reads it: i1 (keep where true) or an additive
+/// float of `dtype`, with element strides broadcast against [B, H, Sq, Sk].
+struct MaskArgs {
+  const char *data = nullptr;
+  int32_t dtype = CLEAVE_F32;
+  int64_t strides[4] = {0, 0, 0, 0};
+};
+
+/// The geometry the row kernels need to find (b, h, i) of a score row.
+struct RowGeometry {
+  int64_t H, Sq, Sk;
+  int64_t firstRow; // global row (b * H + h) * Sq + i of the chunk's row 0
+  bool causal;
+};
+
+/// Masks rows [0, rows) of the scores `s` ([rows, Sk], already scaled) in
+/// place and replaces each with its softmax; a row whose keys are all
+/// masked (max -inf) becomes zeros. NaN scores are skipped by the max, as
+/// in the CPU kernel, and propagate through the sum.
+__global__ void maskedSoftmaxKernel(float *s, int64_t rows, RowGeometry g,
+                                    MaskArgs mask) {
+  const float negInf = -INFINITY;
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    float *sr = s + row * g.Sk;
+    int64_t global = g.firstRow + row;
+    int64_t i = global % g.Sq, bh = global / g.Sq;
+    int64_t b = bh / g.H, h = bh % g.H;
+    int64_t live = g.causal ? min(g.Sk, i + 1) : g.Sk;
+    int64_t mOff =
+        b * mask.strides[0] + h * mask.strides[1] + i * mask.strides[2];
+    float max = negInf;
+    for (int64_t j = threadIdx.x; j < g.Sk; j += blockDim.x) {
+      float x = sr[j];
+      if (j >= live) {
+        x = negInf;
+      } else if (mask.data) {
+        int64_t at = mOff + j * mask.strides[3];
+        if (mask.dtype == CLEAVE_I1)
+          x = reinterpret_cast<const uint8_t *>(mask.data)[at] ? x : negInf;
+        else
+          x += loadF32(mask.data, mask.dtype, at);
+      }
+      sr[j] = x;
+      max = x > max ? x : max;
+    }
+    max = blockReduce(max, negInf, MaxOp());
+    if (max == negInf) {
+      // Every key masked: p = 0, so the row of the output is zeros.
+      for (int64_t j = threadIdx.x; j < g.Sk; j += blockDim.x)
+        sr[j] = 0.0f;
+      continue;
+    }
+    float sum = 0.0f;
+    for (int64_t j = threadIdx.x; j < g.Sk; j += blockDim.x) {
+      float e = expf(sr[j] - max);
+      sr[j] = e;
+      sum += e;
+    }
+    float inv = 1.0f / blockReduce(sum, 0.0f, SumOp());
+    for (int64_t j = threadIdx.x; j < g.Sk; j += blockDim.x)
+      sr[j] *= inv;
+  }
+}
+
+/// dS = P (dP - rowsum(P dP)) in place of dP, row by row ([rows, Sk]).
+__global__ void softmaxBackwardKernel(const float *p, float *ds, int64_t rows,
+                                      int64_t Sk) {
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const float *pr = p + row * Sk;
+    float *dr = ds + row * Sk;
+    float dot = 0.0f;
+    for (int64_t j = threadIdx.x; j < Sk; j += blockDim.x)
+      dot += pr[j] * dr[j];
+    dot = blockReduce(dot, 0.0f, SumOp());
+    for (int64_t j = threadIdx.x; j < Sk; j += blockDim.x)
+      dr[j] = pr[j] * (dr[j] - dot);
+  }
+}
+
+[[noreturn]] void shapeError(const char *kernel, const cleave_tensor &q,
+                             const cleave_tensor &k, const cleave_tensor &v,
+                             const cleave_tensor &out) {
+  cleave_rt_fail("%s: expects q [B,H,Sq,D], k [B,Hkv,Sk,D], v [B,Hkv,Sk,Dv], "
+                 "out [B,H,Sq,Dv] with H a multiple of Hkv, got q %s, k %s, "
+                 "v %s, out %s",
+                 kernel, shapeString(q).c_str(), shapeString(k).c_str(),
+                 shapeString(v).c_str(), shapeString(out).c_str());
+  __builtin_unreachable();
+}
+
+struct AttentionShape {
+  int64_t B, H, Hkv, Sq, Sk, D, Dv;
+  int64_t group() const { return H / Hkv; }
+};
+
+AttentionShape checkAttention(const char *kn, const cleave_tensor *q,
+                              const cleave_tensor *k, const cleave_tensor *v,
+                              const cleave_tensor *out, const char *outName) {
+  checkTensor(kn, "q", q);
+  checkTensor(kn, "k", k);
+  checkTensor(kn, "v", v);
+  checkTensor(kn, outName, out);
+  if (q->rank != 4 || k->rank != 4 || v->rank != 4 || out->rank != 4)
+    shapeError(kn, *q, *k, *v, *out);
+  AttentionShape s;
+  s.B = q->shape[0], s.H = q->shape[1], s.Sq = q->shape[2], s.D = q->shape[3];
+  s.Hkv = k->shape[1], s.Sk = k->shape[2], s.Dv = v->shape[3];
+  if (k->shape[0] != s.B || v->shape[0] != s.B || k->shape[3] != s.D ||
+      v->shape[1] != s.Hkv || v->shape[2] != s.Sk || out->shape[0] != s.B ||
+      out->shape[1] != s.H || out->shape[2] != s.Sq || out->shape[3] != s.Dv ||
+      s.Hkv == 0 || s.H % s.Hkv != 0)
+    shapeError(kn, *q, *k, *v, *out);
+  for (const cleave_tensor *t : {q, k, v, out})
+    if (!isFloatType(t->dtype))
+      cleave_rt_fail("%s: unsupported dtype %s", kn, dtypeName(t->dtype));
+  return s;
+}
+
+/// The mask's strides broadcast against [B, H, Sq, Sk] (right-aligned,
+/// size-1 dims broadcast), checked on the host.
+MaskArgs maskArgs(const char *kn, char *arena, const cleave_tensor *mask,
+                  const AttentionShape &s) {
+  MaskArgs m;
+  if (!mask)
+    return m;
+  checkTensor(kn, "mask", mask);
+  int64_t full[4] = {s.B, s.H, s.Sq, s.Sk};
+  bool ok = mask->rank <= 4;
+  int64_t stride = 1;
+  for (int d = 3; ok && d >= 0; --d) {
+    int md = d - (4 - mask->rank);
+    if (md < 0)
+      continue;
+    int64_t size = mask->shape[md];
+    ok = size == full[d] || size == 1;
+    m.strides[d] = size == 1 ? 0 : stride;
+    stride *= size;
+  }
+  if (!ok)
+    cleave_rt_fail("%s: mask %s does not broadcast to [%lld, %lld, %lld, "
+                   "%lld]",
+                   kn, shapeString(*mask).c_str(), (long long)s.B,
+                   (long long)s.H, (long long)s.Sq, (long long)s.Sk);
+  if (mask->dtype != CLEAVE_I1 && !isFloatType(mask->dtype))
+    cleave_rt_fail("%s: mask must be i1 or float, got %s", kn,
+                   dtypeName(mask->dtype));
+  m.data = dataOf(arena, *mask);
+  m.dtype = mask->dtype;
+  return m;
+}
+
+/// How many kv heads one chunk holds so that a score buffer stays within
+/// kScoreBudget (at least one).
+int64_t chunkHeads(const AttentionShape &s) {
+  int64_t perHead = s.group() * s.Sq * s.Sk * int64_t(sizeof(float));
+  int64_t heads = perHead > 0 ? kScoreBudget / perHead : s.B * s.Hkv;
+  return std::max<int64_t>(1, std::min(heads, s.B * s.Hkv));
+}
+
+/// Computes the softmax probabilities of kv heads [c0, c0 + nb) into `p`
+/// ([nb, group * Sq, Sk]): p = scale q k^T, masked, softmax per row.
+void probabilities(const char *kn, const AttentionShape &s, const float *q,
+                   const float *k, MaskArgs mask, bool causal, float scale,
+                   int64_t c0, int64_t nb, float *p) {
+  int64_t gq = s.group() * s.Sq;
+  gemmF32(kn, false, true, gq, s.Sk, s.D, scale, q + c0 * gq * s.D, s.D,
+          gq * s.D, k + c0 * s.Sk * s.D, s.D, s.Sk * s.D, 0.0f, p, s.Sk,
+          gq * s.Sk, nb);
+  int64_t rows = nb * gq;
+  RowGeometry g{s.H, s.Sq, s.Sk, c0 * gq, causal};
+  maskedSoftmaxKernel<<<rowBlocks(rows), rowThreads(s.Sk), 0, stream()>>>(
+      p, rows, g, mask);
+  checkLaunchOf(kn);
+}
+
+void zeroF32(float *data, const cleave_tensor &t) {
+  check(cudaMemsetAsync(data, 0, size_t(numElements(t)) * sizeof(float),
+                        stream()),
+        "zeroing the attention gradients");
+}
+
+} // namespace
+
+extern "C" {
+
+void cleave_rt_attention(char *arena, const cleave_tensor *q,
+                         const cleave_tensor *k, const cleave_tensor *v,
+                         const cleave_tensor *mask, const cleave_tensor *out,
+                         int32_t causal, double scale) {
+  const char *kn = "cleave_rt_attention";
+  AttentionShape s = checkAttention(kn, q, k, v, out, "out");
+  MaskArgs m = maskArgs(kn, arena, mask, s);
+  if (numElements(*out) == 0)
+    return;
+  if (s.Sk == 0) {
+    // No keys at all: every row is fully masked.
+    check(cudaMemsetAsync(dataOf(arena, *out), 0,
+                          size_t(numElements(*out)) * elementSize(out->dtype),
+                          stream()),
+          "zeroing the attention output");
+    return;
+  }
+  // Inputs that out overwrites are read from copies.
+  ScratchBuffer qBuf, kBuf, vBuf, outBuf;
+  const float *qp = f32Input(arena, *q, overlaps(*q, *out), qBuf, kn);
+  const float *kp = f32Input(arena, *k, overlaps(*k, *out), kBuf, kn);
+  const float *vp = f32Input(arena, *v, overlaps(*v, *out), vBuf, kn);
+  float *op = f32Output(arena, *out, outBuf, kn);
+  int64_t heads = s.B * s.Hkv, chunk = chunkHeads(s);
+  int64_t gq = s.group() * s.Sq;
+  ScratchBuffer scores(size_t(chunk * gq * s.Sk) * sizeof(float), kn);
+  float *p = scores.as<float>();
+  for (int64_t c0 = 0; c0 < heads; c0 += chunk) {
+    int64_t nb = std::min(chunk, heads - c0);
+    probabilities(kn, s, qp, kp, m, causal != 0, float(scale), c0, nb, p);
+    // out = P v, [group * Sq, Sk] x [Sk, Dv] per kv head.
+    gemmF32(kn, false, false, gq, s.Dv, s.Sk, 1.0f, p, s.Sk, gq * s.Sk,
+            vp + c0 * s.Sk * s.Dv, s.Dv, s.Sk * s.Dv, 0.0f, op + c0 * gq * s.Dv,
+            s.Dv, gq * s.Dv, nb);
+  }
+  commitF32Output(arena, *out, op, kn);
+}
+
+void cleave_rt_attention_grad(char *arena, const cleave_tensor *q,
+                              const cleave_tensor *k, const cleave_tensor *v,
+                              const cleave_tensor *mask,
+                              const cleave_tensor *dout,
+                              const cleave_tensor *dq, const cleave_tensor *dk,
+                              const cleave_tensor *dv, int32_t causal,
+                              double scale) {
+  const char *kn = "cleave_rt_attention_grad";
+  AttentionShape s = checkAttention(kn, q, k, v, dout, "dout");
+  checkTensor(kn, "dq", dq);
+  checkTensor(kn, "dk", dk);
+  checkTensor(kn, "dv", dv);
+  if (!sameShape(*dq, *q) || !sameShape(*dk, *k) || !sameShape(*dv, *v))
+    cleave_rt_fail("%s: dq %s, dk %s and dv %s must have the shapes of q %s, "
+                   "k %s and v %s",
+                   kn, shapeString(*dq).c_str(), shapeString(*dk).c_str(),
+                   shapeString(*dv).c_str(), shapeString(*q).c_str(),
+                   shapeString(*k).c_str(), shapeString(*v).c_str());
+  for (const cleave_tensor *t : {dq, dk, dv})
+    if (!isFloatType(t->dtype))
+      cleave_rt_fail("%s: unsupported dtype %s", kn, dtypeName(t->dtype));
+  MaskArgs m = maskArgs(kn, arena, mask, s);
+  // The gradients are written while every input is still being read.
+  auto written = [&](const cleave_tensor &t) {
+    return overlaps(t, *dq) || overlaps(t, *dk) || overlaps(t, *dv);
+  };
+  ScratchBuffer qBuf, kBuf, vBuf, doBuf, dqBuf, dkBuf, dvBuf;
+  const float *qp = f32Input(arena, *q, written(*q), qBuf, kn);
+  const float *kp = f32Input(arena, *k, written(*k), kBuf, kn);
+  const float *vp = f32Input(arena, *v, written(*v), vBuf, kn);
+  const float *dop = f32Input(arena, *dout, written(*dout), doBuf, kn);
+  float *dqp = f32Output(arena, *dq, dqBuf, kn);
+  float *dkp = f32Output(arena, *dk, dkBuf, kn);
+  float *dvp = f32Output(arena, *dv, dvBuf, kn);
+  int64_t heads = s.B * s.Hkv, chunk = chunkHeads(s);
+  int64_t gq = s.group() * s.Sq;
+  int64_t D = s.D, Dv = s.Dv, Sk = s.Sk;
+  float fscale = float(scale);
+  if (gq * Sk == 0) {
+    // No scores: dq is zeros (no keys) and dk, dv are zeros (no queries),
+    // whichever of them has elements.
+    zeroF32(dqp, *dq);
+    zeroF32(dkp, *dk);
+    zeroF32(dvp, *dv);
+  } else {
+    ScratchBuffer pBuf(size_t(chunk * gq * Sk) * sizeof(float), kn);
+    ScratchBuffer dsBuf(size_t(chunk * gq * Sk) * sizeof(float), kn);
+    float *p = pBuf.as<float>(), *ds = dsBuf.as<float>();
+    for (int64_t c0 = 0; c0 < heads; c0 += chunk) {
+      int64_t nb = std::min(chunk, heads - c0);
+      const float *qc = qp + c0 * gq * D, *kc = kp + c0 * Sk * D;
+      const float *vc = vp + c0 * Sk * Dv, *doc = dop + c0 * gq * Dv;
+      probabilities(kn, s, qp, kp, m, causal != 0, fscale, c0, nb, p);
+      // dP = dO v^T, then dS in place.
+      gemmF32(kn, false, true, gq, Sk, Dv, 1.0f, doc, Dv, gq * Dv, vc, Dv,
+              Sk * Dv, 0.0f, ds, Sk, gq * Sk, nb);
+      int64_t rows = nb * gq;
+      softmaxBackwardKernel<<<rowBlocks(rows), rowThreads(Sk), 0, stream()>>>(
+          p, ds, rows, Sk);
+      checkLaunchOf(kn);
+      // dv = P^T dO and dk = scale dS^T q: the stacked query heads of a kv
+      // head are the inner dimension, so the GEMM sums over them.
+      gemmF32(kn, true, false, Sk, Dv, gq, 1.0f, p, Sk, gq * Sk, doc, Dv,
+              gq * Dv, 0.0f, dvp + c0 * Sk * Dv, Dv, Sk * Dv, nb);
+      gemmF32(kn, true, false, Sk, D, gq, fscale, ds, Sk, gq * Sk, qc, D,
+              gq * D, 0.0f, dkp + c0 * Sk * D, D, Sk * D, nb);
+      // dq = scale dS k.
+      gemmF32(kn, false, false, gq, D, Sk, fscale, ds, Sk, gq * Sk, kc, D,
+              Sk * D, 0.0f, dqp + c0 * gq * D, D, gq * D, nb);
+    }
+  }
+  commitF32Output(arena, *dq, dqp, kn);
+  commitF32Output(arena, *dk, dkp, kn);
+  commitF32Output(arena, *dv, dvp, kn);
+}
+
+} // extern "C"

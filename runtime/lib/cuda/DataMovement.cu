@@ -1,0 +1,690 @@
+//===- DataMovement.cu - shape and data movement CUDA kernels -------------===//
+//
+// transpose, broadcast_in_dim, slice, concat and gather on the GPU, and the
+// transposes of two of them for autodiff: slice_grad (a strided scatter into
+// zeros) and gather_grad (a scatter-add in f32 with atomics). Except
+// gather_grad they move bytes of any dtype without converting (input and
+// output dtypes must match), as elements of up to 16 bytes: contiguous runs
+// are moved in the widest unit that their length and alignment allow. A
+// transpose that moves the contiguous dim of its source copies 32x32 tiles
+// through shared memory, so that reads and writes both coalesce. Indices are
+// checked on the device and reported at the next synchronization.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaCommon.cuh"
+#include "KernelUtil.cuh"
+
+#include "../cpu/Tensor.h"
+
+#include <initializer_list>
+
+using namespace cleave::rt;
+using namespace cleave::rt::cuda;
+
+namespace cleave::rt::cuda {
+namespace {
+
+void checkSameDtype(const char *kernel, const cleave_tensor &x,
+                    const cleave_tensor &out) {
+  if (x.dtype != out.dtype)
+    cleave_rt_fail("%s: x is %s but out is %s", kernel, dtypeName(x.dtype),
+                   dtypeName(out.dtype));
+}
+
+/// The source bytes, copied aside when they overlap the output (these
+/// kernels read elements in a different order than they write them).
+const char *sourceBytes(char *arena, const cleave_tensor &x,
+                        const cleave_tensor &out, ScratchBuffer &copy,
+                        const char *kernel) {
+  const char *src = dataOf(arena, x);
+  if (!overlaps(x, out))
+    return src;
+  return copyToScratch(copy, src, size_t(numElements(x)) * elementSize(x.dtype),
+                       kernel);
+}
+
+/// Unsigned integers of each element size that the kernels move.
+template <int Bytes> struct Unit;
+template <> struct Unit<1> { using type = uint8_t; };
+template <> struct Unit<2> { using type = uint16_t; };
+template <> struct Unit<4> { using type = uint32_t; };
+template <> struct Unit<8> { using type = unsigned long long; };
+template <> struct Unit<16> { using type = uint4; };
+
+/// Calls `f(Unit<B>())` for the unit of `bytes` (1, 2, 4, 8 or 16).
+template <typename F> void withUnit(size_t bytes, F &&f) {
+  switch (bytes) {
+  case 1:
+    return f(Unit<1>());
+  case 2:
+    return f(Unit<2>());
+  case 4:
+    return f(Unit<4>());
+  case 8:
+    return f(Unit<8>());
+  case 16:
+    return f(Unit<16>());
+  }
+  cleave_rt_fail("data movement: unsupported element size %zu", bytes);
+}
+
+/// The largest unit (16 bytes at most) that divides every one of `values`.
+size_t widestUnit(std::initializer_list<int64_t> values) {
+  size_t unit = 16;
+  for (int64_t v : values)
+    while (unit > 1 && v % int64_t(unit) != 0)
+      unit /= 2;
+  return unit;
+}
+
+//===----------------------------------------------------------------------===//
+// Strided copies and scatters
+//===----------------------------------------------------------------------===//
+
+/// The strided side of a move: element (i0, i1, ...) of the contiguous
+/// `shape` is element `base + sum(ik * strides[k])` of the strided tensor
+/// (strides in elements, possibly 0 or negative).
+struct StridedPlan {
+  int32_t rank;
+  int64_t shape[CLEAVE_RT_MAX_RANK];
+  int64_t strides[CLEAVE_RT_MAX_RANK];
+  int64_t base;
+};
+
+/// Gather (dst[i] = src[strided(i)]) or, with Scatter, dst[strided(i)] =
+/// src[i], over the `total` elements of the contiguous side.
+template <bool Scatter, typename E, typename Index>
+__global__ void __launch_bounds__(kThreads)
+    stridedMoveKernel(const E *src, E *dst, StridedPlan p, Index total) {
+  Index step = Index(gridDim.x) * Index(blockDim.x);
+  for (Index i = Index(blockIdx.x) * Index(blockDim.x) + Index(threadIdx.x);
+       i < total; i += step) {
+    Index rest = i;
+    int64_t at = p.base;
+    for (int d = p.rank - 1; d > 0; --d) {
+      Index size = Index(p.shape[d]);
+      Index next = rest / size;
+      at += int64_t(rest - next * size) * p.strides[d];
+      rest = next;
+    }
+    if (p.rank > 0) // the outermost index is what is left
+      at += int64_t(rest) * p.strides[0];
+    if constexpr (Scatter)
+      dst[at] = src[i];
+    else
+      dst[i] = src[at];
+  }
+}
+
+constexpr int kTile = 32;
+constexpr int kTileRows = 8;
+
+/// A gather whose contiguous source dim `a` is not the last dim of the
+/// (contiguous) destination: 32x32 tiles of (a, last) are read along a and
+/// written along the last dim through shared memory. `dstStrides` are the
+/// destination's row-major strides; the other dims form the batch.
+template <typename E>
+__global__ void __launch_bounds__(kTile *kTileRows)
+    transposeTilesKernel(const E *src, E *dst, StridedPlan p,
+                         StridedPlan dstStrides, int a, int64_t tilesA,
+                         int64_t tilesB, int64_t tiles) {
+  __shared__ E tile[kTile][kTile + 1];
+  int last = p.rank - 1;
+  int64_t sizeA = p.shape[a], sizeB = p.shape[last];
+  int64_t strideB = p.strides[last], dstStrideA = dstStrides.strides[a];
+  int tx = threadIdx.x, ty = threadIdx.y;
+  for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    int64_t tb = t % tilesB, rest = t / tilesB;
+    int64_t ta = rest % tilesA, batch = rest / tilesA;
+    int64_t from = p.base, to = 0;
+    for (int d = last - 1; d >= 0; --d) {
+      if (d == a)
+        continue;
+      int64_t idx = batch % p.shape[d];
+      batch /= p.shape[d];
+      from += idx * p.strides[d];
+      to += idx * dstStrides.strides[d];
+    }
+    int64_t a0 = ta * kTile, b0 = tb * kTile;
+    for (int j = ty; j < kTile; j += kTileRows) {
+      int64_t ai = a0 + tx, bi = b0 + j;
+      if (ai < sizeA && bi < sizeB)
+        tile[j][tx] = src[from + ai + bi * strideB];
+    }
+    __syncthreads();
+    for (int j = ty; j < kTile; j += kTileRows) {
+      int64_t ai = a0 + j, bi = b0 + tx;
+      if (ai < sizeA && bi < sizeB)
+        dst[to + ai * dstStrideA + bi] = tile[tx][j];
+    }
+    __syncthreads();
+  }
+}
+
+/// Moves the elements of a contiguous `fullShape` to or from the strided
+/// side (see StridedPlan): into contiguous dst from src (a gather) or, with
+/// `scatter`, into strided dst from contiguous src. Drops dims of size 1 and
+/// merges adjacent dims that the strided side walks contiguously, as the CPU
+/// kernels do; the destinations of a scatter must be distinct. `kernel` is
+/// the ABI function, for messages.
+void stridedMove(const char *kernel, bool scatter, const char *src, char *dst,
+                 size_t elemSize, int fullRank, const int64_t *fullShape,
+                 const int64_t *fullStrides, int64_t base) {
+  StridedPlan p{};
+  p.base = base;
+  int64_t total = 1;
+  for (int d = 0; d < fullRank; ++d) {
+    if (fullShape[d] == 0)
+      return;
+    total *= fullShape[d];
+    if (fullShape[d] == 1)
+      continue;
+    if (p.rank > 0 && p.strides[p.rank - 1] == fullStrides[d] * fullShape[d]) {
+      p.shape[p.rank - 1] *= fullShape[d];
+      p.strides[p.rank - 1] = fullStrides[d];
+      continue;
+    }
+    p.shape[p.rank] = fullShape[d];
+    p.strides[p.rank] = fullStrides[d];
+    ++p.rank;
+  }
+  int last = p.rank - 1;
+
+  // A transpose that moves the source's contiguous dim: tiles.
+  int a = -1;
+  for (int d = 0; d < last; ++d)
+    if (p.strides[d] == 1)
+      a = d;
+  if (!scatter && a >= 0 && p.strides[last] != 0 && p.strides[last] != 1) {
+    StridedPlan dstStrides{};
+    dstStrides.rank = p.rank;
+    int64_t s = 1;
+    for (int d = last; d >= 0; --d) {
+      dstStrides.strides[d] = s;
+      s *= p.shape[d];
+    }
+    int64_t tilesA = (p.shape[a] + kTile - 1) / kTile;
+    int64_t tilesB = (p.shape[last] + kTile - 1) / kTile;
+    int64_t tiles = total / (p.shape[a] * p.shape[last]) * tilesA * tilesB;
+    unsigned blocks = unsigned(tiles < 65535 * 8 ? tiles : 65535 * 8);
+    withUnit(elemSize, [&](auto unit) {
+      using E = typename decltype(unit)::type;
+      if constexpr (sizeof(E) <= 8)
+        transposeTilesKernel<E>
+            <<<blocks, dim3(kTile, kTileRows), 0, stream()>>>(
+                reinterpret_cast<const E *>(src), reinterpret_cast<E *>(dst), p,
+                dstStrides, a, tilesA, tilesB, tiles);
+    });
+    checkLaunchOf(kernel);
+    return;
+  }
+
+  // A contiguous innermost run moves in wider units when its length, the
+  // base and the other strides allow.
+  if (p.rank > 0 && p.strides[last] == 1) {
+    size_t maxFactor = 16 / elemSize;
+    size_t factor = 1;
+    while (factor < maxFactor) {
+      int64_t f = int64_t(factor * 2);
+      bool ok = p.shape[last] % f == 0 && p.base % f == 0;
+      for (int d = 0; ok && d < last; ++d)
+        ok = p.strides[d] % f == 0;
+      if (!ok)
+        break;
+      factor *= 2;
+    }
+    if (factor > 1) {
+      p.shape[last] /= int64_t(factor);
+      for (int d = 0; d < last; ++d)
+        p.strides[d] /= int64_t(factor);
+      p.base /= int64_t(factor);
+      total /= int64_t(factor);
+      elemSize *= factor;
+    }
+  }
+  unsigned blocks = blocksFor(total);
+  withUnit(elemSize, [&](auto unit) {
+    using E = typename decltype(unit)::type;
+    const E *s = reinterpret_cast<const E *>(src);
+    E *d = reinterpret_cast<E *>(dst);
+    if (scatter) {
+      if (total <= INT32_MAX)
+        stridedMoveKernel<true, E, uint32_t>
+            <<<blocks, kThreads, 0, stream()>>>(s, d, p, uint32_t(total));
+      else
+        stridedMoveKernel<true, E, int64_t>
+            <<<blocks, kThreads, 0, stream()>>>(s, d, p, total);
+    } else {
+      if (total <= INT32_MAX)
+        stridedMoveKernel<false, E, uint32_t>
+            <<<blocks, kThreads, 0, stream()>>>(s, d, p, uint32_t(total));
+      else
+        stridedMoveKernel<false, E, int64_t>
+            <<<blocks, kThreads, 0, stream()>>>(s, d, p, total);
+    }
+  });
+  checkLaunchOf(kernel);
+}
+
+/// Writes `out` from `x` read with `srcStrides` from element `base`, through
+/// a copy when the two overlap.
+void copyStrided(const char *kernel, char *arena, const cleave_tensor &x,
+                 const cleave_tensor &out, const int64_t *srcStrides,
+                 int64_t base) {
+  ScratchBuffer copy;
+  const char *src = sourceBytes(arena, x, out, copy, kernel);
+  stridedMove(kernel, false, src, dataOf(arena, out), elementSize(x.dtype),
+              out.rank, out.shape, srcStrides, base);
+}
+
+//===----------------------------------------------------------------------===//
+// Concat and gather
+//===----------------------------------------------------------------------===//
+
+/// Copies `outer` rows of `row` units from src to dst rows of `outRow`
+/// units, at unit `at` of each.
+template <typename E, typename Index>
+__global__ void __launch_bounds__(kThreads)
+    concatKernel(const E *src, E *dst, Index row, Index outRow, Index at,
+                 Index total) {
+  Index step = Index(gridDim.x) * Index(blockDim.x);
+  for (Index i = Index(blockIdx.x) * Index(blockDim.x) + Index(threadIdx.x);
+       i < total; i += step) {
+    Index o = i / row;
+    dst[int64_t(o) * outRow + at + (i - o * row)] = src[i];
+  }
+}
+
+/// Index `i` of an i64 or i32 index tensor.
+__device__ inline int64_t indexAt(const char *data, int32_t dtype, int64_t i) {
+  if (dtype == CLEAVE_I64)
+    return reinterpret_cast<const int64_t *>(data)[i];
+  return reinterpret_cast<const int32_t *>(data)[i];
+}
+
+/// Raises kIndexOutOfRange for every index outside [-size, size) (for the
+/// calls with no element to move, which still check their indices).
+__global__ void checkIndicesKernel(const char *idx, int32_t dtype, int64_t n,
+                                   int64_t size, int32_t kernel,
+                                   DeviceError *slot) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t v = indexAt(idx, dtype, i);
+    if (v < -size || v >= size)
+      raiseError(slot, kIndexOutOfRange, kernel, v, size);
+  }
+}
+
+/// out[o, j, c] = data[o, idx[j], c] over units c of a row of `inner`
+/// units; an index outside [-size, size) raises kIndexOutOfRange and moves
+/// nothing.
+template <typename E, typename Index>
+__global__ void __launch_bounds__(kThreads)
+    gatherKernel(const E *src, E *dst, const char *idx, int32_t idxType,
+                 Index numIdx, int64_t size, Index inner, Index total,
+                 DeviceError *slot) {
+  Index step = Index(gridDim.x) * Index(blockDim.x);
+  for (Index i = Index(blockIdx.x) * Index(blockDim.x) + Index(threadIdx.x);
+       i < total; i += step) {
+    Index t = i / inner, c = i - t * inner;
+    Index o = t / numIdx, j = t - o * numIdx;
+    int64_t v = indexAt(idx, idxType, j);
+    if (v < -size || v >= size) {
+      raiseError(slot, kIndexOutOfRange, kGather, v, size);
+      continue;
+    }
+    if (v < 0) // counted from the end, as ONNX Gather allows
+      v += size;
+    dst[i] = src[(int64_t(o) * size + v) * int64_t(inner) + c];
+  }
+}
+
+/// acc[o, idx[j], c] += dy[o, j, c] in f32 (atomics: the order of the
+/// additions into one element varies from run to run).
+template <typename Index>
+__global__ void __launch_bounds__(kThreads)
+    gatherGradKernel(const char *dy, int32_t dyType, const char *idx,
+                     int32_t idxType, Index numIdx, int64_t size, Index inner,
+                     Index total, float *acc, DeviceError *slot) {
+  Index step = Index(gridDim.x) * Index(blockDim.x);
+  for (Index i = Index(blockIdx.x) * Index(blockDim.x) + Index(threadIdx.x);
+       i < total; i += step) {
+    Index t = i / inner, c = i - t * inner;
+    Index o = t / numIdx, j = t - o * numIdx;
+    int64_t v = indexAt(idx, idxType, j);
+    if (v < -size || v >= size) {
+      raiseError(slot, kIndexOutOfRange, kGatherGrad, v, size);
+      continue;
+    }
+    if (v < 0) // counted from the end, as in the forward
+      v += size;
+    atomicAdd(acc + (int64_t(o) * size + v) * int64_t(inner) + c,
+              loadF32(dy, dyType, i));
+  }
+}
+
+/// Fails unless `out` is `data` gathered along `dim` by `indices`:
+/// data[:dim] + indices + data[dim+1:]; `outName` names out in the message.
+void checkGatherShape(const char *kernel, const cleave_tensor &data,
+                      const cleave_tensor &indices, const cleave_tensor &out,
+                      int64_t dim, const char *outName, const char *dataName) {
+  if (dim < 0 || dim >= data.rank)
+    cleave_rt_fail("%s: dim %lld is out of range for rank %d", kernel,
+                   (long long)dim, data.rank);
+  bool ok = out.rank == data.rank - 1 + indices.rank;
+  for (int d = 0; ok && d < out.rank; ++d) {
+    int64_t want = d < dim                  ? data.shape[d]
+                   : d < dim + indices.rank ? indices.shape[d - dim]
+                                            : data.shape[d - indices.rank + 1];
+    ok = out.shape[d] == want;
+  }
+  if (!ok)
+    cleave_rt_fail("%s: %s %s does not match %s %s gathered along dim %lld "
+                   "by indices %s",
+                   kernel, outName, shapeString(out).c_str(), dataName,
+                   shapeString(data).c_str(), (long long)dim,
+                   shapeString(indices).c_str());
+}
+
+/// Checks the indices on the device when no element moves (so that an
+/// empty gather still reports a bad index, as the CPU kernel does).
+void checkIndicesOnly(const char *idx, const cleave_tensor &indices,
+                      int64_t size, int32_t kernelId, const char *kernel) {
+  int64_t n = numElements(indices);
+  if (n == 0)
+    return;
+  checkIndicesKernel<<<blocksFor(n), kThreads, 0, stream()>>>(
+      idx, indices.dtype, n, size, kernelId, errorSlot());
+  checkLaunch(kernel);
+}
+
+} // namespace
+} // namespace cleave::rt::cuda
+
+extern "C" {
+
+void cleave_rt_transpose(char *arena, const cleave_tensor *x,
+                         const cleave_tensor *out, const int64_t *perm) {
+  const char *k = "cleave_rt_transpose";
+  checkTensor(k, "x", x);
+  checkTensor(k, "out", out);
+  checkSameDtype(k, *x, *out);
+  if (x->rank != out->rank)
+    cleave_rt_fail("%s: x has rank %d but out has rank %d", k, x->rank,
+                   out->rank);
+  int64_t xStrides[CLEAVE_RT_MAX_RANK], srcStrides[CLEAVE_RT_MAX_RANK];
+  contiguousStrides(*x, xStrides);
+  bool seen[CLEAVE_RT_MAX_RANK] = {};
+  for (int d = 0; d < out->rank; ++d) {
+    int64_t p = perm[d];
+    if (p < 0 || p >= x->rank || seen[p])
+      cleave_rt_fail("%s: perm[%d] = %lld is not a permutation of rank %d", k,
+                     d, (long long)p, x->rank);
+    seen[p] = true;
+    if (x->shape[p] != out->shape[d])
+      cleave_rt_fail("%s: out dim %d is %lld but x dim %lld is %lld", k, d,
+                     (long long)out->shape[d], (long long)p,
+                     (long long)x->shape[p]);
+    srcStrides[d] = xStrides[p];
+  }
+  copyStrided(k, arena, *x, *out, srcStrides, 0);
+}
+
+void cleave_rt_broadcast_in_dim(char *arena, const cleave_tensor *x,
+                                const cleave_tensor *out, const int64_t *dims) {
+  const char *k = "cleave_rt_broadcast_in_dim";
+  checkTensor(k, "x", x);
+  checkTensor(k, "out", out);
+  checkSameDtype(k, *x, *out);
+  int64_t xStrides[CLEAVE_RT_MAX_RANK], srcStrides[CLEAVE_RT_MAX_RANK] = {};
+  contiguousStrides(*x, xStrides);
+  for (int d = 0; d < x->rank; ++d) {
+    int64_t o = dims[d];
+    if (o < 0 || o >= out->rank)
+      cleave_rt_fail("%s: dims[%d] = %lld is out of range for out rank %d", k,
+                     d, (long long)o, out->rank);
+    if (x->shape[d] != 1 && x->shape[d] != out->shape[o])
+      cleave_rt_fail("%s: x dim %d of size %lld does not broadcast to out dim "
+                     "%lld of size %lld",
+                     k, d, (long long)x->shape[d], (long long)o,
+                     (long long)out->shape[o]);
+    if (x->shape[d] != 1)
+      srcStrides[o] = xStrides[d];
+  }
+  copyStrided(k, arena, *x, *out, srcStrides, 0);
+}
+
+void cleave_rt_slice(char *arena, const cleave_tensor *x,
+                     const cleave_tensor *out, const int64_t *start,
+                     const int64_t *strides) {
+  const char *k = "cleave_rt_slice";
+  checkTensor(k, "x", x);
+  checkTensor(k, "out", out);
+  checkSameDtype(k, *x, *out);
+  if (x->rank != out->rank)
+    cleave_rt_fail("%s: x has rank %d but out has rank %d", k, x->rank,
+                   out->rank);
+  int64_t xStrides[CLEAVE_RT_MAX_RANK], srcStrides[CLEAVE_RT_MAX_RANK];
+  contiguousStrides(*x, xStrides);
+  int64_t base = 0;
+  bool empty = numElements(*out) == 0;
+  for (int d = 0; d < x->rank; ++d) {
+    // Every index read, first and last, must lie in [0, size).
+    int64_t first = start[d];
+    int64_t last = first + (out->shape[d] - 1) * strides[d];
+    if (!empty &&
+        (first < 0 || first >= x->shape[d] || last < 0 || last >= x->shape[d]))
+      cleave_rt_fail("%s: dim %d reads indices %lld to %lld of size %lld", k, d,
+                     (long long)first, (long long)last, (long long)x->shape[d]);
+    base += first * xStrides[d];
+    srcStrides[d] = strides[d] * xStrides[d];
+  }
+  if (empty)
+    return;
+  copyStrided(k, arena, *x, *out, srcStrides, base);
+}
+
+void cleave_rt_concat(char *arena, const cleave_tensor *const *inputs,
+                      int64_t num_inputs, const cleave_tensor *out,
+                      int64_t dim) {
+  const char *k = "cleave_rt_concat";
+  checkTensor(k, "out", out);
+  if (dim < 0 || dim >= out->rank)
+    cleave_rt_fail("%s: dim %lld is out of range for rank %d", k,
+                   (long long)dim, out->rank);
+  int64_t outer = 1, inner = 1, total = 0;
+  for (int d = 0; d < dim; ++d)
+    outer *= out->shape[d];
+  for (int d = int(dim) + 1; d < out->rank; ++d)
+    inner *= out->shape[d];
+  for (int64_t i = 0; i < num_inputs; ++i) {
+    const cleave_tensor *in = inputs[i];
+    checkTensor(k, "input", in);
+    checkSameDtype(k, *in, *out);
+    bool ok = in->rank == out->rank;
+    for (int d = 0; ok && d < out->rank; ++d)
+      ok = d == dim || in->shape[d] == out->shape[d];
+    if (!ok)
+      cleave_rt_fail("%s: input %lld of shape %s does not match out %s "
+                     "outside dim %lld",
+                     k, (long long)i, shapeString(*in).c_str(),
+                     shapeString(*out).c_str(), (long long)dim);
+    if (overlaps(*in, *out))
+      cleave_rt_fail("%s: input %lld overlaps out", k, (long long)i);
+    total += in->shape[dim];
+  }
+  if (total != out->shape[dim])
+    cleave_rt_fail("%s: inputs sum to %lld along dim %lld but out has %lld", k,
+                   (long long)total, (long long)dim,
+                   (long long)out->shape[dim]);
+  int64_t es = int64_t(elementSize(out->dtype));
+  int64_t outRow = out->shape[dim] * inner * es;
+  char *dst = dataOf(arena, *out);
+  int64_t at = 0;
+  for (int64_t i = 0; i < num_inputs; ++i) {
+    int64_t row = inputs[i]->shape[dim] * inner * es;
+    const char *src = dataOf(arena, *inputs[i]);
+    if (row == 0 || outer == 0) {
+      at += row;
+      continue;
+    }
+    // Rows, out rows and the offset in bytes, moved in the widest unit
+    // that divides all three (the tensors are 64-byte aligned).
+    int64_t unit = int64_t(widestUnit({row, outRow, at}));
+    int64_t n = outer * (row / unit);
+    withUnit(size_t(unit), [&](auto u) {
+      using E = typename decltype(u)::type;
+      const E *s = reinterpret_cast<const E *>(src);
+      E *d = reinterpret_cast<E *>(dst);
+      if (n <= INT32_MAX && outer * (outRow / unit) <= INT32_MAX)
+        concatKernel<E, uint32_t><<<blocksFor(n), kThreads, 0, stream()>>>(
+            s, d, uint32_t(row / unit), uint32_t(outRow / unit),
+            uint32_t(at / unit), uint32_t(n));
+      else
+        concatKernel<E, int64_t><<<blocksFor(n), kThreads, 0, stream()>>>(
+            s, d, row / unit, outRow / unit, at / unit, n);
+    });
+    checkLaunch("concat");
+    at += row;
+  }
+}
+
+void cleave_rt_gather(char *arena, const cleave_tensor *data,
+                      const cleave_tensor *indices, const cleave_tensor *out,
+                      int64_t dim) {
+  const char *k = "cleave_rt_gather";
+  checkTensor(k, "data", data);
+  checkTensor(k, "indices", indices);
+  checkTensor(k, "out", out);
+  checkSameDtype(k, *data, *out);
+  checkIndexTensor(k, "indices", *indices);
+  checkGatherShape(k, *data, *indices, *out, dim, "out", "data");
+  int64_t outer = 1, inner = 1, size = data->shape[dim];
+  for (int d = 0; d < dim; ++d)
+    outer *= data->shape[d];
+  for (int d = int(dim) + 1; d < data->rank; ++d)
+    inner *= data->shape[d];
+  int64_t numIdx = numElements(*indices);
+  const char *idx = dataOf(arena, *indices);
+  int64_t total = outer * numIdx * inner;
+  if (total == 0)
+    return checkIndicesOnly(idx, *indices, size, kGather, "gather");
+  ScratchBuffer copy;
+  const char *src = sourceBytes(arena, *data, *out, copy, k);
+  // Rows of `inner` elements move in the widest unit that divides them.
+  int64_t es = int64_t(elementSize(data->dtype));
+  int64_t unit = int64_t(widestUnit({inner * es}));
+  int64_t innerUnits = inner * es / unit, n = total * es / unit;
+  withUnit(size_t(unit), [&](auto u) {
+    using E = typename decltype(u)::type;
+    const E *s = reinterpret_cast<const E *>(src);
+    E *d = reinterpret_cast<E *>(dataOf(arena, *out));
+    if (n <= INT32_MAX)
+      gatherKernel<E, uint32_t><<<blocksFor(n), kThreads, 0, stream()>>>(
+          s, d, idx, indices->dtype, uint32_t(numIdx), size,
+          uint32_t(innerUnits), uint32_t(n), errorSlot());
+    else
+      gatherKernel<E, int64_t><<<blocksFor(n), kThreads, 0, stream()>>>(
+          s, d, idx, indices->dtype, numIdx, size, innerUnits, n, errorSlot());
+  });
+  checkLaunch("gather");
+}
+
+void cleave_rt_gather_grad(char *arena, const cleave_tensor *dy,
+                           const cleave_tensor *indices,
+                           const cleave_tensor *out, int64_t dim) {
+  const char *k = "cleave_rt_gather_grad";
+  checkTensor(k, "dy", dy);
+  checkTensor(k, "indices", indices);
+  checkTensor(k, "out", out);
+  checkIndexTensor(k, "indices", *indices);
+  if (!isFloatType(dy->dtype) || !isFloatType(out->dtype))
+    cleave_rt_fail("%s: dy and out must be float, got %s and %s", k,
+                   dtypeName(dy->dtype), dtypeName(out->dtype));
+  checkGatherShape(k, *out, *indices, *dy, dim, "dy", "out");
+  int64_t outer = 1, inner = 1, size = out->shape[dim];
+  for (int d = 0; d < dim; ++d)
+    outer *= out->shape[d];
+  for (int d = int(dim) + 1; d < out->rank; ++d)
+    inner *= out->shape[d];
+  int64_t numIdx = numElements(*indices);
+  const char *idx = dataOf(arena, *indices);
+  int64_t total = outer * numIdx * inner, count = numElements(*out);
+  // Sums in f32: in out itself when it is f32 and dy is elsewhere, else in a
+  // zeroed temporary stored into out at the end.
+  bool direct = out->dtype == CLEAVE_F32 && !overlaps(*dy, *out);
+  ScratchBuffer accBuffer;
+  float *acc;
+  if (direct) {
+    acc = reinterpret_cast<float *>(dataOf(arena, *out));
+  } else {
+    accBuffer.allocate(size_t(count) * sizeof(float), k);
+    acc = accBuffer.as<float>();
+  }
+  if (count)
+    check(cudaMemsetAsync(acc, 0, size_t(count) * sizeof(float), stream()),
+          "cleave_rt_gather_grad");
+  if (total == 0) {
+    checkIndicesOnly(idx, *indices, size, kGatherGrad, "gather_grad");
+  } else if (total <= INT32_MAX) {
+    gatherGradKernel<uint32_t><<<blocksFor(total), kThreads, 0, stream()>>>(
+        dataOf(arena, *dy), dy->dtype, idx, indices->dtype, uint32_t(numIdx),
+        size, uint32_t(inner), uint32_t(total), acc, errorSlot());
+    checkLaunch("gather_grad");
+  } else {
+    gatherGradKernel<int64_t><<<blocksFor(total), kThreads, 0, stream()>>>(
+        dataOf(arena, *dy), dy->dtype, idx, indices->dtype, numIdx, size, inner,
+        total, acc, errorSlot());
+    checkLaunch("gather_grad");
+  }
+  if (!direct)
+    deviceFromF32(acc, dataOf(arena, *out), out->dtype, count, k);
+}
+
+void cleave_rt_slice_grad(char *arena, const cleave_tensor *dy,
+                          const cleave_tensor *out, const int64_t *start,
+                          const int64_t *strides) {
+  const char *k = "cleave_rt_slice_grad";
+  checkTensor(k, "dy", dy);
+  checkTensor(k, "out", out);
+  if (dy->dtype != out->dtype)
+    cleave_rt_fail("%s: dy is %s but out is %s", k, dtypeName(dy->dtype),
+                   dtypeName(out->dtype));
+  if (dy->rank != out->rank)
+    cleave_rt_fail("%s: dy has rank %d but out has rank %d", k, dy->rank,
+                   out->rank);
+  int64_t outStrides[CLEAVE_RT_MAX_RANK], dstStrides[CLEAVE_RT_MAX_RANK];
+  contiguousStrides(*out, outStrides);
+  int64_t base = 0;
+  bool empty = numElements(*dy) == 0;
+  for (int d = 0; d < dy->rank; ++d) {
+    // The indices the forward slice reads, first and last, lie in
+    // [0, size); each must be written once.
+    int64_t first = start[d];
+    int64_t last = first + (dy->shape[d] - 1) * strides[d];
+    if (!empty && (first < 0 || first >= out->shape[d] || last < 0 ||
+                   last >= out->shape[d]))
+      cleave_rt_fail("%s: dim %d writes indices %lld to %lld of size %lld", k,
+                     d, (long long)first, (long long)last,
+                     (long long)out->shape[d]);
+    if (!empty && strides[d] == 0 && dy->shape[d] > 1)
+      cleave_rt_fail("%s: dim %d has stride 0 over %lld elements", k, d,
+                     (long long)dy->shape[d]);
+    base += first * outStrides[d];
+    dstStrides[d] = strides[d] * outStrides[d];
+  }
+  // dy is read after out is zeroed: copy it aside first if they overlap.
+  ScratchBuffer copy;
+  const char *src = sourceBytes(arena, *dy, *out, copy, k);
+  char *dst = dataOf(arena, *out);
+  size_t es = elementSize(out->dtype);
+  size_t bytes = size_t(numElements(*out)) * es;
+  if (bytes)
+    check(cudaMemsetAsync(dst, 0, bytes, stream()), "cleave_rt_slice_grad");
+  if (empty)
+    return;
+  stridedMove(k, true, src, dst, es, dy->rank, dy->shape, dstStrides, base);
+}
+
+} // extern "C"

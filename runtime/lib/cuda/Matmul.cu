@@ -1,0 +1,298 @@
+//===- Matmul.cu - matrix multiplication CUDA kernels ---------------------===//
+//
+// matmul (batch dimensions broadcast NumPy-style) and expert_matmul on
+// cuBLAS. Float operands of one dtype (f32, f16 or bf16) go straight to a
+// GEMM that accumulates in f32; mixed float dtypes are staged as f32. A
+// batch whose right operand is shared folds into one GEMM with a taller M;
+// batches with uniform strides (0 for a broadcast operand) are one strided
+// batched GEMM; any other broadcast pattern is a pointer-array batched GEMM
+// whose pointers a small kernel computes. Integer matmuls run a plain i64
+// kernel with wrapping arithmetic.
+//
+//===----------------------------------------------------------------------===//
+
+#include "DeviceUtil.cuh"
+
+#include "../cpu/Tensor.h"
+
+#include <climits>
+
+using namespace cleave::rt;
+using namespace cleave::rt::cuda;
+
+namespace {
+
+/// The matrices of one matmul: batch shape (of out), per-batch element
+/// strides of a and b, and M, K, N (as the CPU kernel plans them).
+struct MatmulPlan {
+  int64_t m = 1, k = 1, n = 1;
+  int32_t batchRank = 0;
+  int64_t batchShape[CLEAVE_RT_MAX_RANK];
+  int64_t aStrides[CLEAVE_RT_MAX_RANK], bStrides[CLEAVE_RT_MAX_RANK];
+  int64_t batches = 1;
+  bool bShared = true; // b is the same matrix for every batch
+  bool aDense = true;  // a's batches are consecutive matrices
+
+  __host__ __device__ int64_t aOffset(int64_t batch) const {
+    return offset(batch, aStrides);
+  }
+  __host__ __device__ int64_t bOffset(int64_t batch) const {
+    return offset(batch, bStrides);
+  }
+
+private:
+  __host__ __device__ int64_t offset(int64_t batch,
+                                     const int64_t *strides) const {
+    int64_t off = 0;
+    for (int d = batchRank - 1; d >= 0; --d) {
+      off += (batch % batchShape[d]) * strides[d];
+      batch /= batchShape[d];
+    }
+    return off;
+  }
+};
+
+[[noreturn]] void shapeError(const char *kernel, const cleave_tensor &a,
+                             const cleave_tensor &b, const cleave_tensor &out) {
+  cleave_rt_fail("%s: cannot multiply a %s by b %s into out %s", kernel,
+                 shapeString(a).c_str(), shapeString(b).c_str(),
+                 shapeString(out).c_str());
+  __builtin_unreachable();
+}
+
+/// Rank-1 operands follow NumPy: a [k] is a row [1, k] and b [k] a column
+/// [k, 1], and the added dimension is absent from out.
+MatmulPlan planMatmul(const char *kernel, const cleave_tensor &a,
+                      const cleave_tensor &b, const cleave_tensor &out) {
+  if (a.rank < 1 || b.rank < 1)
+    shapeError(kernel, a, b, out);
+  MatmulPlan p;
+  int aBatchRank = a.rank >= 2 ? a.rank - 2 : 0;
+  int bBatchRank = b.rank >= 2 ? b.rank - 2 : 0;
+  p.m = a.rank >= 2 ? a.shape[a.rank - 2] : 1;
+  p.k = a.shape[a.rank - 1];
+  int64_t bk = b.rank >= 2 ? b.shape[b.rank - 2] : b.shape[0];
+  p.n = b.rank >= 2 ? b.shape[b.rank - 1] : 1;
+  if (bk != p.k)
+    shapeError(kernel, a, b, out);
+  p.batchRank = aBatchRank > bBatchRank ? aBatchRank : bBatchRank;
+  int matrixDims = (a.rank >= 2) + (b.rank >= 2);
+  if (out.rank != p.batchRank + matrixDims)
+    shapeError(kernel, a, b, out);
+  if (a.rank >= 2 && out.shape[p.batchRank] != p.m)
+    shapeError(kernel, a, b, out);
+  if (b.rank >= 2 && out.shape[out.rank - 1] != p.n)
+    shapeError(kernel, a, b, out);
+  // Broadcast the batch dims, right-aligned, with stride 0 where size 1.
+  int64_t aStride = p.m * p.k, bStride = p.k * p.n;
+  for (int d = p.batchRank - 1; d >= 0; --d) {
+    int ad = d - (p.batchRank - aBatchRank);
+    int bd = d - (p.batchRank - bBatchRank);
+    int64_t as = ad >= 0 ? a.shape[ad] : 1, bs = bd >= 0 ? b.shape[bd] : 1;
+    int64_t size = out.shape[d];
+    if ((as != size && as != 1) || (bs != size && bs != 1))
+      shapeError(kernel, a, b, out);
+    p.batchShape[d] = size;
+    p.aStrides[d] = as == 1 ? 0 : aStride;
+    p.bStrides[d] = bs == 1 ? 0 : bStride;
+    if (as == 1 && size != 1)
+      p.aDense = false;
+    if (bs != 1)
+      p.bShared = false;
+    aStride *= as;
+    bStride *= bs;
+    p.batches *= size;
+  }
+  return p;
+}
+
+/// Whether batch i of an operand with these strides starts at i * stride
+/// for one `stride` (0 when the operand is broadcast over every batch).
+bool uniformStride(const MatmulPlan &p, const int64_t *strides,
+                   int64_t &stride) {
+  stride = 0;
+  bool found = false;
+  int64_t expected = 0;
+  for (int d = p.batchRank - 1; d >= 0; --d) {
+    if (p.batchShape[d] == 1)
+      continue; // never indexed past 0
+    if (!found) {
+      stride = strides[d];
+      expected = stride;
+      found = true;
+    }
+    if (strides[d] != expected)
+      return false;
+    expected *= p.batchShape[d];
+  }
+  return true;
+}
+
+/// The pointers of every batch for cublasGemmBatchedEx, in the swapped
+/// (column-major) operand order: b's matrix first.
+__global__ void batchPointersKernel(MatmulPlan p, const char *a, const char *b,
+                                    char *c, int64_t elemSize, const void **pa,
+                                    const void **pb, void **pc) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+       i < p.batches; i += int64_t(gridDim.x) * blockDim.x) {
+    pa[i] = a + p.aOffset(i) * elemSize;
+    pb[i] = b + p.bOffset(i) * elemSize;
+    pc[i] = c + i * p.m * p.n * elemSize;
+  }
+}
+
+int toInt(const char *kernel, int64_t value) {
+  if (value > INT_MAX)
+    cleave_rt_fail("%s: GEMM size %lld exceeds the cuBLAS limit", kernel,
+                   (long long)value);
+  return static_cast<int>(value);
+}
+
+/// out = a b for float operands already in `type` (a, b, c device
+/// pointers with the plan's batch layout, c dense).
+void matmulFloat(const char *kernel, const MatmulPlan &p, cudaDataType_t type,
+                 size_t elemSize, const void *a, const void *b, void *c) {
+  int64_t m = p.m, n = p.n, k = p.k;
+  if (p.bShared && p.aDense && p.batches * m <= INT_MAX) {
+    // One matrix on the right: the batches are rows of one taller GEMM.
+    gemm(kernel, type, false, false, p.batches * m, n, k, 1.0f, a, k, 0, b, n,
+         0, 0.0f, c, n, 0, 1);
+    return;
+  }
+  int64_t strideA, strideB;
+  if (uniformStride(p, p.aStrides, strideA) &&
+      uniformStride(p, p.bStrides, strideB)) {
+    gemm(kernel, type, false, false, m, n, k, 1.0f, a, k, strideA, b, n,
+         strideB, 0.0f, c, n, m * n, p.batches);
+    return;
+  }
+  // A broadcast pattern no single stride describes: pointer arrays.
+  ScratchBuffer pointers(size_t(3 * p.batches) * sizeof(void *), kernel);
+  const void **pa = pointers.as<const void *>();
+  const void **pb = pa + p.batches;
+  void **pc = const_cast<void **>(pb + p.batches);
+  batchPointersKernel<<<blocksFor(p.batches), kThreads, 0, stream()>>>(
+      p, static_cast<const char *>(a), static_cast<const char *>(b),
+      static_cast<char *>(c), int64_t(elemSize), pa, pb, pc);
+  checkLaunchOf(kernel);
+  float alpha = 1.0f, beta = 0.0f;
+  // Row-major C = A B is column-major C^T = B^T A^T.
+  checkBlas(
+      cublasGemmBatchedEx(cublas(), CUBLAS_OP_N, CUBLAS_OP_N, toInt(kernel, n),
+                          toInt(kernel, m), toInt(kernel, k), &alpha, pb, type,
+                          toInt(kernel, n), pa, type, toInt(kernel, k), &beta,
+                          pc, type, toInt(kernel, n), toInt(kernel, p.batches),
+                          CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+      kernel);
+}
+
+void matmulF32(const char *kernel, char *arena, const MatmulPlan &p,
+               const cleave_tensor &a, const cleave_tensor &b,
+               const cleave_tensor &out) {
+  // cuBLAS must not write over its inputs: copy an input that aliases out.
+  bool aAliased = overlaps(a, out), bAliased = overlaps(b, out);
+  if (a.dtype == out.dtype && b.dtype == out.dtype &&
+      (out.dtype == CLEAVE_F16 || out.dtype == CLEAVE_BF16)) {
+    // One 16-bit type: the GEMM reads and writes it, accumulating in f32.
+    ScratchBuffer aCopy, bCopy;
+    const char *ap = bytesInput(arena, a, aAliased, aCopy, kernel);
+    const char *bp = bytesInput(arena, b, bAliased, bCopy, kernel);
+    matmulFloat(kernel, p, out.dtype == CLEAVE_F16 ? CUDA_R_16F : CUDA_R_16BF,
+                elementSize(out.dtype), ap, bp, dataOf(arena, out));
+    return;
+  }
+  ScratchBuffer aBuf, bBuf, outBuf;
+  const float *ap = f32Input(arena, a, aAliased, aBuf, kernel);
+  const float *bp = f32Input(arena, b, bAliased, bBuf, kernel);
+  float *op = f32Output(arena, out, outBuf, kernel);
+  matmulFloat(kernel, p, CUDA_R_32F, sizeof(float), ap, bp, op);
+  commitF32Output(arena, out, op, kernel);
+}
+
+/// One output element per thread, accumulated in i64 with wrapping
+/// arithmetic (as the elementwise integer kernels).
+__global__ void matmulI64Kernel(MatmulPlan p, const char *a, int32_t aType,
+                                const char *b, int32_t bType, char *out,
+                                int32_t outType) {
+  int64_t m = p.m, n = p.n, k = p.k;
+  int64_t total = p.batches * m * n;
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < total;
+       e += int64_t(gridDim.x) * blockDim.x) {
+    int64_t batch = e / (m * n), i = e / n % m, j = e % n;
+    int64_t aRow = p.aOffset(batch) + i * k, bCol = p.bOffset(batch) + j;
+    uint64_t sum = 0;
+    for (int64_t kk = 0; kk < k; ++kk)
+      sum += uint64_t(loadI64(a, aType, aRow + kk)) *
+             uint64_t(loadI64(b, bType, bCol + kk * n));
+    storeI64(out, outType, e, int64_t(sum));
+  }
+}
+
+void matmulI64(const char *kernel, char *arena, const MatmulPlan &p,
+               const cleave_tensor &a, const cleave_tensor &b,
+               const cleave_tensor &out) {
+  // Threads write out while others still read a and b.
+  ScratchBuffer aCopy, bCopy;
+  const char *ap = bytesInput(arena, a, overlaps(a, out), aCopy, kernel);
+  const char *bp = bytesInput(arena, b, overlaps(b, out), bCopy, kernel);
+  int64_t total = p.batches * p.m * p.n;
+  matmulI64Kernel<<<blocksFor(total), kThreads, 0, stream()>>>(
+      p, ap, a.dtype, bp, b.dtype, dataOf(arena, out), out.dtype);
+  checkLaunchOf(kernel);
+}
+
+void matmul(const char *kernel, char *arena, const cleave_tensor *a,
+            const cleave_tensor *b, const cleave_tensor *out) {
+  checkTensor(kernel, "a", a);
+  checkTensor(kernel, "b", b);
+  checkTensor(kernel, "out", out);
+  MatmulPlan p = planMatmul(kernel, *a, *b, *out);
+  bool isFloat = isFloatType(out->dtype);
+  if (isFloat != isFloatType(a->dtype) || isFloat != isFloatType(b->dtype))
+    cleave_rt_fail("%s: mixed float and integer operands (%s x %s -> %s)",
+                   kernel, dtypeName(a->dtype), dtypeName(b->dtype),
+                   dtypeName(out->dtype));
+  if (out->dtype == CLEAVE_I1)
+    cleave_rt_fail("%s: unsupported dtype i1", kernel);
+  if (p.batches == 0 || p.m == 0 || p.n == 0)
+    return;
+  if (p.k == 0) {
+    // Empty sums: zeros (all-zero bytes in every dtype).
+    check(cudaMemsetAsync(dataOf(arena, *out), 0,
+                          size_t(numElements(*out)) * elementSize(out->dtype),
+                          stream()),
+          "zeroing the matmul output");
+    return;
+  }
+  if (isFloat)
+    matmulF32(kernel, arena, p, *a, *b, *out);
+  else
+    matmulI64(kernel, arena, p, *a, *b, *out);
+}
+
+} // namespace
+
+extern "C" {
+
+void cleave_rt_matmul(char *arena, const cleave_tensor *a,
+                      const cleave_tensor *b, const cleave_tensor *out) {
+  matmul("cleave_rt_matmul", arena, a, b, out);
+}
+
+void cleave_rt_expert_matmul(char *arena, const cleave_tensor *x,
+                             const cleave_tensor *w, const cleave_tensor *out) {
+  const char *k = "cleave_rt_expert_matmul";
+  checkTensor(k, "x", x);
+  checkTensor(k, "w", w);
+  checkTensor(k, "out", out);
+  if (x->rank != 3 || w->rank != 3 || out->rank != 3 ||
+      x->shape[0] != w->shape[0] || out->shape[0] != x->shape[0])
+    cleave_rt_fail("%s: expects x [E,C,H], w [E,H,F], out [E,C,F], got x %s, "
+                   "w %s, out %s",
+                   k, shapeString(*x).c_str(), shapeString(*w).c_str(),
+                   shapeString(*out).c_str());
+  // [E] batches of [C,H] x [H,F]: one strided batched GEMM.
+  matmul(k, arena, x, w, out);
+}
+
+} // extern "C"
