@@ -19,6 +19,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "FastMath.h"
+#include "KernelChecks.h"
 #include "Tensor.h"
 
 #include <cblas.h>
@@ -145,46 +146,6 @@ void AttentionProblem::block(int64_t b, int64_t h, int64_t i0, float *s,
     for (int64_t d = 0; d < Dv; ++d)
       o[r * Dv + d] *= f;
   }
-}
-
-[[noreturn]] void shapeError(const char *kernel, const cleave_tensor &q,
-                             const cleave_tensor &k, const cleave_tensor &v,
-                             const cleave_tensor &out) {
-  cleave_rt_fail("%s: expects q [B,H,Sq,D], k [B,Hkv,Sk,D], v [B,Hkv,Sk,Dv], "
-                 "out [B,H,Sq,Dv] with H a multiple of Hkv, got q %s, k %s, "
-                 "v %s, out %s",
-                 kernel, shapeString(q).c_str(), shapeString(k).c_str(),
-                 shapeString(v).c_str(), shapeString(out).c_str());
-  __builtin_unreachable();
-}
-
-/// The shapes shared by the forward and backward kernels; `out` is the
-/// forward output or the gradient flowing into it.
-struct AttentionShape {
-  int64_t B, H, Hkv, Sq, Sk, D, Dv;
-};
-
-AttentionShape checkAttention(const char *kn, const cleave_tensor *q,
-                              const cleave_tensor *k, const cleave_tensor *v,
-                              const cleave_tensor *out, const char *outName) {
-  checkTensor(kn, "q", q);
-  checkTensor(kn, "k", k);
-  checkTensor(kn, "v", v);
-  checkTensor(kn, outName, out);
-  if (q->rank != 4 || k->rank != 4 || v->rank != 4 || out->rank != 4)
-    shapeError(kn, *q, *k, *v, *out);
-  AttentionShape s;
-  s.B = q->shape[0], s.H = q->shape[1], s.Sq = q->shape[2], s.D = q->shape[3];
-  s.Hkv = k->shape[1], s.Sk = k->shape[2], s.Dv = v->shape[3];
-  if (k->shape[0] != s.B || v->shape[0] != s.B || k->shape[3] != s.D ||
-      v->shape[1] != s.Hkv || v->shape[2] != s.Sk || out->shape[0] != s.B ||
-      out->shape[1] != s.H || out->shape[2] != s.Sq || out->shape[3] != s.Dv ||
-      s.Hkv == 0 || s.H % s.Hkv != 0)
-    shapeError(kn, *q, *k, *v, *out);
-  for (const cleave_tensor *t : {q, k, v, out})
-    if (!isFloatType(t->dtype))
-      cleave_rt_fail("%s: unsupported dtype %s", kn, dtypeName(t->dtype));
-  return s;
 }
 
 /// The mask operand viewed as f32 (additive) or bytes (i1) with its strides
@@ -494,19 +455,7 @@ void cleave_rt_attention_grad(char *arena, const cleave_tensor *q,
                               const cleave_tensor *dv, int32_t causal,
                               double scale) {
   const char *kn = "cleave_rt_attention_grad";
-  AttentionShape s = checkAttention(kn, q, k, v, dout, "dout");
-  checkTensor(kn, "dq", dq);
-  checkTensor(kn, "dk", dk);
-  checkTensor(kn, "dv", dv);
-  if (!sameShape(*dq, *q) || !sameShape(*dk, *k) || !sameShape(*dv, *v))
-    cleave_rt_fail("%s: dq %s, dk %s and dv %s must have the shapes of q %s, "
-                   "k %s and v %s",
-                   kn, shapeString(*dq).c_str(), shapeString(*dk).c_str(),
-                   shapeString(*dv).c_str(), shapeString(*q).c_str(),
-                   shapeString(*k).c_str(), shapeString(*v).c_str());
-  for (const cleave_tensor *t : {dq, dk, dv})
-    if (!isFloatType(t->dtype))
-      cleave_rt_fail("%s: unsupported dtype %s", kn, dtypeName(t->dtype));
+  AttentionShape s = checkAttentionGrad(kn, q, k, v, dout, dq, dk, dv);
   // The gradients are written while every input is still being read.
   auto written = [&](const cleave_tensor &t) {
     return overlaps(t, *dq) || overlaps(t, *dk) || overlaps(t, *dv);

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "KernelChecks.h"
 #include "Tensor.h"
 
 #include <cblas.h>
@@ -20,85 +21,6 @@
 using namespace cleave::rt;
 
 namespace {
-
-/// The matrices of one matmul: batch shape (of out), per-batch element
-/// offsets of a and b, and M, K, N.
-struct MatmulPlan {
-  int64_t m = 1, k = 1, n = 1;
-  int batchRank = 0;
-  int64_t batchShape[CLEAVE_RT_MAX_RANK];
-  int64_t aStrides[CLEAVE_RT_MAX_RANK], bStrides[CLEAVE_RT_MAX_RANK];
-  int64_t batches = 1;
-  bool bShared = true; // b is the same matrix for every batch
-  bool aDense = true;  // a's batches are consecutive matrices
-
-  int64_t aOffset(int64_t batch) const { return offset(batch, aStrides); }
-  int64_t bOffset(int64_t batch) const { return offset(batch, bStrides); }
-
-private:
-  int64_t offset(int64_t batch, const int64_t *strides) const {
-    int64_t off = 0;
-    for (int d = batchRank - 1; d >= 0; --d) {
-      off += (batch % batchShape[d]) * strides[d];
-      batch /= batchShape[d];
-    }
-    return off;
-  }
-};
-
-[[noreturn]] void shapeError(const char *kernel, const cleave_tensor &a,
-                             const cleave_tensor &b, const cleave_tensor &out) {
-  cleave_rt_fail("%s: cannot multiply a %s by b %s into out %s", kernel,
-                 shapeString(a).c_str(), shapeString(b).c_str(),
-                 shapeString(out).c_str());
-  __builtin_unreachable();
-}
-
-/// Rank-1 operands follow NumPy: a [k] is a row [1, k] and b [k] a column
-/// [k, 1], and the added dimension is absent from out.
-MatmulPlan planMatmul(const char *kernel, const cleave_tensor &a,
-                      const cleave_tensor &b, const cleave_tensor &out) {
-  if (a.rank < 1 || b.rank < 1)
-    shapeError(kernel, a, b, out);
-  MatmulPlan p;
-  int aBatchRank = a.rank >= 2 ? a.rank - 2 : 0;
-  int bBatchRank = b.rank >= 2 ? b.rank - 2 : 0;
-  p.m = a.rank >= 2 ? a.shape[a.rank - 2] : 1;
-  p.k = a.shape[a.rank - 1];
-  int64_t bk = b.rank >= 2 ? b.shape[b.rank - 2] : b.shape[0];
-  p.n = b.rank >= 2 ? b.shape[b.rank - 1] : 1;
-  if (bk != p.k)
-    shapeError(kernel, a, b, out);
-  p.batchRank = aBatchRank > bBatchRank ? aBatchRank : bBatchRank;
-  int matrixDims = (a.rank >= 2) + (b.rank >= 2);
-  if (out.rank != p.batchRank + matrixDims)
-    shapeError(kernel, a, b, out);
-  if (a.rank >= 2 && out.shape[p.batchRank] != p.m)
-    shapeError(kernel, a, b, out);
-  if (b.rank >= 2 && out.shape[out.rank - 1] != p.n)
-    shapeError(kernel, a, b, out);
-  // Broadcast the batch dims, right-aligned, with stride 0 where size 1.
-  int64_t aStride = p.m * p.k, bStride = p.k * p.n;
-  for (int d = p.batchRank - 1; d >= 0; --d) {
-    int ad = d - (p.batchRank - aBatchRank);
-    int bd = d - (p.batchRank - bBatchRank);
-    int64_t as = ad >= 0 ? a.shape[ad] : 1, bs = bd >= 0 ? b.shape[bd] : 1;
-    int64_t size = out.shape[d];
-    if ((as != size && as != 1) || (bs != size && bs != 1))
-      shapeError(kernel, a, b, out);
-    p.batchShape[d] = size;
-    p.aStrides[d] = as == 1 ? 0 : aStride;
-    p.bStrides[d] = bs == 1 ? 0 : bStride;
-    if (as == 1 && size != 1)
-      p.aDense = false;
-    if (bs != 1)
-      p.bShared = false;
-    aStride *= as;
-    bStride *= bs;
-    p.batches *= size;
-  }
-  return p;
-}
 
 void sgemmSerial(const float *a, const float *b, float *c, int64_t m, int64_t n,
                  int64_t k, int64_t lda, int64_t ldb, int64_t ldc) {
@@ -192,17 +114,8 @@ void matmulI64(char *arena, const MatmulPlan &p, const cleave_tensor &a,
 
 void matmul(const char *kernel, char *arena, const cleave_tensor *a,
             const cleave_tensor *b, const cleave_tensor *out) {
-  checkTensor(kernel, "a", a);
-  checkTensor(kernel, "b", b);
-  checkTensor(kernel, "out", out);
-  MatmulPlan p = planMatmul(kernel, *a, *b, *out);
+  MatmulPlan p = planMatmul(kernel, a, b, out);
   bool isFloat = isFloatType(out->dtype);
-  if (isFloat != isFloatType(a->dtype) || isFloat != isFloatType(b->dtype))
-    cleave_rt_fail("%s: mixed float and integer operands (%s x %s -> %s)",
-                   kernel, dtypeName(a->dtype), dtypeName(b->dtype),
-                   dtypeName(out->dtype));
-  if (out->dtype == CLEAVE_I1)
-    cleave_rt_fail("%s: unsupported dtype i1", kernel);
   if (isFloat)
     matmulF32(arena, p, *a, *b, *out);
   else
@@ -233,15 +146,7 @@ void cleave_rt_matmul(char *arena, const cleave_tensor *a,
 void cleave_rt_expert_matmul(char *arena, const cleave_tensor *x,
                              const cleave_tensor *w, const cleave_tensor *out) {
   const char *k = "cleave_rt_expert_matmul";
-  checkTensor(k, "x", x);
-  checkTensor(k, "w", w);
-  checkTensor(k, "out", out);
-  if (x->rank != 3 || w->rank != 3 || out->rank != 3 ||
-      x->shape[0] != w->shape[0] || out->shape[0] != x->shape[0])
-    cleave_rt_fail("%s: expects x [E,C,H], w [E,H,F], out [E,C,F], got x %s, "
-                   "w %s, out %s",
-                   k, shapeString(*x).c_str(), shapeString(*w).c_str(),
-                   shapeString(*out).c_str());
+  checkExpertMatmul(k, x, w, out);
   matmul(k, arena, x, w, out);
 }
 

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "KernelChecks.h"
 #include "Tensor.h"
 
 #include <algorithm>
@@ -40,14 +41,6 @@ std::vector<int64_t> assignSlots(const char *kernel, const int64_t *experts,
   return slots;
 }
 
-void checkExperts(const char *kernel, const cleave_tensor *experts) {
-  checkTensor(kernel, "experts", experts);
-  if (experts->rank != 2)
-    cleave_rt_fail("%s: experts must be [T, k], got %s", kernel,
-                   shapeString(*experts).c_str());
-  checkIndexTensor(kernel, "experts", *experts);
-}
-
 } // namespace
 
 extern "C" {
@@ -57,20 +50,7 @@ void cleave_rt_router_topk(char *arena, const cleave_tensor *logits,
                            const cleave_tensor *experts, int64_t k,
                            int32_t normalize) {
   const char *kn = "cleave_rt_router_topk";
-  checkTensor(kn, "logits", logits);
-  checkTensor(kn, "gates", gates);
-  checkExperts(kn, experts);
-  if (!isFloatType(logits->dtype) || !isFloatType(gates->dtype))
-    cleave_rt_fail("%s: logits and gates must be float, got %s and %s", kn,
-                   dtypeName(logits->dtype), dtypeName(gates->dtype));
-  if (logits->rank != 2 || gates->rank != 2 || !sameShape(*gates, *experts) ||
-      gates->shape[0] != logits->shape[0] || gates->shape[1] != k || k < 0 ||
-      k > logits->shape[1])
-    cleave_rt_fail("%s: expects logits [T, E], gates and experts [T, k] with "
-                   "k <= E, got logits %s, gates %s, experts %s, k = %lld",
-                   kn, shapeString(*logits).c_str(),
-                   shapeString(*gates).c_str(), shapeString(*experts).c_str(),
-                   (long long)k);
+  checkRouterTopk(kn, logits, gates, experts, k);
   int64_t tokens = logits->shape[0], e = logits->shape[1];
   if (k == 0 || tokens == 0)
     return;
@@ -116,19 +96,7 @@ void cleave_rt_moe_dispatch(char *arena, const cleave_tensor *tokens,
                             const cleave_tensor *experts,
                             const cleave_tensor *out) {
   const char *kn = "cleave_rt_moe_dispatch";
-  checkTensor(kn, "tokens", tokens);
-  checkExperts(kn, experts);
-  checkTensor(kn, "out", out);
-  if (tokens->rank != 2 || out->rank != 3 ||
-      experts->shape[0] != tokens->shape[0] ||
-      out->shape[2] != tokens->shape[1])
-    cleave_rt_fail("%s: expects tokens [T, H], experts [T, k], out [E, C, H], "
-                   "got tokens %s, experts %s, out %s",
-                   kn, shapeString(*tokens).c_str(),
-                   shapeString(*experts).c_str(), shapeString(*out).c_str());
-  if (tokens->dtype != out->dtype)
-    cleave_rt_fail("%s: tokens are %s but out is %s", kn,
-                   dtypeName(tokens->dtype), dtypeName(out->dtype));
+  checkMoeDispatch(kn, tokens, experts, out);
   int64_t t = tokens->shape[0], h = tokens->shape[1];
   int64_t k = experts->shape[1], e = out->shape[0], c = out->shape[1];
   Input<int64_t> xv(arena, *experts);
@@ -151,22 +119,7 @@ void cleave_rt_moe_combine(char *arena, const cleave_tensor *expert_out,
                            const cleave_tensor *experts,
                            const cleave_tensor *out) {
   const char *kn = "cleave_rt_moe_combine";
-  checkTensor(kn, "expert_out", expert_out);
-  checkTensor(kn, "gates", gates);
-  checkExperts(kn, experts);
-  checkTensor(kn, "out", out);
-  if (expert_out->rank != 3 || out->rank != 2 || !sameShape(*gates, *experts) ||
-      out->shape[0] != experts->shape[0] ||
-      out->shape[1] != expert_out->shape[2])
-    cleave_rt_fail("%s: expects expert_out [E, C, H], gates and experts "
-                   "[T, k], out [T, H], got expert_out %s, gates %s, "
-                   "experts %s, out %s",
-                   kn, shapeString(*expert_out).c_str(),
-                   shapeString(*gates).c_str(), shapeString(*experts).c_str(),
-                   shapeString(*out).c_str());
-  for (const cleave_tensor *x : {expert_out, gates, out})
-    if (!isFloatType(x->dtype))
-      cleave_rt_fail("%s: unsupported dtype %s", kn, dtypeName(x->dtype));
+  checkMoeCombine(kn, expert_out, gates, experts, out);
   int64_t t = out->shape[0], h = out->shape[1];
   int64_t k = experts->shape[1], e = expert_out->shape[0];
   int64_t c = expert_out->shape[1];

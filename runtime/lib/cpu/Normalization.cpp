@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "FastMath.h"
+#include "KernelChecks.h"
 #include "Tensor.h"
 
 #include <omp.h>
@@ -111,51 +112,6 @@ std::vector<float> trailingOperand(const char *kernel, char *arena,
   return result;
 }
 
-void checkNorm(const char *kernel, const cleave_tensor *x,
-               const cleave_tensor *out, int64_t dim) {
-  checkTensor(kernel, "x", x);
-  checkTensor(kernel, "out", out);
-  if (!sameShape(*x, *out))
-    cleave_rt_fail("%s: x %s and out %s differ in shape", kernel,
-                   shapeString(*x).c_str(), shapeString(*out).c_str());
-  if (dim < 0 || dim >= x->rank)
-    cleave_rt_fail("%s: dim %lld is out of range for rank %d", kernel,
-                   (long long)dim, x->rank);
-  if (!isFloatType(out->dtype))
-    cleave_rt_fail("%s: unsupported dtype %s", kernel, dtypeName(out->dtype));
-}
-
-/// Rows and row length when normalizing over dims [dim, rank).
-void rowsOf(const cleave_tensor &x, int64_t dim, int64_t &rows, int64_t &n) {
-  rows = 1;
-  n = 1;
-  for (int d = 0; d < x.rank; ++d)
-    (d < dim ? rows : n) *= x.shape[d];
-}
-
-/// The strides (in elements, 0 where it broadcasts) of a trailing operand
-/// `t` right-aligned against x.shape[dim:]; fails naming `what` unless it
-/// broadcasts.
-void trailingStrides(const char *kernel, const char *what,
-                     const cleave_tensor &t, const cleave_tensor &x,
-                     int64_t dim, int64_t *strides) {
-  int rank = x.rank - int(dim), shift = rank - t.rank;
-  bool ok = shift >= 0;
-  int64_t stride = 1;
-  for (int d = rank - 1; ok && d >= 0; --d) {
-    int td = d - shift;
-    int64_t size = td >= 0 ? t.shape[td] : 1;
-    ok = size == 1 || size == x.shape[dim + d];
-    strides[d] = size == 1 ? 0 : stride;
-    stride *= size;
-  }
-  if (!ok)
-    cleave_rt_fail("%s: %s %s does not broadcast to the normalized dims of x "
-                   "%s",
-                   kernel, what, shapeString(t).c_str(),
-                   shapeString(x).c_str());
-}
-
 /// Stores the gradient of a trailing operand `t` (scale or bias) from its
 /// per-row-element sums `full` (N = prod(x.shape[dim:]) values): directly
 /// when t has N elements, else summed over the dims along which t broadcasts
@@ -185,40 +141,6 @@ void storeTrailingGrad(const char *kernel, const char *what, char *arena,
       result[size_t(i)] = float(sums[size_t(i)]);
   }
   convertFromF32(result.data(), dataOf(arena, t), t.dtype, count);
-}
-
-void checkNormGrad(const char *kernel, const cleave_tensor *x,
-                   const cleave_tensor *scale, const cleave_tensor *dy,
-                   const cleave_tensor *dx, const cleave_tensor *dscale,
-                   const cleave_tensor *dbias, int64_t dim) {
-  checkNorm(kernel, x, dx, dim);
-  checkTensor(kernel, "scale", scale);
-  checkTensor(kernel, "dy", dy);
-  if (!sameShape(*x, *dy))
-    cleave_rt_fail("%s: x %s and dy %s differ in shape", kernel,
-                   shapeString(*x).c_str(), shapeString(*dy).c_str());
-  if (!isFloatType(x->dtype) || !isFloatType(dy->dtype))
-    cleave_rt_fail("%s: unsupported dtype %s", kernel,
-                   dtypeName(isFloatType(x->dtype) ? dy->dtype : x->dtype));
-  // dscale has scale's shape; dbias has the forward bias's, which need not
-  // be scale's: N elements, or a shape that broadcasts to x's normalized
-  // dims.
-  if (dscale) {
-    checkTensor(kernel, "dscale", dscale);
-    if (!sameShape(*dscale, *scale))
-      cleave_rt_fail("%s: dscale %s and scale %s differ in shape", kernel,
-                     shapeString(*dscale).c_str(), shapeString(*scale).c_str());
-  }
-  if (dbias) {
-    checkTensor(kernel, "dbias", dbias);
-    int64_t rows, n, strides[CLEAVE_RT_MAX_RANK];
-    rowsOf(*x, dim, rows, n);
-    if (numElements(*dbias) != n)
-      trailingStrides(kernel, "dbias", *dbias, *x, dim, strides);
-  }
-  for (const cleave_tensor *t : {dscale, dbias})
-    if (t && !isFloatType(t->dtype))
-      cleave_rt_fail("%s: unsupported dtype %s", kernel, dtypeName(t->dtype));
 }
 
 /// One row of the layer_norm gradient, with xhat = (x - mean) rstd and

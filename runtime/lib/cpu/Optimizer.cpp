@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "KernelChecks.h"
 #include "Tensor.h"
 
 #include <algorithm>
@@ -70,38 +71,9 @@ void forEachGradBlock(const char *grad, int32_t dtype, int64_t n, Body body) {
   }
 }
 
-void checkParam(const char *k, const cleave_tensor *param,
-                const cleave_tensor *grad) {
-  checkTensor(k, "param", param);
-  checkTensor(k, "grad", grad);
-  if (param->dtype != CLEAVE_F32)
-    cleave_rt_fail("%s: param must be f32, got %s", k, dtypeName(param->dtype));
-  if (!isFloatType(grad->dtype))
-    cleave_rt_fail("%s: grad must be f32, f16 or bf16, got %s", k,
-                   dtypeName(grad->dtype));
-  if (!sameShape(*param, *grad))
-    cleave_rt_fail("%s: param %s and grad %s differ in shape", k,
-                   shapeString(*param).c_str(), shapeString(*grad).c_str());
-}
-
-/// Optimizer state: f32 and the parameter's shape.
-void checkState(const char *k, const char *what, const cleave_tensor *state,
-                const cleave_tensor *param) {
-  checkTensor(k, what, state);
-  if (state->dtype != CLEAVE_F32)
-    cleave_rt_fail("%s: %s must be f32, got %s", k, what,
-                   dtypeName(state->dtype));
-  if (!sameShape(*state, *param))
-    cleave_rt_fail("%s: %s %s and param %s differ in shape", k, what,
-                   shapeString(*state).c_str(), shapeString(*param).c_str());
-}
-
 /// The 1-based step number, an i64 scalar.
 int64_t readStep(const char *k, char *arena, const cleave_tensor *step) {
-  checkTensor(k, "step", step);
-  if (step->dtype != CLEAVE_I64 || numElements(*step) != 1)
-    cleave_rt_fail("%s: step must be an i64 scalar, got %s %s", k,
-                   dtypeName(step->dtype), shapeString(*step).c_str());
+  checkStep(k, step);
   int64_t value = *reinterpret_cast<const int64_t *>(dataOf(arena, *step));
   if (value < 1)
     cleave_rt_fail("%s: step must be at least 1, got %lld", k,
@@ -113,10 +85,7 @@ int64_t readStep(const char *k, char *arena, const cleave_tensor *step) {
 float readGradScale(const char *k, char *arena, const cleave_tensor *scale) {
   if (!scale)
     return 1.0f;
-  checkTensor(k, "grad_scale", scale);
-  if (scale->dtype != CLEAVE_F32 || numElements(*scale) != 1)
-    cleave_rt_fail("%s: grad_scale must be an f32 scalar, got %s %s", k,
-                   dtypeName(scale->dtype), shapeString(*scale).c_str());
+  checkGradScale(k, scale);
   return *reinterpret_cast<const float *>(dataOf(arena, *scale));
 }
 

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "KernelChecks.h"
 #include "Tensor.h"
 
 #include <algorithm>
@@ -217,32 +218,8 @@ void cleave_rt_reduce(char *arena, int32_t kind, const cleave_tensor *x,
                       const cleave_tensor *out, const int64_t *dims,
                       int64_t num_dims) {
   const char *k = "cleave_rt_reduce";
-  checkTensor(k, "x", x);
-  checkTensor(k, "out", out);
-  if (kind < CLEAVE_SUM || kind > CLEAVE_MIN_REDUCE)
-    cleave_rt_fail("%s: unknown kind %d", k, kind);
   bool reduced[CLEAVE_RT_MAX_RANK] = {};
-  for (int64_t i = 0; i < num_dims; ++i) {
-    if (dims[i] < 0 || dims[i] >= x->rank || (i && dims[i] <= dims[i - 1]))
-      cleave_rt_fail("%s: dims must be sorted, unique and in [0, %d), got "
-                     "%lld at position %lld",
-                     k, x->rank, (long long)dims[i], (long long)i);
-    reduced[dims[i]] = true;
-  }
-  // out keeps the reduced dims as size 1, or drops them.
-  bool keep = out->rank == x->rank,
-       ok = keep || out->rank == x->rank - num_dims;
-  for (int d = 0, o = 0; ok && d < x->rank; ++d) {
-    if (reduced[d] && !keep)
-      continue;
-    ok = out->shape[o++] == (reduced[d] ? 1 : x->shape[d]);
-  }
-  if (!ok)
-    cleave_rt_fail("%s: out %s does not match x %s reduced over %lld dims", k,
-                   shapeString(*out).c_str(), shapeString(*x).c_str(),
-                   (long long)num_dims);
-  if (overlaps(*x, *out) && x->offset != out->offset)
-    cleave_rt_fail("%s: out partially overlaps x", k);
+  checkReduce(k, kind, x, out, dims, num_dims, reduced);
   if (isFloatType(out->dtype))
     reduceTyped<float>(arena, kind, *x, *out, reduced);
   else
@@ -253,25 +230,7 @@ void cleave_rt_topk(char *arena, const cleave_tensor *x,
                     const cleave_tensor *values, const cleave_tensor *indices,
                     int64_t k, int64_t dim, int32_t smallest) {
   const char *kn = "cleave_rt_topk";
-  checkTensor(kn, "x", x);
-  checkTensor(kn, "values", values);
-  checkTensor(kn, "indices", indices);
-  if (dim < 0 || dim >= x->rank)
-    cleave_rt_fail("%s: dim %lld is out of range for rank %d", kn,
-                   (long long)dim, x->rank);
-  if (k < 0 || k > x->shape[dim])
-    cleave_rt_fail("%s: k = %lld is out of range [0, %lld]", kn, (long long)k,
-                   (long long)x->shape[dim]);
-  checkIndexTensor(kn, "indices", *indices);
-  bool ok = sameShape(*values, *indices) && values->rank == x->rank;
-  for (int d = 0; ok && d < x->rank; ++d)
-    ok = values->shape[d] == (d == dim ? k : x->shape[d]);
-  if (!ok)
-    cleave_rt_fail("%s: values %s and indices %s do not match x %s with k = "
-                   "%lld along dim %lld",
-                   kn, shapeString(*values).c_str(),
-                   shapeString(*indices).c_str(), shapeString(*x).c_str(),
-                   (long long)k, (long long)dim);
+  checkTopk(kn, x, values, indices, k, dim);
   if (k == 0)
     return;
   if (isFloatType(x->dtype))

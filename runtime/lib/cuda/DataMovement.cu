@@ -15,6 +15,7 @@
 #include "CudaCommon.cuh"
 #include "KernelUtil.cuh"
 
+#include "../cpu/KernelChecks.h"
 #include "../cpu/Tensor.h"
 
 #include <initializer_list>
@@ -24,13 +25,6 @@ using namespace cleave::rt::cuda;
 
 namespace cleave::rt::cuda {
 namespace {
-
-void checkSameDtype(const char *kernel, const cleave_tensor &x,
-                    const cleave_tensor &out) {
-  if (x.dtype != out.dtype)
-    cleave_rt_fail("%s: x is %s but out is %s", kernel, dtypeName(x.dtype),
-                   dtypeName(out.dtype));
-}
 
 /// The source bytes, copied aside when they overlap the output (these
 /// kernels read elements in a different order than they write them).
@@ -364,29 +358,6 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-/// Fails unless `out` is `data` gathered along `dim` by `indices`:
-/// data[:dim] + indices + data[dim+1:]; `outName` names out in the message.
-void checkGatherShape(const char *kernel, const cleave_tensor &data,
-                      const cleave_tensor &indices, const cleave_tensor &out,
-                      int64_t dim, const char *outName, const char *dataName) {
-  if (dim < 0 || dim >= data.rank)
-    cleave_rt_fail("%s: dim %lld is out of range for rank %d", kernel,
-                   (long long)dim, data.rank);
-  bool ok = out.rank == data.rank - 1 + indices.rank;
-  for (int d = 0; ok && d < out.rank; ++d) {
-    int64_t want = d < dim                  ? data.shape[d]
-                   : d < dim + indices.rank ? indices.shape[d - dim]
-                                            : data.shape[d - indices.rank + 1];
-    ok = out.shape[d] == want;
-  }
-  if (!ok)
-    cleave_rt_fail("%s: %s %s does not match %s %s gathered along dim %lld "
-                   "by indices %s",
-                   kernel, outName, shapeString(out).c_str(), dataName,
-                   shapeString(data).c_str(), (long long)dim,
-                   shapeString(indices).c_str());
-}
-
 /// Checks the indices on the device when no element moves (so that an
 /// empty gather still reports a bad index, as the CPU kernel does).
 void checkIndicesOnly(const char *idx, const cleave_tensor &indices,
@@ -407,51 +378,16 @@ extern "C" {
 void cleave_rt_transpose(char *arena, const cleave_tensor *x,
                          const cleave_tensor *out, const int64_t *perm) {
   const char *k = "cleave_rt_transpose";
-  checkTensor(k, "x", x);
-  checkTensor(k, "out", out);
-  checkSameDtype(k, *x, *out);
-  if (x->rank != out->rank)
-    cleave_rt_fail("%s: x has rank %d but out has rank %d", k, x->rank,
-                   out->rank);
-  int64_t xStrides[CLEAVE_RT_MAX_RANK], srcStrides[CLEAVE_RT_MAX_RANK];
-  contiguousStrides(*x, xStrides);
-  bool seen[CLEAVE_RT_MAX_RANK] = {};
-  for (int d = 0; d < out->rank; ++d) {
-    int64_t p = perm[d];
-    if (p < 0 || p >= x->rank || seen[p])
-      cleave_rt_fail("%s: perm[%d] = %lld is not a permutation of rank %d", k,
-                     d, (long long)p, x->rank);
-    seen[p] = true;
-    if (x->shape[p] != out->shape[d])
-      cleave_rt_fail("%s: out dim %d is %lld but x dim %lld is %lld", k, d,
-                     (long long)out->shape[d], (long long)p,
-                     (long long)x->shape[p]);
-    srcStrides[d] = xStrides[p];
-  }
+  int64_t srcStrides[CLEAVE_RT_MAX_RANK];
+  planTranspose(k, x, out, perm, srcStrides);
   copyStrided(k, arena, *x, *out, srcStrides, 0);
 }
 
 void cleave_rt_broadcast_in_dim(char *arena, const cleave_tensor *x,
                                 const cleave_tensor *out, const int64_t *dims) {
   const char *k = "cleave_rt_broadcast_in_dim";
-  checkTensor(k, "x", x);
-  checkTensor(k, "out", out);
-  checkSameDtype(k, *x, *out);
-  int64_t xStrides[CLEAVE_RT_MAX_RANK], srcStrides[CLEAVE_RT_MAX_RANK] = {};
-  contiguousStrides(*x, xStrides);
-  for (int d = 0; d < x->rank; ++d) {
-    int64_t o = dims[d];
-    if (o < 0 || o >= out->rank)
-      cleave_rt_fail("%s: dims[%d] = %lld is out of range for out rank %d", k,
-                     d, (long long)o, out->rank);
-    if (x->shape[d] != 1 && x->shape[d] != out->shape[o])
-      cleave_rt_fail("%s: x dim %d of size %lld does not broadcast to out dim "
-                     "%lld of size %lld",
-                     k, d, (long long)x->shape[d], (long long)o,
-                     (long long)out->shape[o]);
-    if (x->shape[d] != 1)
-      srcStrides[o] = xStrides[d];
-  }
+  int64_t srcStrides[CLEAVE_RT_MAX_RANK];
+  planBroadcastInDim(k, x, out, dims, srcStrides);
   copyStrided(k, arena, *x, *out, srcStrides, 0);
 }
 
@@ -459,28 +395,8 @@ void cleave_rt_slice(char *arena, const cleave_tensor *x,
                      const cleave_tensor *out, const int64_t *start,
                      const int64_t *strides) {
   const char *k = "cleave_rt_slice";
-  checkTensor(k, "x", x);
-  checkTensor(k, "out", out);
-  checkSameDtype(k, *x, *out);
-  if (x->rank != out->rank)
-    cleave_rt_fail("%s: x has rank %d but out has rank %d", k, x->rank,
-                   out->rank);
-  int64_t xStrides[CLEAVE_RT_MAX_RANK], srcStrides[CLEAVE_RT_MAX_RANK];
-  contiguousStrides(*x, xStrides);
-  int64_t base = 0;
-  bool empty = numElements(*out) == 0;
-  for (int d = 0; d < x->rank; ++d) {
-    // Every index read, first and last, must lie in [0, size).
-    int64_t first = start[d];
-    int64_t last = first + (out->shape[d] - 1) * strides[d];
-    if (!empty &&
-        (first < 0 || first >= x->shape[d] || last < 0 || last >= x->shape[d]))
-      cleave_rt_fail("%s: dim %d reads indices %lld to %lld of size %lld", k, d,
-                     (long long)first, (long long)last, (long long)x->shape[d]);
-    base += first * xStrides[d];
-    srcStrides[d] = strides[d] * xStrides[d];
-  }
-  if (empty)
+  int64_t srcStrides[CLEAVE_RT_MAX_RANK], base;
+  if (!planSlice(k, x, out, start, strides, srcStrides, base))
     return;
   copyStrided(k, arena, *x, *out, srcStrides, base);
 }
@@ -489,35 +405,8 @@ void cleave_rt_concat(char *arena, const cleave_tensor *const *inputs,
                       int64_t num_inputs, const cleave_tensor *out,
                       int64_t dim) {
   const char *k = "cleave_rt_concat";
-  checkTensor(k, "out", out);
-  if (dim < 0 || dim >= out->rank)
-    cleave_rt_fail("%s: dim %lld is out of range for rank %d", k,
-                   (long long)dim, out->rank);
-  int64_t outer = 1, inner = 1, total = 0;
-  for (int d = 0; d < dim; ++d)
-    outer *= out->shape[d];
-  for (int d = int(dim) + 1; d < out->rank; ++d)
-    inner *= out->shape[d];
-  for (int64_t i = 0; i < num_inputs; ++i) {
-    const cleave_tensor *in = inputs[i];
-    checkTensor(k, "input", in);
-    checkSameDtype(k, *in, *out);
-    bool ok = in->rank == out->rank;
-    for (int d = 0; ok && d < out->rank; ++d)
-      ok = d == dim || in->shape[d] == out->shape[d];
-    if (!ok)
-      cleave_rt_fail("%s: input %lld of shape %s does not match out %s "
-                     "outside dim %lld",
-                     k, (long long)i, shapeString(*in).c_str(),
-                     shapeString(*out).c_str(), (long long)dim);
-    if (overlaps(*in, *out))
-      cleave_rt_fail("%s: input %lld overlaps out", k, (long long)i);
-    total += in->shape[dim];
-  }
-  if (total != out->shape[dim])
-    cleave_rt_fail("%s: inputs sum to %lld along dim %lld but out has %lld", k,
-                   (long long)total, (long long)dim,
-                   (long long)out->shape[dim]);
+  int64_t outer, inner;
+  checkConcat(k, inputs, num_inputs, out, dim, outer, inner);
   int64_t es = int64_t(elementSize(out->dtype));
   int64_t outRow = out->shape[dim] * inner * es;
   char *dst = dataOf(arena, *out);
@@ -554,17 +443,8 @@ void cleave_rt_gather(char *arena, const cleave_tensor *data,
                       const cleave_tensor *indices, const cleave_tensor *out,
                       int64_t dim) {
   const char *k = "cleave_rt_gather";
-  checkTensor(k, "data", data);
-  checkTensor(k, "indices", indices);
-  checkTensor(k, "out", out);
-  checkSameDtype(k, *data, *out);
-  checkIndexTensor(k, "indices", *indices);
-  checkGatherShape(k, *data, *indices, *out, dim, "out", "data");
-  int64_t outer = 1, inner = 1, size = data->shape[dim];
-  for (int d = 0; d < dim; ++d)
-    outer *= data->shape[d];
-  for (int d = int(dim) + 1; d < data->rank; ++d)
-    inner *= data->shape[d];
+  GatherPlan g = checkGather(k, data, indices, out, dim);
+  int64_t outer = g.outer, inner = g.inner, size = g.size;
   int64_t numIdx = numElements(*indices);
   const char *idx = dataOf(arena, *indices);
   int64_t total = outer * numIdx * inner;
@@ -595,19 +475,8 @@ void cleave_rt_gather_grad(char *arena, const cleave_tensor *dy,
                            const cleave_tensor *indices,
                            const cleave_tensor *out, int64_t dim) {
   const char *k = "cleave_rt_gather_grad";
-  checkTensor(k, "dy", dy);
-  checkTensor(k, "indices", indices);
-  checkTensor(k, "out", out);
-  checkIndexTensor(k, "indices", *indices);
-  if (!isFloatType(dy->dtype) || !isFloatType(out->dtype))
-    cleave_rt_fail("%s: dy and out must be float, got %s and %s", k,
-                   dtypeName(dy->dtype), dtypeName(out->dtype));
-  checkGatherShape(k, *out, *indices, *dy, dim, "dy", "out");
-  int64_t outer = 1, inner = 1, size = out->shape[dim];
-  for (int d = 0; d < dim; ++d)
-    outer *= out->shape[d];
-  for (int d = int(dim) + 1; d < out->rank; ++d)
-    inner *= out->shape[d];
+  GatherPlan g = checkGatherGrad(k, dy, indices, out, dim);
+  int64_t outer = g.outer, inner = g.inner, size = g.size;
   int64_t numIdx = numElements(*indices);
   const char *idx = dataOf(arena, *indices);
   int64_t total = outer * numIdx * inner, count = numElements(*out);
@@ -646,34 +515,8 @@ void cleave_rt_slice_grad(char *arena, const cleave_tensor *dy,
                           const cleave_tensor *out, const int64_t *start,
                           const int64_t *strides) {
   const char *k = "cleave_rt_slice_grad";
-  checkTensor(k, "dy", dy);
-  checkTensor(k, "out", out);
-  if (dy->dtype != out->dtype)
-    cleave_rt_fail("%s: dy is %s but out is %s", k, dtypeName(dy->dtype),
-                   dtypeName(out->dtype));
-  if (dy->rank != out->rank)
-    cleave_rt_fail("%s: dy has rank %d but out has rank %d", k, dy->rank,
-                   out->rank);
-  int64_t outStrides[CLEAVE_RT_MAX_RANK], dstStrides[CLEAVE_RT_MAX_RANK];
-  contiguousStrides(*out, outStrides);
-  int64_t base = 0;
-  bool empty = numElements(*dy) == 0;
-  for (int d = 0; d < dy->rank; ++d) {
-    // The indices the forward slice reads, first and last, lie in
-    // [0, size); each must be written once.
-    int64_t first = start[d];
-    int64_t last = first + (dy->shape[d] - 1) * strides[d];
-    if (!empty && (first < 0 || first >= out->shape[d] || last < 0 ||
-                   last >= out->shape[d]))
-      cleave_rt_fail("%s: dim %d writes indices %lld to %lld of size %lld", k,
-                     d, (long long)first, (long long)last,
-                     (long long)out->shape[d]);
-    if (!empty && strides[d] == 0 && dy->shape[d] > 1)
-      cleave_rt_fail("%s: dim %d has stride 0 over %lld elements", k, d,
-                     (long long)dy->shape[d]);
-    base += first * outStrides[d];
-    dstStrides[d] = strides[d] * outStrides[d];
-  }
+  int64_t dstStrides[CLEAVE_RT_MAX_RANK], base;
+  bool empty = !planSliceGrad(k, dy, out, start, strides, dstStrides, base);
   // dy is read after out is zeroed: copy it aside first if they overlap.
   ScratchBuffer copy;
   const char *src = sourceBytes(arena, *dy, *out, copy, k);

@@ -12,6 +12,7 @@
 
 #include "DeviceUtil.cuh"
 
+#include "../cpu/KernelChecks.h"
 #include "../cpu/Tensor.h"
 
 using namespace cleave::rt;
@@ -182,25 +183,6 @@ __global__ void msePartialsKernel(const double *partial, int64_t parts,
     storeF32(out, outType, 0, n ? float(total / double(n)) : 0.0f);
 }
 
-/// Checks logits [..., C], integer labels [...] and a one-element `scalar`
-/// (the loss or its gradient, named `scalarName` in the message).
-void checkCrossEntropyShapes(const char *k, const cleave_tensor *logits,
-                             const cleave_tensor *labels,
-                             const cleave_tensor *scalar,
-                             const char *scalarName) {
-  checkIndexTensor(k, "labels", *labels);
-  bool ok = logits->rank >= 1 && labels->rank == logits->rank - 1 &&
-            numElements(*scalar) == 1;
-  for (int d = 0; ok && d < labels->rank; ++d)
-    ok = labels->shape[d] == logits->shape[d];
-  if (!ok)
-    cleave_rt_fail("%s: expects logits [..., C], labels [...] and a scalar "
-                   "%s, got logits %s, labels %s, %s %s",
-                   k, scalarName, shapeString(*logits).c_str(),
-                   shapeString(*labels).c_str(), scalarName,
-                   shapeString(*scalar).c_str());
-}
-
 } // namespace
 
 extern "C" {
@@ -210,13 +192,7 @@ void cleave_rt_cross_entropy(char *arena, const cleave_tensor *logits,
                              const cleave_tensor *out, int32_t has_ignore,
                              int64_t ignore_index) {
   const char *k = "cleave_rt_cross_entropy";
-  checkTensor(k, "logits", logits);
-  checkTensor(k, "labels", labels);
-  checkTensor(k, "out", out);
-  if (!isFloatType(logits->dtype) || !isFloatType(out->dtype))
-    cleave_rt_fail("%s: logits and out must be float, got %s and %s", k,
-                   dtypeName(logits->dtype), dtypeName(out->dtype));
-  checkCrossEntropyShapes(k, logits, labels, out, "out");
+  checkCrossEntropyArgs(k, logits, labels, out);
   int64_t c = logits->shape[logits->rank - 1];
   int64_t rows = numElements(*labels);
   Labels lv{dataOf(arena, *labels), labels->dtype, has_ignore != 0,
@@ -240,20 +216,7 @@ void cleave_rt_cross_entropy_grad(char *arena, const cleave_tensor *logits,
                                   const cleave_tensor *dlogits,
                                   int32_t has_ignore, int64_t ignore_index) {
   const char *k = "cleave_rt_cross_entropy_grad";
-  checkTensor(k, "logits", logits);
-  checkTensor(k, "labels", labels);
-  checkTensor(k, "dloss", dloss);
-  checkTensor(k, "dlogits", dlogits);
-  if (!isFloatType(logits->dtype) || !isFloatType(dloss->dtype) ||
-      !isFloatType(dlogits->dtype))
-    cleave_rt_fail("%s: logits, dloss and dlogits must be float, got %s, %s "
-                   "and %s",
-                   k, dtypeName(logits->dtype), dtypeName(dloss->dtype),
-                   dtypeName(dlogits->dtype));
-  checkCrossEntropyShapes(k, logits, labels, dloss, "dloss");
-  if (!sameShape(*logits, *dlogits))
-    cleave_rt_fail("%s: logits %s and dlogits %s differ in shape", k,
-                   shapeString(*logits).c_str(), shapeString(*dlogits).c_str());
+  checkCrossEntropyGradArgs(k, logits, labels, dloss, dlogits);
   int64_t c = logits->shape[logits->rank - 1];
   int64_t rows = numElements(*labels);
   if (rows == 0)
@@ -276,16 +239,7 @@ void cleave_rt_cross_entropy_grad(char *arena, const cleave_tensor *logits,
 void cleave_rt_mse(char *arena, const cleave_tensor *pred,
                    const cleave_tensor *target, const cleave_tensor *out) {
   const char *k = "cleave_rt_mse";
-  checkTensor(k, "pred", pred);
-  checkTensor(k, "target", target);
-  checkTensor(k, "out", out);
-  if (!isFloatType(out->dtype))
-    cleave_rt_fail("%s: out must be float, got %s", k, dtypeName(out->dtype));
-  if (!sameShape(*pred, *target) || numElements(*out) != 1)
-    cleave_rt_fail("%s: expects pred and target of one shape and a scalar out, "
-                   "got pred %s, target %s, out %s",
-                   k, shapeString(*pred).c_str(), shapeString(*target).c_str(),
-                   shapeString(*out).c_str());
+  checkMse(k, pred, target, out);
   int64_t n = numElements(*pred);
   unsigned parts = partialBlocks((n + kThreads - 1) / kThreads);
   ScratchBuffer scratch(parts * sizeof(double), k);

@@ -13,6 +13,7 @@
 
 #include "DeviceUtil.cuh"
 
+#include "../cpu/KernelChecks.h"
 #include "../cpu/Tensor.h"
 
 #include <cub/block/block_scan.cuh>
@@ -211,14 +212,6 @@ __global__ void combineKernel(const char *y, int32_t yType, const char *gates,
   }
 }
 
-void checkExperts(const char *kernel, const cleave_tensor *experts) {
-  checkTensor(kernel, "experts", experts);
-  if (experts->rank != 2)
-    cleave_rt_fail("%s: experts must be [T, k], got %s", kernel,
-                   shapeString(*experts).c_str());
-  checkIndexTensor(kernel, "experts", *experts);
-}
-
 //===----------------------------------------------------------------------===//
 // topk
 //===----------------------------------------------------------------------===//
@@ -298,20 +291,7 @@ void cleave_rt_router_topk(char *arena, const cleave_tensor *logits,
                            const cleave_tensor *experts, int64_t k,
                            int32_t normalize) {
   const char *kn = "cleave_rt_router_topk";
-  checkTensor(kn, "logits", logits);
-  checkTensor(kn, "gates", gates);
-  checkExperts(kn, experts);
-  if (!isFloatType(logits->dtype) || !isFloatType(gates->dtype))
-    cleave_rt_fail("%s: logits and gates must be float, got %s and %s", kn,
-                   dtypeName(logits->dtype), dtypeName(gates->dtype));
-  if (logits->rank != 2 || gates->rank != 2 || !sameShape(*gates, *experts) ||
-      gates->shape[0] != logits->shape[0] || gates->shape[1] != k || k < 0 ||
-      k > logits->shape[1])
-    cleave_rt_fail("%s: expects logits [T, E], gates and experts [T, k] with "
-                   "k <= E, got logits %s, gates %s, experts %s, k = %lld",
-                   kn, shapeString(*logits).c_str(),
-                   shapeString(*gates).c_str(), shapeString(*experts).c_str(),
-                   (long long)k);
+  checkRouterTopk(kn, logits, gates, experts, k);
   int64_t tokens = logits->shape[0], e = logits->shape[1];
   if (k == 0 || tokens == 0)
     return;
@@ -330,19 +310,7 @@ void cleave_rt_moe_dispatch(char *arena, const cleave_tensor *tokens,
                             const cleave_tensor *experts,
                             const cleave_tensor *out) {
   const char *kn = "cleave_rt_moe_dispatch";
-  checkTensor(kn, "tokens", tokens);
-  checkExperts(kn, experts);
-  checkTensor(kn, "out", out);
-  if (tokens->rank != 2 || out->rank != 3 ||
-      experts->shape[0] != tokens->shape[0] ||
-      out->shape[2] != tokens->shape[1])
-    cleave_rt_fail("%s: expects tokens [T, H], experts [T, k], out [E, C, H], "
-                   "got tokens %s, experts %s, out %s",
-                   kn, shapeString(*tokens).c_str(),
-                   shapeString(*experts).c_str(), shapeString(*out).c_str());
-  if (tokens->dtype != out->dtype)
-    cleave_rt_fail("%s: tokens are %s but out is %s", kn,
-                   dtypeName(tokens->dtype), dtypeName(out->dtype));
+  checkMoeDispatch(kn, tokens, experts, out);
   int64_t t = tokens->shape[0], h = tokens->shape[1];
   int64_t k = experts->shape[1], e = out->shape[0], c = out->shape[1];
   ScratchBuffer rows, copy;
@@ -379,22 +347,7 @@ void cleave_rt_moe_combine(char *arena, const cleave_tensor *expert_out,
                            const cleave_tensor *experts,
                            const cleave_tensor *out) {
   const char *kn = "cleave_rt_moe_combine";
-  checkTensor(kn, "expert_out", expert_out);
-  checkTensor(kn, "gates", gates);
-  checkExperts(kn, experts);
-  checkTensor(kn, "out", out);
-  if (expert_out->rank != 3 || out->rank != 2 || !sameShape(*gates, *experts) ||
-      out->shape[0] != experts->shape[0] ||
-      out->shape[1] != expert_out->shape[2])
-    cleave_rt_fail("%s: expects expert_out [E, C, H], gates and experts "
-                   "[T, k], out [T, H], got expert_out %s, gates %s, "
-                   "experts %s, out %s",
-                   kn, shapeString(*expert_out).c_str(),
-                   shapeString(*gates).c_str(), shapeString(*experts).c_str(),
-                   shapeString(*out).c_str());
-  for (const cleave_tensor *x : {expert_out, gates, out})
-    if (!isFloatType(x->dtype))
-      cleave_rt_fail("%s: unsupported dtype %s", kn, dtypeName(x->dtype));
+  checkMoeCombine(kn, expert_out, gates, experts, out);
   int64_t t = out->shape[0], h = out->shape[1];
   int64_t k = experts->shape[1], e = expert_out->shape[0];
   int64_t c = expert_out->shape[1];
@@ -418,25 +371,7 @@ void cleave_rt_topk(char *arena, const cleave_tensor *x,
                     const cleave_tensor *values, const cleave_tensor *indices,
                     int64_t k, int64_t dim, int32_t smallest) {
   const char *kn = "cleave_rt_topk";
-  checkTensor(kn, "x", x);
-  checkTensor(kn, "values", values);
-  checkTensor(kn, "indices", indices);
-  if (dim < 0 || dim >= x->rank)
-    cleave_rt_fail("%s: dim %lld is out of range for rank %d", kn,
-                   (long long)dim, x->rank);
-  if (k < 0 || k > x->shape[dim])
-    cleave_rt_fail("%s: k = %lld is out of range [0, %lld]", kn, (long long)k,
-                   (long long)x->shape[dim]);
-  checkIndexTensor(kn, "indices", *indices);
-  bool ok = sameShape(*values, *indices) && values->rank == x->rank;
-  for (int d = 0; ok && d < x->rank; ++d)
-    ok = values->shape[d] == (d == dim ? k : x->shape[d]);
-  if (!ok)
-    cleave_rt_fail("%s: values %s and indices %s do not match x %s with k = "
-                   "%lld along dim %lld",
-                   kn, shapeString(*values).c_str(),
-                   shapeString(*indices).c_str(), shapeString(*x).c_str(),
-                   (long long)k, (long long)dim);
+  checkTopk(kn, x, values, indices, k, dim);
   int64_t outer = 1, inner = 1, size = x->shape[dim];
   for (int d = 0; d < dim; ++d)
     outer *= x->shape[d];

@@ -18,6 +18,7 @@
 #include "CudaCommon.cuh"
 #include "KernelUtil.cuh"
 
+#include "../cpu/KernelChecks.h"
 #include "../cpu/Tensor.h"
 
 #include <algorithm>
@@ -27,28 +28,6 @@ using namespace cleave::rt::cuda;
 
 namespace cleave::rt::cuda {
 namespace {
-
-void checkNorm(const char *kernel, const cleave_tensor *x,
-               const cleave_tensor *out, int64_t dim) {
-  checkTensor(kernel, "x", x);
-  checkTensor(kernel, "out", out);
-  if (!sameShape(*x, *out))
-    cleave_rt_fail("%s: x %s and out %s differ in shape", kernel,
-                   shapeString(*x).c_str(), shapeString(*out).c_str());
-  if (dim < 0 || dim >= x->rank)
-    cleave_rt_fail("%s: dim %lld is out of range for rank %d", kernel,
-                   (long long)dim, x->rank);
-  if (!isFloatType(out->dtype))
-    cleave_rt_fail("%s: unsupported dtype %s", kernel, dtypeName(out->dtype));
-}
-
-/// Rows and row length when normalizing over dims [dim, rank).
-void rowsOf(const cleave_tensor &x, int64_t dim, int64_t &rows, int64_t &n) {
-  rows = 1;
-  n = 1;
-  for (int d = 0; d < x.rank; ++d)
-    (d < dim ? rows : n) *= x.shape[d];
-}
 
 /// The normalized dims of x (x.shape[dim:]) as a descriptor.
 cleave_tensor trailingShape(const cleave_tensor &x, int64_t dim) {
@@ -111,22 +90,14 @@ struct TrailingMap {
 TrailingMap trailingMap(const char *kernel, const char *what,
                         const cleave_tensor &t, const cleave_tensor &x,
                         int64_t dim) {
+  int64_t strides[CLEAVE_RT_MAX_RANK];
+  trailingStrides(kernel, what, t, x, dim, strides);
   TrailingMap m{};
   m.rank = x.rank - int32_t(dim);
-  int shift = m.rank - t.rank;
-  bool ok = shift >= 0;
-  for (int d = m.rank - 1; ok && d >= 0; --d) {
-    int td = d - shift;
-    int64_t size = td >= 0 ? t.shape[td] : 1;
+  for (int d = 0; d < m.rank; ++d) {
     m.size[d] = x.shape[dim + d];
-    ok = size == 1 || size == m.size[d];
-    m.broadcast[d] = size == 1 && m.size[d] != 1;
+    m.broadcast[d] = strides[d] == 0 && m.size[d] != 1;
   }
-  if (!ok)
-    cleave_rt_fail("%s: %s %s does not broadcast to the normalized dims of x "
-                   "%s",
-                   kernel, what, shapeString(t).c_str(),
-                   shapeString(x).c_str());
   return m;
 }
 
@@ -408,40 +379,6 @@ void storeTrailingGrad(const char *kernel, const char *what, char *arena,
   trailingGradKernel<<<blocksFor(count), kThreads, 0, stream()>>>(
       full.as<double>(), m, count, n / count, out, t.dtype);
   checkLaunchOf(kernel);
-}
-
-void checkNormGrad(const char *kernel, const cleave_tensor *x,
-                   const cleave_tensor *scale, const cleave_tensor *dy,
-                   const cleave_tensor *dx, const cleave_tensor *dscale,
-                   const cleave_tensor *dbias, int64_t dim) {
-  checkNorm(kernel, x, dx, dim);
-  checkTensor(kernel, "scale", scale);
-  checkTensor(kernel, "dy", dy);
-  if (!sameShape(*x, *dy))
-    cleave_rt_fail("%s: x %s and dy %s differ in shape", kernel,
-                   shapeString(*x).c_str(), shapeString(*dy).c_str());
-  if (!isFloatType(x->dtype) || !isFloatType(dy->dtype))
-    cleave_rt_fail("%s: unsupported dtype %s", kernel,
-                   dtypeName(isFloatType(x->dtype) ? dy->dtype : x->dtype));
-  // dscale has scale's shape; dbias has the forward bias's, which need not
-  // be scale's: N elements, or a shape that broadcasts to x's normalized
-  // dims.
-  if (dscale) {
-    checkTensor(kernel, "dscale", dscale);
-    if (!sameShape(*dscale, *scale))
-      cleave_rt_fail("%s: dscale %s and scale %s differ in shape", kernel,
-                     shapeString(*dscale).c_str(), shapeString(*scale).c_str());
-  }
-  if (dbias) {
-    checkTensor(kernel, "dbias", dbias);
-    int64_t rows, n;
-    rowsOf(*x, dim, rows, n);
-    if (numElements(*dbias) != n)
-      trailingMap(kernel, "dbias", *dbias, *x, dim);
-  }
-  for (const cleave_tensor *t : {dscale, dbias})
-    if (t && !isFloatType(t->dtype))
-      cleave_rt_fail("%s: unsupported dtype %s", kernel, dtypeName(t->dtype));
 }
 
 /// layer_norm_grad and, with Rms, rms_norm_grad (dbias NULL).

@@ -14,6 +14,7 @@
 
 #include "DeviceUtil.cuh"
 
+#include "../cpu/KernelChecks.h"
 #include "../cpu/Tensor.h"
 
 using namespace cleave::rt;
@@ -118,39 +119,10 @@ __global__ void adamwKernel(float *p, const char *grad, int32_t gradType,
   }
 }
 
-void checkParam(const char *k, const cleave_tensor *param,
-                const cleave_tensor *grad) {
-  checkTensor(k, "param", param);
-  checkTensor(k, "grad", grad);
-  if (param->dtype != CLEAVE_F32)
-    cleave_rt_fail("%s: param must be f32, got %s", k, dtypeName(param->dtype));
-  if (!isFloatType(grad->dtype))
-    cleave_rt_fail("%s: grad must be f32, f16 or bf16, got %s", k,
-                   dtypeName(grad->dtype));
-  if (!sameShape(*param, *grad))
-    cleave_rt_fail("%s: param %s and grad %s differ in shape", k,
-                   shapeString(*param).c_str(), shapeString(*grad).c_str());
-}
-
-/// Optimizer state: f32 and the parameter's shape.
-void checkState(const char *k, const char *what, const cleave_tensor *state,
-                const cleave_tensor *param) {
-  checkTensor(k, what, state);
-  if (state->dtype != CLEAVE_F32)
-    cleave_rt_fail("%s: %s must be f32, got %s", k, what,
-                   dtypeName(state->dtype));
-  if (!sameShape(*state, *param))
-    cleave_rt_fail("%s: %s %s and param %s differ in shape", k, what,
-                   shapeString(*state).c_str(), shapeString(*param).c_str());
-}
-
 /// The step counter (an i64 scalar) on the device. Its value (at least 1)
 /// is not checked: that would need the host to wait for the device.
 const int64_t *stepOf(const char *k, char *arena, const cleave_tensor *step) {
-  checkTensor(k, "step", step);
-  if (step->dtype != CLEAVE_I64 || numElements(*step) != 1)
-    cleave_rt_fail("%s: step must be an i64 scalar, got %s %s", k,
-                   dtypeName(step->dtype), shapeString(*step).c_str());
+  checkStep(k, step);
   return reinterpret_cast<const int64_t *>(dataOf(arena, *step));
 }
 
@@ -159,10 +131,7 @@ const float *gradScaleOf(const char *k, char *arena,
                          const cleave_tensor *scale) {
   if (!scale)
     return nullptr;
-  checkTensor(k, "grad_scale", scale);
-  if (scale->dtype != CLEAVE_F32 || numElements(*scale) != 1)
-    cleave_rt_fail("%s: grad_scale must be an f32 scalar, got %s %s", k,
-                   dtypeName(scale->dtype), shapeString(*scale).c_str());
+  checkGradScale(k, scale);
   return reinterpret_cast<const float *>(dataOf(arena, *scale));
 }
 

@@ -18,6 +18,7 @@
 #include "CudaCommon.cuh"
 #include "KernelUtil.cuh"
 
+#include "../cpu/KernelChecks.h"
 #include "../cpu/Tensor.h"
 
 #include <algorithm>
@@ -371,32 +372,8 @@ void cleave_rt_reduce(char *arena, int32_t kind, const cleave_tensor *x,
                       const cleave_tensor *out, const int64_t *dims,
                       int64_t num_dims) {
   const char *k = "cleave_rt_reduce";
-  checkTensor(k, "x", x);
-  checkTensor(k, "out", out);
-  if (kind < CLEAVE_SUM || kind > CLEAVE_MIN_REDUCE)
-    cleave_rt_fail("%s: unknown kind %d", k, kind);
   bool reduced[CLEAVE_RT_MAX_RANK] = {};
-  for (int64_t i = 0; i < num_dims; ++i) {
-    if (dims[i] < 0 || dims[i] >= x->rank || (i && dims[i] <= dims[i - 1]))
-      cleave_rt_fail("%s: dims must be sorted, unique and in [0, %d), got "
-                     "%lld at position %lld",
-                     k, x->rank, (long long)dims[i], (long long)i);
-    reduced[dims[i]] = true;
-  }
-  // out keeps the reduced dims as size 1, or drops them.
-  bool keep = out->rank == x->rank,
-       ok = keep || out->rank == x->rank - num_dims;
-  for (int d = 0, o = 0; ok && d < x->rank; ++d) {
-    if (reduced[d] && !keep)
-      continue;
-    ok = out->shape[o++] == (reduced[d] ? 1 : x->shape[d]);
-  }
-  if (!ok)
-    cleave_rt_fail("%s: out %s does not match x %s reduced over %lld dims", k,
-                   shapeString(*out).c_str(), shapeString(*x).c_str(),
-                   (long long)num_dims);
-  if (overlaps(*x, *out) && x->offset != out->offset)
-    cleave_rt_fail("%s: out partially overlaps x", k);
+  checkReduce(k, kind, x, out, dims, num_dims, reduced);
   int64_t numOut = numElements(*out);
   if (numOut == 0)
     return;
