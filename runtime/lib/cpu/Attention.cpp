@@ -159,32 +159,11 @@ struct MaskView {
            const AttentionShape &s) {
     if (!mask)
       return;
-    checkTensor(kn, "mask", mask);
-    // Right-align the mask against [B, H, Sq, Sk]; size-1 dims broadcast.
-    int64_t full[4] = {s.B, s.H, s.Sq, s.Sk};
-    bool ok = mask->rank <= 4;
-    int64_t stride = 1;
-    for (int d = 3; ok && d >= 0; --d) {
-      int md = d - (4 - mask->rank);
-      if (md < 0)
-        continue;
-      int64_t size = mask->shape[md];
-      ok = size == full[d] || size == 1;
-      m.strides[d] = size == 1 ? 0 : stride;
-      stride *= size;
-    }
-    if (!ok)
-      cleave_rt_fail("%s: mask %s does not broadcast to [%lld, %lld, %lld, "
-                     "%lld]",
-                     kn, shapeString(*mask).c_str(), (long long)s.B,
-                     (long long)s.H, (long long)s.Sq, (long long)s.Sk);
+    checkAttentionMask(kn, s, mask, m.strides);
     if (mask->dtype == CLEAVE_I1)
       keepView.emplace(arena, *mask);
-    else if (isFloatType(mask->dtype))
-      addView.emplace(arena, *mask);
     else
-      cleave_rt_fail("%s: mask must be i1 or float, got %s", kn,
-                     dtypeName(mask->dtype));
+      addView.emplace(arena, *mask);
     m.keep = keepView ? keepView->data() : nullptr;
     m.add = addView ? addView->data() : nullptr;
   }

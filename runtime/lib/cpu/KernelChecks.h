@@ -204,6 +204,12 @@ checkAttentionGrad(const char *kn, const cleave_tensor *q,
                    const cleave_tensor *dout, const cleave_tensor *dq,
                    const cleave_tensor *dk, const cleave_tensor *dv);
 
+/// Checks the attention mask (i1 or float, right-aligned against
+/// [B, H, Sq, Sk] with size-1 dims broadcasting) and writes its element
+/// strides along those four dims (0 where broadcast).
+void checkAttentionMask(const char *kn, const AttentionShape &s,
+                        const cleave_tensor *mask, int64_t strides[4]);
+
 //===----------------------------------------------------------------------===//
 // Mixture of experts
 //===----------------------------------------------------------------------===//

@@ -119,27 +119,7 @@ MaskArgs maskArgs(const char *kn, char *arena, const cleave_tensor *mask,
   MaskArgs m;
   if (!mask)
     return m;
-  checkTensor(kn, "mask", mask);
-  int64_t full[4] = {s.B, s.H, s.Sq, s.Sk};
-  bool ok = mask->rank <= 4;
-  int64_t stride = 1;
-  for (int d = 3; ok && d >= 0; --d) {
-    int md = d - (4 - mask->rank);
-    if (md < 0)
-      continue;
-    int64_t size = mask->shape[md];
-    ok = size == full[d] || size == 1;
-    m.strides[d] = size == 1 ? 0 : stride;
-    stride *= size;
-  }
-  if (!ok)
-    cleave_rt_fail("%s: mask %s does not broadcast to [%lld, %lld, %lld, "
-                   "%lld]",
-                   kn, shapeString(*mask).c_str(), (long long)s.B,
-                   (long long)s.H, (long long)s.Sq, (long long)s.Sk);
-  if (mask->dtype != CLEAVE_I1 && !isFloatType(mask->dtype))
-    cleave_rt_fail("%s: mask must be i1 or float, got %s", kn,
-                   dtypeName(mask->dtype));
+  checkAttentionMask(kn, s, mask, m.strides);
   m.data = dataOf(arena, *mask);
   m.dtype = mask->dtype;
   return m;

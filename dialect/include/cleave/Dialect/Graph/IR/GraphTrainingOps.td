@@ -1,0 +1,267 @@
+//===- GraphTrainingOps.td - graph ops of the training step -*- tablegen -*-===//
+//
+// The ops that -cleave-autodiff creates: the fused backward ops of the
+// gradient rules (GraphGradients.cpp) and the in-place parameter updates of
+// the optimizer. Included by GraphOps.td, whose Graph_Op classes they use;
+// verifiers in GraphTrainingOps.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_DIALECT_GRAPH_IR_GRAPHTRAININGOPS_TD
+#define CLEAVE_DIALECT_GRAPH_IR_GRAPHTRAININGOPS_TD
+
+//===----------------------------------------------------------------------===//
+// Backward ops: the fused vector-Jacobian products of the gradient rules
+//===----------------------------------------------------------------------===//
+
+def Graph_GeluGradOp : Graph_BackwardOp<"gelu_grad", [Pure,
+    AllTypesMatch<["operand", "grad", "result"]>]> {
+  let summary = "gradient of gelu: grad * gelu'(operand)";
+  let description = [{
+    ```mlir
+    %dx = graph.gelu_grad %x, %dy approximate tanh : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$operand, Graph_FloatTensor:$grad,
+                       DefaultValuedAttr<Graph_GeluApproximation,
+                                         "GeluApproximation::None">:$approximate);
+  let results = (outs Graph_FloatTensor:$result);
+  let assemblyFormat = [{
+    $operand `,` $grad (`approximate` $approximate^)? attr-dict `:`
+    type($operand)
+  }];
+}
+
+def Graph_SiluGradOp : Graph_BackwardOp<"silu_grad", [Pure,
+    AllTypesMatch<["operand", "grad", "result"]>]> {
+  let summary = "gradient of silu: grad * silu'(operand)";
+  let description = [{
+    ```mlir
+    %dx = graph.silu_grad %x, %dy : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$operand, Graph_FloatTensor:$grad);
+  let results = (outs Graph_FloatTensor:$result);
+  let assemblyFormat = "$operand `,` $grad attr-dict `:` type($operand)";
+}
+
+def Graph_LayerNormGradOp : Graph_BackwardOp<"layer_norm_grad", [Pure,
+    AllTypesMatch<["input", "grad", "input_grad"]>,
+    AllTypesMatch<["scale", "scale_grad", "bias_grad"]>]> {
+  let summary = "gradients of layer_norm with respect to input, scale, bias";
+  let description = [{
+    The statistics are recomputed from `input`; `scale_grad` and `bias_grad`
+    are summed over the leading dimensions `0 ..< dim`.
+
+    ```mlir
+    %dx, %dg, %db = graph.layer_norm_grad %x, %g, %dy dim 2 eps 1.0e-05 : tensor<2x8x64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$input, Graph_FloatTensor:$scale,
+                       Graph_FloatTensor:$grad, I64Attr:$dim,
+                       F64Attr:$epsilon);
+  let results = (outs Graph_FloatTensor:$input_grad,
+                      Graph_FloatTensor:$scale_grad,
+                      Graph_FloatTensor:$bias_grad);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $grad `dim` $dim `eps` $epsilon attr-dict `:`
+    type($input) `,` type($scale)
+  }];
+}
+
+def Graph_RmsNormGradOp : Graph_BackwardOp<"rms_norm_grad", [Pure,
+    AllTypesMatch<["input", "grad", "input_grad"]>,
+    AllTypesMatch<["scale", "scale_grad"]>]> {
+  let summary = "gradients of rms_norm with respect to input and scale";
+  let description = [{
+    ```mlir
+    %dx, %dg = graph.rms_norm_grad %x, %g, %dy dim 2 eps 1.0e-06 : tensor<2x8x64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$input, Graph_FloatTensor:$scale,
+                       Graph_FloatTensor:$grad, I64Attr:$dim,
+                       F64Attr:$epsilon);
+  let results = (outs Graph_FloatTensor:$input_grad,
+                      Graph_FloatTensor:$scale_grad);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $grad `dim` $dim `eps` $epsilon attr-dict `:`
+    type($input) `,` type($scale)
+  }];
+}
+
+def Graph_AttentionGradOp : Graph_BackwardOp<"attention_grad", [Pure,
+    AllTypesMatch<["query", "query_grad"]>,
+    AllTypesMatch<["key", "key_grad"]>,
+    AllTypesMatch<["value", "value_grad"]>]> {
+  let summary = "gradients of attention with respect to query, key, value";
+  let description = [{
+    Same operands and attributes as `graph.attention` plus the gradient of
+    its result; the scores are recomputed. Key and value gradients are
+    summed over the query heads that share them; the mask gets none.
+
+    ```mlir
+    %dq, %dk, %dv = graph.attention_grad %q, %k, %v, %do causal scale 0.25 : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$query, Graph_FloatTensor:$key,
+                       Graph_FloatTensor:$value, Graph_FloatTensor:$grad,
+                       Optional<Graph_Tensor>:$mask, UnitAttr:$causal,
+                       F64Attr:$scale);
+  let results = (outs Graph_FloatTensor:$query_grad,
+                      Graph_FloatTensor:$key_grad,
+                      Graph_FloatTensor:$value_grad);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $grad (`mask` $mask^)? (`causal` $causal^)?
+    `scale` $scale attr-dict `:` type($query) `,` type($key) `,`
+    type($value) `,` type($grad) (`,` type($mask)^)?
+  }];
+}
+
+def Graph_GatherGradOp : Graph_BackwardOp<"gather_grad", [Pure]> {
+  let summary = "the transpose of gather: scatter-adds slices into zeros";
+  let description = [{
+    The result has the gathered data's shape; each slice of `grad` at index
+    position `j` is added at `indices[j]` along `dim` (repeated indices
+    accumulate, negative ones count from the end).
+
+    ```mlir
+    %dt = graph.gather_grad %de[%ids] dim 0 : tensor<2x8x64xf32>, tensor<2x8xi64> -> tensor<100x64xf32>
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$grad, Graph_IndexTensor:$indices,
+                       I64Attr:$dim);
+  let results = (outs Graph_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `[` $indices `]` `dim` $dim attr-dict `:` type($grad) `,`
+    type($indices) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Graph_SliceGradOp : Graph_BackwardOp<"slice_grad", [Pure]> {
+  let summary = "the transpose of slice: places grad into zeros";
+  let description = [{
+    The result has the sliced operand's shape: zeros except
+    `result[start + i * strides] = grad[i]`.
+
+    ```mlir
+    %dx = graph.slice_grad %dy start [0, 2] strides [1, 1] : tensor<4x2xf32> -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$grad, DenseI64ArrayAttr:$start,
+                       DenseI64ArrayAttr:$strides);
+  let results = (outs Graph_Tensor:$result);
+  let assemblyFormat = [{
+    $grad `start` $start `strides` $strides attr-dict `:` type($grad) `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Graph_CrossEntropyGradOp : Graph_BackwardOp<"cross_entropy_grad", [Pure,
+    AllTypesMatch<["logits", "result"]>]> {
+  let summary = "gradient of the mean cross-entropy with respect to logits";
+  let description = [{
+    `(softmax(logits) - onehot(labels)) * grad / count` with `grad` the
+    scalar gradient of the loss and `count` the positions not ignored.
+
+    ```mlir
+    %dl = graph.cross_entropy_grad %logits, %labels, %g : tensor<2x8x100xf32>, tensor<2x8xi64>, tensor<f32>
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$logits, Graph_IndexTensor:$labels,
+                       Graph_FloatTensor:$grad,
+                       OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs Graph_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels `,` $grad (`ignore_index` $ignore_index^)? attr-dict
+    `:` type($logits) `,` type($labels) `,` type($grad)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Parameter updates: the optimizer, in place on parameter storage
+//===----------------------------------------------------------------------===//
+
+def Graph_AssignOp : Op<Graph_Dialect, "assign", [
+    MemoryEffects<[MemWrite]>,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "overwrites a parameter with a value";
+  let description = [{
+    Reads of the parameter after the assignment see the new value; a value
+    read before it must not be used after it.
+
+    ```mlir
+    graph.assign @optimizer.step, %next : tensor<i64>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$param, Graph_Tensor:$value);
+  let assemblyFormat = "$param `,` $value attr-dict `:` type($value)";
+}
+
+def Graph_SgdUpdateOp : Op<Graph_Dialect, "sgd_update", [
+    MemoryEffects<[MemRead, MemWrite]>,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "one torch.optim.SGD step on a parameter, in place";
+  let description = [{
+    `g = grad * scale + weight_decay * p`; with momentum, the buffer is `g`
+    on step 1 and `momentum * buf + (1 - dampening) * g` after, and `g` is
+    the buffer (`g + momentum * buf` with `nesterov`); then `p -= lr * g`.
+    `step` is the 1-based i64 step number; `scale` the optional f32 scalar
+    (global-norm clipping). Parameter and buffer are f32.
+
+    ```mlir
+    graph.sgd_update @w, %g, %step momentum_buffer @w.momentum {lr = 1.0e-01 : f64, momentum = 9.0e-01 : f64} : tensor<4x8xf32>, tensor<i64>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$param, Graph_FloatTensor:$grad,
+                       StaticShapeTensorOf<[I64]>:$step,
+                       Optional<StaticShapeTensorOf<[F32]>>:$grad_scale,
+                       OptionalAttr<FlatSymbolRefAttr>:$momentum_buffer,
+                       F64Attr:$lr,
+                       DefaultValuedAttr<F64Attr, "0.0">:$momentum,
+                       DefaultValuedAttr<F64Attr, "0.0">:$dampening,
+                       DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
+                       UnitAttr:$nesterov);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $step (`scale` $grad_scale^)?
+    (`momentum_buffer` $momentum_buffer^)? attr-dict `:` type($grad) `,`
+    type($step) (`,` type($grad_scale)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+def Graph_AdamwUpdateOp : Op<Graph_Dialect, "adamw_update", [
+    MemoryEffects<[MemRead, MemWrite]>,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "one torch.optim.AdamW step on a parameter, in place";
+  let description = [{
+    `p *= 1 - lr * weight_decay; m = beta1 m + (1 - beta1) g;
+    v = beta2 v + (1 - beta2) g^2; p -= lr / (1 - beta1^t) * m /
+    (sqrt(v) / sqrt(1 - beta2^t) + eps)` with `g = grad * scale` and `t`
+    the 1-based i64 `step`. Parameter and moments are f32.
+
+    ```mlir
+    graph.adamw_update @w, %g, %step moments @w.m, @w.v {lr = 1.0e-03 : f64} : tensor<4x8xf32>, tensor<i64>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$param, Graph_FloatTensor:$grad,
+                       StaticShapeTensorOf<[I64]>:$step,
+                       Optional<StaticShapeTensorOf<[F32]>>:$grad_scale,
+                       FlatSymbolRefAttr:$first_moment,
+                       FlatSymbolRefAttr:$second_moment,
+                       F64Attr:$lr,
+                       DefaultValuedAttr<F64Attr, "0.9">:$beta1,
+                       DefaultValuedAttr<F64Attr, "0.999">:$beta2,
+                       DefaultValuedAttr<F64Attr, "1e-8">:$eps,
+                       DefaultValuedAttr<F64Attr, "0.01">:$weight_decay);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $step (`scale` $grad_scale^)? `moments`
+    $first_moment `,` $second_moment attr-dict `:` type($grad) `,`
+    type($step) (`,` type($grad_scale)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // CLEAVE_DIALECT_GRAPH_IR_GRAPHTRAININGOPS_TD
