@@ -12,6 +12,7 @@ packages=(
   libonnx-dev libprotobuf-dev protobuf-compiler            # ONNX import
   libonnx-testdata python3-onnx python3-numpy              # ONNX conformance suite
   libopenblas-dev                                          # CPU runtime GEMM
+  libopenmpi-dev openmpi-bin                               # MPI engine, mpirun
   clang-22 libclang-rt-22-dev                              # libFuzzer target
 )
 missing=()

@@ -23,6 +23,9 @@
 #      with test/bench/bench_forward.py's build_model) timed on the GPU:
 #      tokens/s and the model FLOP utilization against the card's peak.
 #      fp32 throughout: mixed precision is not implemented yet.
+#   5. CleaveCommNcclTests: every collective of the NCCL communication
+#      engine (cleave_comm.h) under mpirun, one rank per GPU, against
+#      float64 references (none may be skipped).
 #
 # Each phase has a time limit; the whole run takes a few minutes (most of it
 # the build when build-gpu is fresh). Exits 1 when any check fails, 2 when
@@ -66,7 +69,8 @@ timeout 120 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   { tail -30 "$WORK/configure.log"; die "configuring $BUILD failed"; }
 grep "CUDA backend" "$WORK/configure.log"
 timeout 300 cmake --build "$BUILD" --target cleave-compile \
-  CleaveCudaRuntimeTests cleave_rt_cuda -- -j"$(nproc)" >"$WORK/build.log" 2>&1 ||
+  CleaveCudaRuntimeTests CleaveCommNcclTests cleave_rt_cuda -- -j"$(nproc)" \
+  >"$WORK/build.log" 2>&1 ||
   { grep -E "error|FAILED" "$WORK/build.log" | head -40; tail -5 "$WORK/build.log"
     die "building in $BUILD failed (log above)"; }
 echo "built in $((SECONDS - START)) s"
@@ -217,6 +221,29 @@ print("peaks: NVIDIA H200 datasheet (H100 SXM: the same figures); "
       "override with CLEAVE_PEAK_FP32_TFLOPS / CLEAVE_PEAK_BF16_TFLOPS")
 EOF
   fail "GPT-2 small training step"
+fi
+
+#===--- 5. The NCCL communication engine ----------------------------------===#
+NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+[ "$NGPU" -ge 1 ] || NGPU=1
+phase "CleaveCommNcclTests on $NGPU rank(s), one per GPU"
+COMM_TESTS=$BUILD/test/unittests/Comm/CleaveCommNcclTests
+if ! command -v mpirun >/dev/null; then
+  fail "CleaveCommNcclTests: mpirun not found (openmpi-bin, see scripts/setup.sh)"
+elif timeout 240 mpirun --allow-run-as-root --oversubscribe -np "$NGPU" \
+  "$COMM_TESTS" --gtest_color=no >"$WORK/comm.log" 2>&1; then
+  grep -E "^\[(==========|  PASSED  |  SKIPPED |  FAILED  )\] [0-9]|on all" \
+    "$WORK/comm.log"
+  if grep -q "^\[  SKIPPED \]" "$WORK/comm.log"; then
+    grep "no CUDA device" "$WORK/comm.log" | head -5
+    fail "CleaveCommNcclTests skipped tests on a machine with a GPU"
+  fi
+else
+  rc=$?
+  grep -E "Failure|error|^\[  FAILED|Expected|elements wrong|^\[rank" \
+    "$WORK/comm.log" | head -60
+  tail -5 "$WORK/comm.log"
+  fail "CleaveCommNcclTests (exit $rc)"
 fi
 
 #===--- Summary ------------------------------------------------------------===#

@@ -7,12 +7,17 @@
 //===----------------------------------------------------------------------===//
 
 #include "Tensor.h"
+#include "FailHook.h"
 
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 
 using namespace cleave::rt;
+
+static FailHook failHook = nullptr;
+
+void cleave::rt::setFailHook(FailHook hook) { failHook = hook; }
 
 extern "C" void cleave_rt_fail(const char *format, ...) {
   std::fflush(stdout);
@@ -23,6 +28,10 @@ extern "C" void cleave_rt_fail(const char *format, ...) {
   va_end(args);
   std::fputc('\n', stderr);
   std::fflush(stderr);
+  if (FailHook hook = failHook) {
+    failHook = nullptr;
+    hook();
+  }
   std::exit(1);
 }
 

@@ -146,7 +146,11 @@ extern "C" void cleave_rt_backend_init(void) {
                    "compiled with --target cuda",
                    status != cudaSuccess ? cudaGetErrorString(status)
                                          : "0 devices");
-  check(cudaSetDevice(0), "selecting device 0");
+  // The current device: 0, unless the NCCL communication engine selected
+  // this rank's device first (cleave_comm_init).
+  int device = 0;
+  check(cudaGetDevice(&device), "querying the current device");
+  check(cudaSetDevice(device), "selecting the device");
   check(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking),
         "creating the stream");
   checkBlas(cublasCreate(&s.blas), "creating the handle");

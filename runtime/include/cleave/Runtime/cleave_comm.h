@@ -1,0 +1,174 @@
+/*===- cleave_comm.h - the communication C ABI of Cleave programs -*- C -*-===*
+ *
+ * Collectives between the ranks of a distributed program (DESIGN.md §6). One
+ * interface, two engines, chosen when the program is linked like the kernel
+ * backend: libcleave_rt_comm_mpi.a (MPI; the arena in host memory, with the
+ * CPU backend) and libcleave_rt_comm_nccl.a (NCCL on the CUDA backend's
+ * stream; the arena in device memory; MPI starts the job and broadcasts each
+ * communicator's NCCL unique id).
+ *
+ * Ranks and groups. The job's ranks are numbered 0..size-1 and laid out
+ * row-major on the program's device mesh (the last axis varies fastest).
+ * A communicator is one mesh-axis group: the ranks whose mesh coordinates
+ * differ only along the given axes. A rank's group rank is the row-major
+ * index of its coordinates along those axes taken in the order listed (the
+ * first listed axis is the most significant), so a dimension sharded over
+ * axes (a, b) is gathered in the order the sharding means. Communicators are
+ * created once at start-up, by every rank of the job in the same order.
+ *
+ * Collectives take tensors in the arena (cleave_tensor descriptors of
+ * cleave_rt.h, `arena` the rank's arena base) and are called by every rank
+ * of the group in the same order with matching descriptors. On the MPI
+ * engine a collective has completed when it returns; on the NCCL engine it
+ * is ordered on the backend's stream after the kernels called before it,
+ * and it returns once it has completed on the device (the watchdog below
+ * needs its completion). Layouts (n = the group's size, i = a group rank):
+ * - all_reduce: out = op over the group of in (same dtype and shape);
+ *   `in` and `out` may be the same tensor.
+ * - all_gather along dim 0: in [d, ...] -> out [n*d, ...]; out rows
+ *   [i*d, (i+1)*d) hold group rank i's in. Being dim 0 of a row-major
+ *   tensor, these are n contiguous blocks in group rank order.
+ * - reduce_scatter along dim 0: in [n*d, ...] -> out [d, ...]; group rank i
+ *   gets rows [i*d, (i+1)*d) of the reduction of every rank's in.
+ * - all_to_all along dim 0: in and out [n*c, ...] (same dtype and shape);
+ *   the block of rows [j*c, (j+1)*c) of in goes to group rank j, and out's
+ *   block i holds what group rank i sent to this rank.
+ * - broadcast: `t` on the group root is copied into `t` on every rank.
+ * - send / recv: point to point with a group peer (pipeline stages); the
+ *   receiver's descriptor must describe the same bytes as the sender's.
+ * - barrier: returns on every rank once all have entered it.
+ * Reductions (enum cleave_reduction of cleave_rt.h): CLEAVE_SUM,
+ * CLEAVE_MEAN (the group average), CLEAVE_MAX_REDUCE, CLEAVE_MIN_REDUCE.
+ * f32, f16 and bf16 take every one: the MPI engine accumulates in f32 (f16
+ * and bf16 are converted to f32, reduced, and rounded once); NCCL reduces
+ * 16-bit types in its own way (f32 arithmetic, rounded to the type at each
+ * step of its ring), so those results may differ by a few units in the last
+ * place of the 16-bit type. i64 and i32 take sum (wrapping), max and min;
+ * i1 takes no reduction. The data movement collectives copy bytes of any
+ * dtype. In and out never overlap except where stated.
+ *
+ * Errors end the job, never hang it:
+ * - Bad descriptors or arguments fail through cleave_rt_fail with a message
+ *   naming the collective ("cleave_comm_all_gather: ..."). Once the engine
+ *   is initialized, cleave_rt_fail on any rank ends every rank of the job
+ *   (MPI_Abort) after printing its message.
+ * - The watchdog: a collective (or communicator creation) that has not
+ *   completed CLEAVE_COMM_TIMEOUT_S seconds (default 600; a positive number)
+ *   after it was called fails on every rank still waiting in it with
+ *   "error: rank R: cleave_comm_<kind> on <communicator> did not complete
+ *   within T s ...", naming the communicator's mesh axes and the elapsed
+ *   time, and aborts the job with a non-zero exit (NCCL communicators are
+ *   aborted first).
+ *
+ * Byte counting, the same in both engines: per communicator and collective
+ * kind, the calls, the payload bytes B and the bytes this rank sends for a
+ * ring algorithm over the group's n ranks (integer division):
+ *   all_reduce      B = tensor bytes        wire = 2 (n-1) B / n
+ *   all_gather      B = out bytes (n in's)  wire = (n-1) B / n
+ *   reduce_scatter  B = in bytes (n out's)  wire = (n-1) B / n
+ *   all_to_all      B = in bytes            wire = (n-1) B / n
+ *   broadcast       B = tensor bytes        wire = B, except 0 on the last
+ *                   rank of the chain root, root+1, ... (group rank root-1)
+ *   send            B = tensor bytes        wire = B
+ *   recv            B = tensor bytes        wire = 0
+ *   barrier         B = 0                   wire = 0
+ * Bytes are counted at the tensor's dtype whatever an engine converts to
+ * internally; a group of one rank sends nothing.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef CLEAVE_RUNTIME_CLEAVE_COMM_H
+#define CLEAVE_RUNTIME_CLEAVE_COMM_H
+
+#include "cleave/Runtime/cleave_rt.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The communicator of every rank of the job, created by cleave_comm_init. */
+#define CLEAVE_COMM_WORLD 0
+#define CLEAVE_COMM_MAX_MESH_RANK 8
+
+/* Collective kinds, for the byte counters. */
+enum cleave_comm_kind {
+  CLEAVE_COMM_ALL_REDUCE = 0,
+  CLEAVE_COMM_ALL_GATHER,
+  CLEAVE_COMM_REDUCE_SCATTER,
+  CLEAVE_COMM_ALL_TO_ALL,
+  CLEAVE_COMM_BROADCAST,
+  CLEAVE_COMM_SEND,
+  CLEAVE_COMM_RECV,
+  CLEAVE_COMM_BARRIER,
+  CLEAVE_COMM_NUM_KINDS,
+};
+
+/* Start-up and shutdown, from the program's main. init starts MPI
+ * (MPI_Init_thread, MPI_THREAD_FUNNELED: call every function of this
+ * header from the thread that called init), reads CLEAVE_COMM_TIMEOUT_S,
+ * makes cleave_rt_fail end the whole job, and creates CLEAVE_COMM_WORLD.
+ * The NCCL engine also selects this rank's GPU (its rank among the ranks of
+ * its node, modulo the node's device count), so init comes before
+ * cleave_rt_backend_init and the arena. finalize waits for nothing: every
+ * collective has completed; it frees the communicators and ends MPI. */
+void cleave_comm_init(int *argc, char ***argv);
+void cleave_comm_finalize(void);
+/* "mpi" or "nccl". */
+const char *cleave_comm_engine_name(void);
+int32_t cleave_comm_world_rank(void);
+int32_t cleave_comm_world_size(void);
+/* Fails on every rank, naming both numbers, unless the job has `expected`
+ * ranks (the program's mesh size). Every rank prints the error, then the
+ * job exits with status 1. */
+void cleave_comm_expect_world_size(int32_t expected);
+
+/* The communicator of this rank's group along `axes` (num_axes distinct
+ * axes in [0, mesh_rank), in the order that numbers the group, see above)
+ * of the row-major mesh `mesh_shape`, whose size must be the job's. Called
+ * by every rank; asking twice for the same group returns the same handle.
+ * num_axes = mesh_rank with axes in mesh order is CLEAVE_COMM_WORLD. */
+int32_t cleave_comm_group(int32_t mesh_rank, const int64_t *mesh_shape,
+                          int32_t num_axes, const int64_t *axes);
+/* This rank's group rank and the group's size. */
+int32_t cleave_comm_rank(int32_t comm);
+int32_t cleave_comm_size(int32_t comm);
+
+/* The collectives; `op` is an enum cleave_reduction. */
+void cleave_comm_all_reduce(int32_t comm, char *arena, int32_t op,
+                            const cleave_tensor *in, const cleave_tensor *out);
+void cleave_comm_all_gather(int32_t comm, char *arena, const cleave_tensor *in,
+                            const cleave_tensor *out);
+void cleave_comm_reduce_scatter(int32_t comm, char *arena, int32_t op,
+                                const cleave_tensor *in,
+                                const cleave_tensor *out);
+void cleave_comm_all_to_all(int32_t comm, char *arena, const cleave_tensor *in,
+                            const cleave_tensor *out);
+void cleave_comm_broadcast(int32_t comm, char *arena, const cleave_tensor *t,
+                           int32_t root);
+void cleave_comm_send(int32_t comm, char *arena, const cleave_tensor *t,
+                      int32_t peer);
+void cleave_comm_recv(int32_t comm, char *arena, const cleave_tensor *t,
+                      int32_t peer);
+void cleave_comm_barrier(int32_t comm);
+
+/* Byte counters (see above), this rank's, since init or the last reset. */
+typedef struct cleave_comm_counter {
+  int64_t calls;
+  int64_t payload_bytes;
+  int64_t wire_bytes;
+} cleave_comm_counter;
+void cleave_comm_get_counter(int32_t comm, int32_t kind,
+                             cleave_comm_counter *out);
+void cleave_comm_reset_counters(void);
+/* Writes this rank's counters as a table: one row per communicator and
+ * collective kind that was called, and a total. */
+void cleave_comm_print_stats(FILE *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CLEAVE_RUNTIME_CLEAVE_COMM_H */

@@ -1,0 +1,123 @@
+//===- Engine.h - the communication engine interface ------------*- C++ -*-===//
+//
+// What the C ABI of cleave_comm.h (Comm.cpp) shares with the two engines:
+// the communicator groups (each with its MPI communicator, which the MPI
+// engine uses for data and the NCCL engine for bootstrap and barriers), the
+// engine interface that moves the bytes, and the watchdog that turns a
+// collective that does not complete in time into an error on every rank.
+// Comm.cpp checks every descriptor and counts bytes before it calls an
+// engine, so engines see only valid calls.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_RUNTIME_LIB_COMM_ENGINE_H
+#define CLEAVE_RUNTIME_LIB_COMM_ENGINE_H
+
+#include "cleave/Runtime/cleave_comm.h"
+
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace cleave::rt::comm {
+
+/// "all_reduce", "all_gather", ... (the ABI function without cleave_comm_).
+const char *kindName(int32_t kind);
+
+/// One mesh-axis group of ranks and this rank's place in it.
+struct Group {
+  int32_t id = 0;
+  /// "world [4]" or "mesh [2, 2] axes {0}": how messages name it.
+  std::string label;
+  std::vector<int64_t> mesh;
+  std::vector<int64_t> axes;
+  /// World ranks in group rank order.
+  std::vector<int> worldRanks;
+  int rank = 0;
+  int size = 1;
+  MPI_Comm mpi = MPI_COMM_NULL;
+  cleave_comm_counter counters[CLEAVE_COMM_NUM_KINDS] = {};
+};
+
+/// The deadline of one call: started when the call begins, it fails the job
+/// once CLEAVE_COMM_TIMEOUT_S seconds have passed.
+class Watchdog {
+public:
+  /// `what` names the call ("cleave_comm_all_reduce").
+  Watchdog(const char *what, const Group &group);
+  bool expired() const;
+  /// Reports that the call did not complete in time, aborts the engine's
+  /// communicators (Engine::abort) and then the job.
+  [[noreturn]] void fire() const;
+  /// Polls with a backoff: spins at first, then sleeps up to a millisecond,
+  /// so that ranks oversubscribing a core leave it to the rank they wait for.
+  void pause();
+
+private:
+  const char *what;
+  const Group &group;
+  std::chrono::steady_clock::time_point start;
+  unsigned polls = 0;
+};
+
+/// Waits for MPI requests under the watchdog. MPI errors are fatal (the
+/// default error handler of MPI_COMM_WORLD aborts the job).
+void waitRequests(int count, MPI_Request *requests, MPI_Status *statuses,
+                  Watchdog &watchdog);
+
+/// CLEAVE_COMM_TIMEOUT_S (600 when unset); fails unless it is a positive
+/// number of seconds.
+double timeoutSeconds();
+
+/// Bytes in the arena `t` takes.
+int64_t tensorBytes(const cleave_tensor &t);
+
+/// Moves the bytes of valid collectives. Calls arrive in the order of the
+/// program, on the thread that called cleave_comm_init.
+class Engine {
+public:
+  virtual ~Engine() = default;
+  virtual const char *name() const = 0;
+  /// After MPI is up; `local` holds the ranks of this node.
+  virtual void init(MPI_Comm local) = 0;
+  /// A new communicator (called by every rank, in the same order).
+  virtual void addGroup(Group &group) = 0;
+  virtual void allReduce(Group &group, char *arena, int32_t op,
+                         const cleave_tensor &in, const cleave_tensor &out) = 0;
+  virtual void allGather(Group &group, char *arena, const cleave_tensor &in,
+                         const cleave_tensor &out) = 0;
+  virtual void reduceScatter(Group &group, char *arena, int32_t op,
+                             const cleave_tensor &in,
+                             const cleave_tensor &out) = 0;
+  virtual void allToAll(Group &group, char *arena, const cleave_tensor &in,
+                        const cleave_tensor &out) = 0;
+  virtual void broadcast(Group &group, char *arena, const cleave_tensor &t,
+                         int root) = 0;
+  virtual void send(Group &group, char *arena, const cleave_tensor &t,
+                    int peer) = 0;
+  virtual void recv(Group &group, char *arena, const cleave_tensor &t,
+                    int peer) = 0;
+  virtual void barrier(Group &group) = 0;
+  /// Makes every pending operation of the engine give up, without waiting
+  /// (before the job is aborted). Must not call cleave_rt_fail.
+  virtual void abort() {}
+  /// Frees the engine's communicators; MPI is still up.
+  virtual void finalize() = 0;
+};
+
+/// The engine this library was built with (MpiEngine.cpp or NcclEngine.cpp).
+std::unique_ptr<Engine> createEngine();
+/// The engine in use, or null before cleave_comm_init (Comm.cpp).
+Engine *currentEngine();
+/// This rank in the job (-1 before cleave_comm_init).
+int worldRank();
+
+} // namespace cleave::rt::comm
+
+#endif // CLEAVE_RUNTIME_LIB_COMM_ENGINE_H
