@@ -35,7 +35,9 @@
  *   block i holds what group rank i sent to this rank.
  * - broadcast: `t` on the group root is copied into `t` on every rank.
  * - send / recv: point to point with a group peer (pipeline stages); the
- *   receiver's descriptor must describe the same bytes as the sender's.
+ *   receiver's descriptor must describe as many bytes as the sender's (the
+ *   MPI engine reports a shorter message; NCCL cannot tell). A send may
+ *   wait for its receive, so the two sides of a pair order them opposite.
  * - barrier: returns on every rank once all have entered it.
  * Reductions (enum cleave_reduction of cleave_rt.h): CLEAVE_SUM,
  * CLEAVE_MEAN (the group average), CLEAVE_MAX_REDUCE, CLEAVE_MIN_REDUCE.
@@ -51,14 +53,17 @@
  * - Bad descriptors or arguments fail through cleave_rt_fail with a message
  *   naming the collective ("cleave_comm_all_gather: ..."). Once the engine
  *   is initialized, cleave_rt_fail on any rank ends every rank of the job
- *   (MPI_Abort) after printing its message.
+ *   (MPI_Abort) after printing its message and a note naming the rank.
  * - The watchdog: a collective (or communicator creation) that has not
  *   completed CLEAVE_COMM_TIMEOUT_S seconds (default 600; a positive number)
- *   after it was called fails on every rank still waiting in it with
- *   "error: rank R: cleave_comm_<kind> on <communicator> did not complete
- *   within T s ...", naming the communicator's mesh axes and the elapsed
- *   time, and aborts the job with a non-zero exit (NCCL communicators are
- *   aborted first).
+ *   after it was called fails on each rank waiting in it with
+ *   "error: rank R: cleave_comm_<kind> on <communicator> (group rank G of
+ *   N) did not complete within T s (CLEAVE_COMM_TIMEOUT_S; E s elapsed)
+ *   ...", naming the communicator's mesh axes, and aborts the job with a
+ *   non-zero exit (NCCL communicators are aborted first). Waiting ranks
+ *   reach their deadlines moments apart, so most print the error before
+ *   the first one's MPI_Abort ends them all. The deadline is polled from the
+ *   calling thread: no extra thread, and MPI_THREAD_FUNNELED suffices.
  *
  * Byte counting, the same in both engines: per communicator and collective
  * kind, the calls, the payload bytes B and the bytes this rank sends for a
@@ -112,8 +117,9 @@ enum cleave_comm_kind {
  * makes cleave_rt_fail end the whole job, and creates CLEAVE_COMM_WORLD.
  * The NCCL engine also selects this rank's GPU (its rank among the ranks of
  * its node, modulo the node's device count), so init comes before
- * cleave_rt_backend_init and the arena. finalize waits for nothing: every
- * collective has completed; it frees the communicators and ends MPI. */
+ * cleave_rt_backend_init and the arena. finalize frees the communicators
+ * and ends MPI (if init started it); every collective has completed by
+ * then, since each one completes before it returns. */
 void cleave_comm_init(int *argc, char ***argv);
 void cleave_comm_finalize(void);
 /* "mpi" or "nccl". */
