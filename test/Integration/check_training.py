@@ -20,6 +20,22 @@ compares with PyTorch (float32, the same initial weights and batches):
   "<param>.momentum"): |cleave - pytorch| <= 1e-4 max(|pytorch|, s) with s
   the largest |pytorch| of that tensor; "optimizer.step" exactly.
 
+Mixed-precision configurations (--precision bf16 or fp16, with dynamic loss
+scaling for fp16) are compared with PyTorch's float32 loop emulating 16-bit
+storage (training/generate.py). Rounding points differ between the two
+programs (Cleave rounds fused ops once), so the bounds are those of 16-bit
+arithmetic: losses within MP_LOSS_RTOL (about 4 units of roundoff of the
+type: 1.5e-2 for bf16, 2e-3 for fp16); each parameter's update over the
+10 steps, p - p0, within MP_UPDATE_RTOL of PyTorch's in 2-norm (p0 the
+ONNX initial value; the zero-gradient elements of noisy.json as above):
+0.02 for SGD, whose update is linear in the gradient, and 0.25 for AdamW,
+whose update divides by the gradient's own magnitude and so turns the
+rounding noise of small gradients into steps of up to lr; and optimizer state within MP_STATE_RTOL = 0.1 in 2-norm; the
+step counter and the loss scaler's state ("amp.loss_scale",
+"amp.growth_tracker") exactly. Skipped fp16 steps show in the losses: a
+step skipped by one program and not the other changes every later loss by
+far more than the bound.
+
 Then checkpoint and resume: 5 steps with --save, then --resume with
 --steps 10, against the 10-step run: the losses of steps 1..5 and 6..10 as
 the same JSON text, and every tensor of the final checkpoint byte for byte.
@@ -47,6 +63,9 @@ DATA = os.path.join(HERE, "training")
 LOSS_RTOL = 1e-4
 PARAM_TOL = 1e-4
 STATE_TOL = 1e-4
+MP_LOSS_RTOL = {"bf16": 1.5e-2, "fp16": 2e-3}
+MP_UPDATE_RTOL = {"sgd": 0.02, "adamw": 0.25}
+MP_STATE_RTOL = 0.1
 
 SAFETENSORS_DTYPES = {
     "F64": np.float64, "F32": np.float32, "F16": np.float16, "BF16": np.uint16,
@@ -126,18 +145,103 @@ def run(args, what):
                                  lines[-1] if lines else "no output")
 
 
-def compare_losses(checker, case, got, want):
-    """Per-step losses within LOSS_RTOL of PyTorch's."""
+def compare_losses(checker, case, got, want, rtol=LOSS_RTOL):
+    """Per-step losses within rtol of PyTorch's."""
     missing = [k for k in range(1, len(want) + 1) if k not in got]
     if missing:
         checker.report(False, case, "losses", f"no loss logged for steps {missing}")
         return
     errs = [abs(got[k][0] - w) / abs(w) for k, w in enumerate(want, 1)]
     worst = int(np.argmax(errs))
-    ok = all(e <= LOSS_RTOL for e in errs)  # also false for NaN
+    ok = all(e <= rtol for e in errs)  # also false for NaN
     checker.report(ok, case, "losses", "max relative error %.2e at step %d "
                    "(cleave %s, pytorch %.9g), bound %g"
-                   % (errs[worst], worst + 1, got[worst + 1][1], want[worst], LOSS_RTOL))
+                   % (errs[worst], worst + 1, got[worst + 1][1], want[worst], rtol))
+
+
+def is_counter(name):
+    """Integer state compared exactly: the step and the loss scaler's."""
+    return name == "optimizer.step" or name.startswith("amp.")
+
+
+def unexpected_tensors(ckpt, params):
+    """Checkpoint tensors that are neither a parameter of the PyTorch model (a
+    tied weight once), its optimizer state, nor a counter."""
+    problems = []
+    for name in ckpt:
+        base = next((name[:-len(s)] for s in (".m", ".v", ".momentum")
+                     if name.endswith(s)), name)
+        if not is_counter(name) and base not in params:
+            problems.append(f"unexpected tensor {name} in the checkpoint")
+    return problems
+
+
+def initial_values(model):
+    """The float initializers of an example's model.onnx, by name."""
+    import onnx
+    from onnx import numpy_helper
+    graph = onnx.load(os.path.join(ROOT, "examples", model, "model.onnx")).graph
+    return {t.name: numpy_helper.to_array(t) for t in graph.initializer
+            if t.data_type == onnx.TensorProto.FLOAT}
+
+
+def compare_params_mixed(checker, case, ckpt, final, noisy, initial, update_rtol):
+    """Mixed precision: updates and state within 16-bit bounds in 2-norm,
+    counters exactly."""
+    params = final_params(final)
+    worst = {"update": (0.0, ""), "state": (0.0, ""), "noisy": (0.0, "")}
+    problems = []
+    for name in final.files:
+        want = final[name].astype(np.float64).reshape(-1)
+        if name not in ckpt:
+            problems.append(f"{name} missing from the checkpoint")
+            continue
+        try:
+            got = to_array(ckpt[name]).astype(np.float64).reshape(-1)
+        except ValueError as e:
+            problems.append(f"{name}: {e}")
+            continue
+        if got.shape != want.shape:
+            problems.append(f"{name}: {got.size} elements, expected {want.size}")
+        elif is_counter(name):
+            if got.tolist() != want.tolist():
+                problems.append(f"{name} is {got.tolist()}, expected {want.tolist()}")
+        elif name in params:
+            update = want - initial[name].astype(np.float64).reshape(-1)
+            diff = got - want
+            if name in noisy:
+                index = np.array(noisy[name]["index"], dtype=np.int64)
+                far = np.abs(got[index] - np.array(noisy[name]["float64"]))
+                j = int(np.argmax(far))
+                worst["noisy"] = max(worst["noisy"], (float(far[j]), name))
+                if not far[j] <= noisy[name]["bound"]:
+                    problems.append(f"{name}[{index[j]}] is {far[j]:.3g} from float64, "
+                                    f"bound {noisy[name]['bound']:.3g}")
+                update[index] = diff[index] = 0.0
+            err = np.linalg.norm(diff) / max(np.linalg.norm(update), 1e-30)
+            worst["update"] = max(worst["update"], (float(err), name))
+            if not err <= update_rtol:
+                problems.append(f"{name}: update off by {err:.3g} of PyTorch's")
+        else:
+            err = np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30)
+            worst["state"] = max(worst["state"], (float(err), name))
+            if not err <= MP_STATE_RTOL:
+                problems.append(f"{name}: off by {err:.3g} of PyTorch's")
+    problems += unexpected_tensors(ckpt, params)
+    detail = "updates: max 2-norm error %.3g (%s), bound %g" % (
+        worst["update"][0], worst["update"][1], update_rtol)
+    if worst["state"][1]:
+        detail += "; optimizer state: %.3g (%s), bound %g" % (
+            worst["state"][0], worst["state"][1], MP_STATE_RTOL)
+    if worst["noisy"][1]:
+        detail += "; zero-gradient elements: max |diff| from float64 %.3g (%s)" % (
+            worst["noisy"][0], worst["noisy"][1])
+    counters = sorted(n for n in final.files if is_counter(n))
+    if counters:
+        detail += "; %s exact" % ", ".join(counters)
+    if problems:
+        detail += "; " + "; ".join(problems[:5])
+    checker.report(not problems, case, "parameters", detail)
 
 
 def compare_params(checker, case, ckpt, final, noisy):
@@ -157,9 +261,9 @@ def compare_params(checker, case, ckpt, final, noisy):
         except ValueError as e:
             problems.append(f"{name}: {e}")
             continue
-        if name == "optimizer.step":  # a scalar or a one-element tensor
+        if is_counter(name):  # a scalar or a one-element tensor
             if got.size != 1 or float(got.reshape(-1)[0]) != float(want):
-                problems.append(f"optimizer.step is {got.tolist()}, expected {float(want)}")
+                problems.append(f"{name} is {got.tolist()}, expected {float(want)}")
             continue
         if got.shape != want.shape:
             problems.append(f"{name}: shape {list(got.shape)}, expected {list(want.shape)}")
@@ -194,13 +298,7 @@ def compare_params(checker, case, ckpt, final, noisy):
         if not np.all(scaled <= PARAM_TOL):
             problems.append(f"{name}[{i}]: {got.reshape(-1)[i]:.6g}, expected "
                             f"{want.reshape(-1)[i]:.6g}")
-    # Every tensor is a parameter of the PyTorch model (a tied weight once),
-    # its optimizer state, or the step.
-    for name in ckpt:
-        base = next((name[:-len(s)] for s in (".m", ".v", ".momentum")
-                     if name.endswith(s)), name)
-        if name != "optimizer.step" and base not in params:
-            problems.append(f"unexpected tensor {name} in the checkpoint")
+    problems += unexpected_tensors(ckpt, params)
     detail = "max |diff|/max(1,|pytorch|) %.2e at %s, bound %g" % (worst[0], worst[1],
                                                                      PARAM_TOL)
     if worst_noisy[1]:
@@ -220,7 +318,7 @@ def compare_params(checker, case, ckpt, final, noisy):
 def final_params(final):
     """The parameter names of a final.npz (the others are optimizer state)."""
     names = set(final.files)
-    return {n for n in names if n != "optimizer.step" and not any(
+    return {n for n in names if not is_counter(n) and not any(
         n.endswith(s) and n[:-len(s)] in names for s in (".m", ".v", ".momentum"))}
 
 
@@ -293,13 +391,22 @@ def check_config(checker, compiler, folder, work):
         checker.report(False, case, "train", error)
         return
     full_log = read_log(log)
-    compare_losses(checker, case, full_log, expected["loss"])
+    precision = config.get("precision")
+    compare_losses(checker, case, full_log, expected["loss"],
+                   MP_LOSS_RTOL[precision] if precision else LOSS_RTOL)
     try:
         ckpt = read_safetensors(os.path.join(ckpt_dir, "model.safetensors"))
     except (OSError, ValueError) as e:
         checker.report(False, case, "parameters", f"checkpoint: {e}")
         return
-    compare_params(checker, case, ckpt, final, noisy)
+    if precision:
+        flags = config["flags"]
+        optimizer = flags[flags.index("--optimizer") + 1]
+        compare_params_mixed(checker, case, ckpt, final, noisy,
+                             initial_values(config["model"]),
+                             MP_UPDATE_RTOL[optimizer])
+    else:
+        compare_params(checker, case, ckpt, final, noisy)
     check_resume(checker, case, train, data_args, full_log, ckpt, work)
 
 

@@ -18,6 +18,12 @@
 // IGNORE: error: ignore-index must be an integer, got 'x'
 // RUN: not cleave-opt %s --split-input-file --cleave-autodiff="loss=mse ignore-index=-100" 2>&1 | FileCheck %s --check-prefix=IGNORE-MSE
 // IGNORE-MSE: error: ignore-index applies to the cross-entropy loss
+// RUN: not cleave-opt %s --split-input-file --cleave-autodiff="loss-scale=1024" 2>&1 | FileCheck %s --check-prefix=SCALE-OPT
+// SCALE-OPT: error: loss-scale needs an optimizer (the updates divide the scale out)
+// RUN: not cleave-opt %s --split-input-file --cleave-autodiff="optimizer=sgd loss-scale=-1" 2>&1 | FileCheck %s --check-prefix=SCALE-NEG
+// SCALE-NEG: error: loss-scale must be finite and >= 0, got -1
+// RUN: not cleave-opt %s --split-input-file --cleave-autodiff="optimizer=sgd loss-scale=8 loss-scale-growth-interval=0" 2>&1 | FileCheck %s --check-prefix=SCALE-GROWTH
+// SCALE-GROWTH: error: loss-scale-growth-interval must be >= 1, got 0
 
 graph.param @h : tensor<4xbf16>
 func.func @forward(%s: tensor<f32>) -> tensor<f32> {

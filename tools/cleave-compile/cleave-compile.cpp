@@ -47,6 +47,8 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 
+#include <cmath>
+
 using namespace mlir;
 namespace cl = llvm::cl;
 
@@ -143,6 +145,26 @@ static cl::opt<int64_t> accumulate(
              "before one update (default 1)"),
     cl::init(1), cl::cat(trainCategory));
 
+static cl::opt<std::string> precision(
+    "precision",
+    cl::desc("Compute type: fp32, bf16 or fp16 (default fp32). bf16 and "
+             "fp16 compute activations (and, training, their gradients) in "
+             "16 bits, with f32 accumulation in every kernel; parameters, "
+             "their gradients and the optimizer state stay f32 (master "
+             "weights). fp16 training adds dynamic loss scaling"),
+    cl::value_desc("type"), cl::init("fp32"), cl::cat(trainCategory));
+static cl::opt<double> lossScale(
+    "loss-scale",
+    cl::desc("Initial dynamic loss scale, as torch.cuda.amp.GradScaler: a "
+             "step with inf/NaN gradients is skipped and halves the scale "
+             "(default 65536 with --precision fp16, else off; 0: off)"),
+    cl::init(0.0), cl::cat(trainCategory));
+static cl::opt<int64_t> lossScaleGrowthInterval(
+    "loss-scale-growth-interval",
+    cl::desc("Finite steps in a row after which the loss scale doubles "
+             "(default 2000)"),
+    cl::init(2000), cl::cat(trainCategory));
+
 namespace {
 int fail(const llvm::Twine &message) {
   llvm::errs() << "cleave-compile: error: " << message << "\n";
@@ -190,7 +212,9 @@ std::string checkTrainingOptions() {
                         beta2.getNumOccurrences() || eps.getNumOccurrences() ||
                         gradClip.getNumOccurrences() ||
                         lr.getNumOccurrences() ||
-                        accumulate.getNumOccurrences();
+                        accumulate.getNumOccurrences() ||
+                        lossScale.getNumOccurrences() ||
+                        lossScaleGrowthInterval.getNumOccurrences();
   if (optimizerFlags && !train)
     return "optimizer options need --train";
   if (!optimizer.empty() && optimizer != "sgd" && optimizer != "adamw")
@@ -206,11 +230,23 @@ std::string checkTrainingOptions() {
     return "--beta1, --beta2 and --eps apply to --optimizer adamw";
   if (accumulate < 1)
     return "--accumulate must be >= 1";
+  if (precision != "fp32" && precision != "bf16" && precision != "fp16")
+    return "unknown --precision '" + precision +
+           "' (available: fp32, bf16, fp16)";
+  if (!(lossScale >= 0.0) || std::isinf(lossScale))
+    return "--loss-scale must be finite and >= 0";
+  if (lossScaleGrowthInterval < 1)
+    return "--loss-scale-growth-interval must be >= 1";
   return "";
 }
 
 void buildPipeline(PassManager &pm) {
   pm.addPass(cleave::createRaisePass());
+  if (precision != "fp32") {
+    cleave::MixedPrecisionPassOptions options;
+    options.precision = precision == "bf16" ? "bf16" : "f16";
+    pm.addPass(cleave::createMixedPrecisionPass(options));
+  }
   if (train || !loss.empty()) {
     cleave::AutodiffPassOptions options;
     options.loss = loss.empty() ? "cross-entropy" : loss.getValue();
@@ -227,6 +263,10 @@ void buildPipeline(PassManager &pm) {
       options.eps = eps;
       options.gradClip = gradClip;
       options.accumulate = accumulate;
+      options.lossScale = lossScale.getNumOccurrences() ? lossScale.getValue()
+                          : precision == "fp16"         ? 65536.0
+                                                        : 0.0;
+      options.lossScaleGrowthInterval = lossScaleGrowthInterval;
     }
     pm.addPass(createCanonicalizerPass());
     pm.addPass(cleave::createAutodiffPass(options));

@@ -18,6 +18,7 @@
 #include "mlir/IR/IRMapping.h"
 
 #include <charconv>
+#include <cmath>
 
 namespace cleave {
 #define GEN_PASS_DEF_AUTODIFFPASS
@@ -38,6 +39,19 @@ Value scalarConstant(OpBuilder &b, Location loc, Type elem, double v) {
                         ? Attribute(b.getFloatAttr(elem, v))
                         : Attribute(b.getIntegerAttr(elem, int64_t(v)));
   return ConstantOp::create(b, loc, type, DenseElementsAttr::get(type, value));
+}
+
+/// The sum of all elements of `v` as a scalar of its element type.
+Value sumAll(OpBuilder &b, Location loc, Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  if (type.getRank() == 0)
+    return v;
+  SmallVector<int64_t> all = llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
+  return ReduceOp::create(
+             b, loc, RankedTensorType::get({}, type.getElementType()),
+             ReductionKindAttr::get(b.getContext(), ReductionKind::Sum), v,
+             b.getDenseI64ArrayAttr(all), UnitAttr())
+      .getResult();
 }
 
 /// The reverse pass over one clone of the forward ops.
@@ -118,10 +132,18 @@ struct AutodiffPass : cleave::impl::AutodiffPassBase<AutodiffPass> {
 private:
   LogicalResult checkOptions(ModuleOp module);
   /// The loss and optimizer, as the JSON object of the program metadata.
-  std::string trainingConfig(double weightDecay) const;
-  /// Adds a zero-initialized optimizer state parameter after `after`.
+  std::string trainingConfig(double weightDecay, StringRef precision) const;
+  /// Adds an optimizer state parameter after `after`, zero-initialized
+  /// unless `initial` is given.
   FailureOr<ParamOp> addState(OpBuilder &b, ModuleOp module, Operation *after,
-                              StringRef name, RankedTensorType type);
+                              StringRef name, RankedTensorType type,
+                              Attribute initial = {});
+  /// Dynamic loss scaling after the updates: the scale halves after a step
+  /// with non-finite gradients (`finite` false) and doubles after
+  /// lossScaleGrowthInterval finite steps in a row.
+  FailureOr<Operation *> updateLossScale(OpBuilder &b, ModuleOp module,
+                                         Operation *after, Location loc,
+                                         Value scale, Value finite);
 };
 
 LogicalResult AutodiffPass::checkOptions(ModuleOp module) {
@@ -138,6 +160,15 @@ LogicalResult AutodiffPass::checkOptions(ModuleOp module) {
     return module.emitError("lr and grad-clip must be >= 0");
   if (optimizer == "none" && gradClip > 0.0)
     return module.emitError("grad-clip needs an optimizer");
+  if (!(lossScale >= 0.0) || std::isinf(lossScale))
+    return module.emitError("loss-scale must be finite and >= 0, got ")
+           << lossScale;
+  if (lossScale > 0.0 && optimizer == "none")
+    return module.emitError("loss-scale needs an optimizer (the updates "
+                            "divide the scale out)");
+  if (lossScaleGrowthInterval < 1)
+    return module.emitError("loss-scale-growth-interval must be >= 1, got ")
+           << static_cast<int64_t>(lossScaleGrowthInterval);
   if (!ignoreIndex.empty()) {
     int64_t value;
     if (llvm::StringRef(ignoreIndex).getAsInteger(10, value))
@@ -157,7 +188,8 @@ std::string number(double v) {
   return std::string(buf, ec == std::errc() ? end : buf);
 }
 
-std::string AutodiffPass::trainingConfig(double weightDecay) const {
+std::string AutodiffPass::trainingConfig(double weightDecay,
+                                         StringRef precision) const {
   std::string s = "{\"loss\":\"" + loss + "\",\"optimizer\":\"" + optimizer +
                   "\",\"lr\":" + number(lr);
   if (optimizer == "sgd")
@@ -171,22 +203,75 @@ std::string AutodiffPass::trainingConfig(double weightDecay) const {
     s += ",\"ignore_index\":" + ignoreIndex;
   s += ",\"weight_decay\":" + number(weightDecay) +
        ",\"grad_clip\":" + number(gradClip) +
-       ",\"accumulate\":" + std::to_string(accumulate) + "}";
-  return s;
+       ",\"accumulate\":" + std::to_string(accumulate);
+  if (!precision.empty())
+    s += ",\"precision\":\"" + precision.str() + "\"";
+  if (lossScale > 0.0)
+    s += ",\"loss_scale\":" + number(lossScale) +
+         ",\"loss_scale_growth_interval\":" +
+         std::to_string(lossScaleGrowthInterval);
+  return s + "}";
 }
 
 FailureOr<ParamOp> AutodiffPass::addState(OpBuilder &b, ModuleOp module,
                                           Operation *after, StringRef name,
-                                          RankedTensorType type) {
+                                          RankedTensorType type,
+                                          Attribute initial) {
   if (Operation *existing = module.lookupSymbol(name))
     return existing->emitOpError("is named '")
            << name << "', which the optimizer state needs";
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointAfter(after);
-  auto param = ParamOp::create(b, module.getLoc(), name, type, Attribute(),
+  auto param = ParamOp::create(b, module.getLoc(), name, type, initial,
                                /*frozen=*/true);
   param->setAttr(kOptimizerStateAttr, b.getUnitAttr());
   return param;
+}
+
+FailureOr<Operation *> AutodiffPass::updateLossScale(OpBuilder &b,
+                                                     ModuleOp module,
+                                                     Operation *after,
+                                                     Location loc, Value scale,
+                                                     Value finite) {
+  auto f32Scalar = RankedTensorType::get({}, b.getF32Type());
+  auto i64Scalar = RankedTensorType::get({}, b.getI64Type());
+  FailureOr<ParamOp> scaleState = addState(
+      b, module, after, "amp.loss_scale", f32Scalar,
+      DenseElementsAttr::get(f32Scalar, b.getF32FloatAttr(lossScale)));
+  if (failed(scaleState))
+    return failure();
+  FailureOr<ParamOp> tracker =
+      addState(b, module, *scaleState, "amp.growth_tracker", i64Scalar);
+  if (failed(tracker))
+    return failure();
+  // torch.cuda.amp.GradScaler's update: after a non-finite step the scale
+  // halves and the count restarts; a finite step counts, and the
+  // growth-interval-th one in a row doubles the scale and restarts it.
+  Type f32 = b.getF32Type(), i64 = b.getI64Type();
+  Value count = AddOp::create(
+      b, loc, i64Scalar,
+      ReadParamOp::create(b, loc, i64Scalar, "amp.growth_tracker"),
+      scalarConstant(b, loc, i64, 1.0));
+  Value grow = CompareOp::create(
+      b, loc, RankedTensorType::get({}, b.getI1Type()),
+      CompareDirectionAttr::get(b.getContext(), CompareDirection::GE), count,
+      scalarConstant(b, loc, i64, double(lossScaleGrowthInterval)));
+  auto times = [&](double factor) {
+    return MulOp::create(b, loc, f32Scalar, scale,
+                         scalarConstant(b, loc, f32, factor))
+        .getResult();
+  };
+  Value zero = scalarConstant(b, loc, i64, 0.0);
+  Value nextScale = WhereOp::create(
+      b, loc, f32Scalar, finite,
+      WhereOp::create(b, loc, f32Scalar, grow, times(2.0), scale),
+      times(0.5));
+  Value nextCount = WhereOp::create(
+      b, loc, i64Scalar, finite,
+      WhereOp::create(b, loc, i64Scalar, grow, zero, count), zero);
+  AssignOp::create(b, loc, "amp.loss_scale", nextScale);
+  AssignOp::create(b, loc, "amp.growth_tracker", nextCount);
+  return tracker->getOperation();
 }
 
 void AutodiffPass::runOnOperation() {
@@ -270,6 +355,18 @@ void AutodiffPass::runOnOperation() {
   // summed over reads and microbatches.
   Type f32 = outType.getElementType();
   int64_t numRulesApplied = 0;
+  // The loss gradient each microbatch starts from: 1/K, times the loss
+  // scale when scaling (the state parameter added with the updates).
+  auto f32Scalar = RankedTensorType::get({}, f32);
+  Value lossScaleValue;
+  if (lossScale > 0.0) {
+    if (!f32.isF32()) {
+      forward.emitOpError("loss-scale needs an f32 first result, got ")
+          << outType;
+      return signalPassFailure();
+    }
+    lossScaleValue = ReadParamOp::create(b, loc, f32Scalar, "amp.loss_scale");
+  }
   Value totalLoss;
   llvm::StringMap<Value> paramGrads;
   for (int64_t m = 0; m < k; ++m) {
@@ -319,7 +416,12 @@ void AutodiffPass::runOnOperation() {
 
     Differentiator diff(b, numRulesApplied);
     diff.markActive(cloned, trained);
-    diff.accumulate(microLoss, scalarConstant(b, loc, f32, 1.0 / double(k)));
+    Value seed = scalarConstant(b, loc, f32, 1.0 / double(k));
+    if (lossScaleValue)
+      seed = k == 1 ? lossScaleValue
+                    : MulOp::create(b, loc, f32Scalar, lossScaleValue, seed)
+                          .getResult();
+    diff.accumulate(microLoss, seed);
     for (Operation *op : llvm::reverse(cloned))
       if (failed(diff.backward(op)))
         return signalPassFailure();
@@ -352,32 +454,30 @@ void AutodiffPass::runOnOperation() {
     double weightDecay = this->weightDecay >= 0.0
                              ? this->weightDecay
                              : (optimizer == "adamw" ? 0.01 : 0.0);
-    // Global-norm clipping: scale = min(1, clip / (||g|| + 1e-6)).
-    Value scale;
+    // Global-norm clipping: scale = min(1, clip / (||g|| + 1e-6)), the norm
+    // taken of the unscaled gradients when loss scaling.
+    Value scale, sumsq;
+    Value inverseLossScale =
+        lossScaleValue
+            ? DivOp::create(b, loc, f32Scalar,
+                            scalarConstant(b, loc, f32, 1.0), lossScaleValue)
+                  .getResult()
+            : Value();
     if (gradClip > 0.0) {
       auto scalarType = RankedTensorType::get({}, b.getF32Type());
-      Value sumsq;
       for (ParamOp param : updated) {
         Value g = paramGrads[param.getSymName()];
         if (!typeOf(g).getElementType().isF32())
           g = CastOp::create(b, loc, typeOf(g).clone(b.getF32Type()), g);
-        Value sq = MulOp::create(b, loc, g.getType(), g, g);
-        SmallVector<int64_t> all =
-            llvm::to_vector(llvm::seq<int64_t>(0, typeOf(g).getRank()));
-        Value s = all.empty()
-                      ? sq
-                      : ReduceOp::create(b, loc, scalarType,
-                                         ReductionKindAttr::get(
-                                             b.getContext(), ReductionKind::Sum),
-                                         sq, b.getDenseI64ArrayAttr(all),
-                                         UnitAttr())
-                            .getResult();
+        Value s = sumAll(b, loc, MulOp::create(b, loc, g.getType(), g, g));
         sumsq = sumsq ? AddOp::create(b, loc, scalarType, sumsq, s).getResult()
                       : s;
       }
       if (sumsq) {
         Type e = b.getF32Type();
         Value norm = SqrtOp::create(b, loc, scalarType, sumsq);
+        if (inverseLossScale)
+          norm = MulOp::create(b, loc, scalarType, norm, inverseLossScale);
         Value coef = DivOp::create(
             b, loc, scalarType, scalarConstant(b, loc, e, gradClip),
             AddOp::create(b, loc, scalarType, norm,
@@ -385,6 +485,33 @@ void AutodiffPass::runOnOperation() {
         scale = MinOp::create(b, loc, scalarType, coef,
                               scalarConstant(b, loc, e, 1.0));
       }
+    }
+
+    // Loss scaling: the updates multiply the gradients by 1/scale, plus a
+    // term that is 0 when every gradient is finite and NaN otherwise (a sum
+    // over all gradients, times 0), and an update whose scale is not
+    // finite leaves its parameter and state unchanged (cleave_rt.h).
+    Value finite;
+    if (lossScaleValue) {
+      Value total = sumsq;
+      if (!total)
+        for (ParamOp param : updated) {
+          Value s = sumAll(b, loc, paramGrads[param.getSymName()]);
+          if (!typeOf(s).getElementType().isF32())
+            s = CastOp::create(b, loc, f32Scalar, s);
+          total = total ? AddOp::create(b, loc, f32Scalar, total, s).getResult()
+                        : s;
+        }
+      Value poison = MulOp::create(b, loc, f32Scalar, total,
+                                   scalarConstant(b, loc, f32, 0.0));
+      finite = CompareOp::create(
+          b, loc, RankedTensorType::get({}, b.getI1Type()),
+          CompareDirectionAttr::get(b.getContext(), CompareDirection::EQ),
+          poison, scalarConstant(b, loc, f32, 0.0));
+      scale = scale ? MulOp::create(b, loc, f32Scalar, scale, inverseLossScale)
+                          .getResult()
+                    : inverseLossScale;
+      scale = AddOp::create(b, loc, f32Scalar, scale, poison);
     }
 
     // The step counter: read, increment, store; updates use the new value.
@@ -399,11 +526,17 @@ void AutodiffPass::runOnOperation() {
     if (failed(counter))
       return signalPassFailure();
     lastParam = *counter;
+    Value stepRead = ReadParamOp::create(b, loc, i64Scalar, "optimizer.step");
     Value stepValue = AddOp::create(
-        b, loc, i64Scalar,
-        ReadParamOp::create(b, loc, i64Scalar, "optimizer.step"),
+        b, loc, i64Scalar, stepRead,
         scalarConstant(b, loc, b.getI64Type(), 1.0));
-    AssignOp::create(b, loc, "optimizer.step", stepValue);
+    // A skipped step (loss scaling, non-finite gradients) is not counted,
+    // as torch.optim never sees it.
+    AssignOp::create(b, loc, "optimizer.step",
+                     finite ? WhereOp::create(b, loc, i64Scalar, finite,
+                                              stepValue, stepRead)
+                                  .getResult()
+                            : stepValue);
 
     for (ParamOp param : updated) {
       StringRef name = param.getSymName();
@@ -452,8 +585,18 @@ void AutodiffPass::runOnOperation() {
           return signalPassFailure();
       }
     }
+    if (finite) {
+      FailureOr<Operation *> last =
+          updateLossScale(b, module, lastParam, loc, lossScaleValue, finite);
+      if (failed(last))
+        return signalPassFailure();
+      lastParam = *last;
+    }
+    auto precisionAttr = module->getAttrOfType<StringAttr>(kPrecisionAttr);
     step->setAttr(kTrainingConfigAttr,
-                  b.getStringAttr(trainingConfig(weightDecay)));
+                  b.getStringAttr(trainingConfig(
+                      weightDecay, precisionAttr ? precisionAttr.getValue()
+                                                 : StringRef())));
   }
 
   func::ReturnOp::create(b, loc, results);

@@ -203,7 +203,10 @@ void cleave_rt_sgd(char *arena, const cleave_tensor *param,
     checkState(k, "momentum_buf", momentum_buf, param);
     buf = reinterpret_cast<float *>(dataOf(arena, *momentum_buf));
   }
-  SgdScalars c{readGradScale(k, arena, grad_scale), float(weight_decay),
+  float scale = readGradScale(k, arena, grad_scale);
+  if (!std::isfinite(scale))
+    return; // a step the loss scaler skips
+  SgdScalars c{scale, float(weight_decay),
                float(momentum), float(1.0 - dampening), float(-lr)};
   Momentum mom = momentum == 0.0 ? Momentum::None
                  : t == 1        ? Momentum::FirstStep
@@ -227,11 +230,14 @@ void cleave_rt_adamw(char *arena, const cleave_tensor *param,
   checkState(k, "m", m, param);
   checkState(k, "v", v, param);
   int64_t t = readStep(k, arena, step);
+  float scale = readGradScale(k, arena, grad_scale);
+  if (!std::isfinite(scale))
+    return; // a step the loss scaler skips
   // Python floats: beta ** step with step a float, as PyTorch reads it.
   double biasCorrection1 = 1.0 - std::pow(beta1, double(t));
   double biasCorrection2 = 1.0 - std::pow(beta2, double(t));
   double stepSize = lr / biasCorrection1;
-  AdamScalars c{readGradScale(k, arena, grad_scale),
+  AdamScalars c{scale,
                 float(1.0 - lr * weight_decay),
                 float(beta1),
                 float(1.0 - beta1),

@@ -49,6 +49,8 @@ __global__ void sgdKernel(float *p, const char *grad, int32_t gradType,
                           float *buf, int64_t n, const int64_t *step,
                           const float *gradScale, SgdScalars c) {
   float scale = gradScaleOf(gradScale);
+  if (!isfinite(scale))
+    return; // a step the loss scaler skips
   bool first = *step == 1;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
@@ -103,6 +105,8 @@ __global__ void adamwKernel(float *p, const char *grad, int32_t gradType,
   }
   __syncthreads();
   float scale = gradScaleOf(gradScale);
+  if (!isfinite(scale))
+    return; // a step the loss scaler skips
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     float g = __fmul_rn(loadF32(grad, gradType, i), scale);

@@ -37,6 +37,23 @@ within 10 steps; then
 and the logged loss is the mean of the K microbatch losses. Deterministic:
 one thread, fixed seeds, deterministic algorithms.
 
+Mixed precision ("precision": "bf16" or "fp16", cleave-compile --precision)
+is emulated in float32 by LowPrecision: every torch function the model calls
+rounds its floating-point arguments and results to the 16-bit type (values
+stay float32 tensors, so every op computes in float32 from 16-bit inputs and
+stores a 16-bit output, as Cleave's kernels do), and the gradient reaching
+each rounding is rounded too (so a 16-bit backward overflows to inf where
+Cleave's does). Parameters, their .grad and the optimizer stay float32; the
+loss is float32 cross-entropy on the rounded logits. With "loss_scale", the
+loop is torch.cuda.amp.GradScaler's, written out (GradScaler itself needs
+CUDA): the backward starts from loss * scale; a step with a non-finite
+gradient is skipped (no optimizer step, the scale halves, the growth count
+restarts); otherwise the gradients are multiplied by 1/scale (then clipped)
+and, after "growth_interval" finite steps in a row, the scale doubles.
+expected.json then also holds the scale after each step, final.npz the
+final "amp.loss_scale" and "amp.growth_tracker". The float64 run for
+noisy.json is the plain (not emulated) loop.
+
   /usr/bin/python3 test/Integration/training/generate.py [--only gpt]
 """
 
@@ -52,6 +69,8 @@ import onnx
 from onnx import numpy_helper
 import torch
 import torch.nn.functional as F
+from torch.overrides import TorchFunctionMode
+from torch.utils._pytree import tree_map
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
@@ -86,7 +105,55 @@ CONFIGS = {
                            lr=0.01, weight_decay=0.01, grad_clip=1.0),
     "gpt_adamw_accum2": dict(model="gpt", loss="cross-entropy", optimizer="adamw",
                              lr=0.01, weight_decay=0.01, accumulate=2),
+    # Mixed precision: 16-bit activations, float32 master weights.
+    "mlp_sgd_bf16": dict(model="mlp", loss="cross-entropy", optimizer="sgd",
+                         lr=0.1, momentum=0.9, weight_decay=0.01, state=True,
+                         precision="bf16"),
+    "gpt_adamw_bf16": dict(model="gpt", loss="cross-entropy", optimizer="adamw",
+                           lr=0.01, weight_decay=0.01, precision="bf16",
+                           state=["ln_f.weight"]),
+    # A scale far too large: the first steps overflow and are skipped; with a
+    # growth interval of 3 it doubles again, overflows again, and so on.
+    "gpt_adamw_fp16": dict(model="gpt", loss="cross-entropy", optimizer="adamw",
+                           lr=0.01, weight_decay=0.01, precision="fp16",
+                           loss_scale=2.0 ** 20, growth_interval=3, grad_clip=1.0,
+                           state=["ln_f.weight"]),
 }
+
+LOW_PRECISION = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+class _Round(torch.autograd.Function):
+    """x rounded to a 16-bit type and back; its gradient rounded the same way."""
+
+    @staticmethod
+    def forward(ctx, x, low):
+        ctx.low = low
+        return x.to(low).to(x.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.to(ctx.low).to(grad.dtype), None
+
+
+class LowPrecision(TorchFunctionMode):
+    """Every torch function called under this mode reads 16-bit-rounded
+    floating-point arguments and returns 16-bit-rounded results (see the
+    module docstring)."""
+
+    def __init__(self, low):
+        super().__init__()
+        self.low = low
+
+    def _round(self, value):
+        if isinstance(value, torch.Tensor) and value.is_floating_point():
+            return _Round.apply(value, self.low)
+        return value
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        args = tree_map(self._round, args)
+        kwargs = tree_map(self._round, kwargs or {})
+        return tree_map(self._round, func(*args, **kwargs))
 
 
 def load_example(model):
@@ -173,14 +240,24 @@ def cli_flags(cfg):
             flags += ["--" + key.replace("_", "-"), repr(cfg[key])]
     if cfg.get("nesterov"):
         flags.append("--nesterov")
+    if "precision" in cfg:
+        flags += ["--precision", cfg["precision"]]
+    if "loss_scale" in cfg:
+        flags += ["--loss-scale", repr(cfg["loss_scale"]),
+                  "--loss-scale-growth-interval", str(cfg["growth_interval"])]
     return flags
 
 
-def train(cfg, inits, batch, data, targets, dtype):
-    """PyTorch's loop; returns the per-step losses, gradient norms, the final
-    parameters and optimizer state by ONNX name, and the largest |gradient|
-    of every element over the steps."""
+def train(cfg, inits, batch, data, targets, dtype, emulate=True):
+    """PyTorch's loop; returns the per-step losses, gradient norms (and loss
+    scales), the final parameters and optimizer state by ONNX name, and the
+    largest |gradient| of every element over the steps. emulate=False runs a
+    mixed-precision configuration at `dtype` throughout."""
     torch.manual_seed(0)
+    low = LOW_PRECISION.get(cfg.get("precision")) if emulate else None
+    scale = float(cfg["loss_scale"]) if low is not None and "loss_scale" in cfg \
+        else None
+    tracker, scales = 0, []
     net, params = build_module(cfg["model"], inits, dtype)
     opt = make_optimizer(cfg, list(params.values()))
     micro = cfg.get("accumulate", 1)
@@ -200,23 +277,47 @@ def train(cfg, inits, batch, data, targets, dtype):
         size = batch // micro
         for j in range(micro):
             part = rows[j * size:(j + 1) * size]
-            out = net(*[t[part] for t in inputs])
+            if low is not None:
+                with LowPrecision(low):
+                    out = net(*[t[part] for t in inputs])
+            else:
+                out = net(*[t[part] for t in inputs])
             y = labels[part]
             if cfg["loss"] == "mse":
                 loss = F.mse_loss(out, y)
             else:
                 loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
-            (loss / micro).backward()
+            (loss / micro * scale if scale else loss / micro).backward()
             total += loss.item()
         losses.append(total / micro)
+        if scale:
+            if not all(bool(torch.isfinite(p.grad).all()) for p in params.values()):
+                scale *= 0.5
+                tracker = 0
+                scales.append(scale)
+                if "grad_clip" in cfg:
+                    norms.append(float("nan"))
+                continue
+            inverse = torch.tensor(1.0 / scale, dtype=dtype)
+            for p in params.values():
+                p.grad.mul_(inverse)
         for name, p in params.items():
             grad_max[name] = np.maximum(grad_max[name], np.abs(p.grad.detach().numpy()))
         if "grad_clip" in cfg:
             norms.append(float(torch.nn.utils.clip_grad_norm_(list(params.values()),
                                                                cfg["grad_clip"])))
         opt.step()
+        if scale:
+            tracker += 1
+            if tracker == cfg["growth_interval"]:
+                scale *= 2.0
+                tracker = 0
+            scales.append(scale)
     final = {name: p.detach().numpy().copy() for name, p in params.items()}
     state = {}
+    if scale:
+        state["amp.loss_scale"] = np.array(scale, dtype=np.float32)
+        state["amp.growth_tracker"] = np.array(float(tracker), dtype=np.float32)
     for name, p in params.items():
         s = opt.state[p]
         for key, suffix in (("exp_avg", ".m"), ("exp_avg_sq", ".v"),
@@ -225,7 +326,7 @@ def train(cfg, inits, batch, data, targets, dtype):
                 state[name + suffix] = s[key].detach().numpy().copy()
         if "step" in s:
             state["optimizer.step"] = np.array(float(s["step"]), dtype=np.float32)
-    return losses, norms, final, state, grad_max
+    return losses, norms, scales, final, state, grad_max
 
 
 def adamw_bound(cfg):
@@ -260,7 +361,8 @@ def noisy_elements(cfg, final32, final64, grad64):
     correct float32 programs end up as much as lr * STEPS apart there. Those
     elements (float64 |gradient| <= 1e-12 at every step, under AdamW), and any
     other element where the float32 and float64 runs differ by more than
-    1e-5 max(1, |float64|), are listed with their float64 value and a bound:
+    1e-5 max(1, |float64|) (not under mixed precision), are listed with their
+    float64 value and a bound:
     under AdamW, adamw_bound() away from the float64 value (each step decays
     the difference by 1 - lr wd and adds at most lr C_t to it).
     """
@@ -268,7 +370,11 @@ def noisy_elements(cfg, final32, final64, grad64):
     for name, a in final32.items():
         b = final64[name]
         diff = np.abs(a.astype(np.float64) - b)
+        # Mixed precision is far from float64 everywhere; only the
+        # zero-gradient elements get the bound.
         mask = diff > 1e-5 * np.maximum(1.0, np.abs(b))
+        if "precision" in cfg:
+            mask[...] = False
         if cfg["optimizer"] == "adamw":
             mask |= grad64[name] <= 1e-12
         flat = np.flatnonzero(mask)
@@ -307,10 +413,10 @@ def generate(name, cfg, folder=HERE):
     data, targets = make_data(cfg["model"], cfg["loss"], batch, graph_inputs[0][1],
                               cfg.get("samples", 3 * batch))
     assert list(data) == [n for n, _ in graph_inputs], (list(data), graph_inputs)
-    losses, norms, final, state, _ = train(cfg, inits, batch, data, targets,
-                                           torch.float32)
-    losses64, _, final64, _, grad64 = train(cfg, inits, batch, data, targets,
-                                            torch.float64)
+    losses, norms, scales, final, state, _ = train(cfg, inits, batch, data,
+                                                   targets, torch.float32)
+    losses64, _, _, final64, _, grad64 = train(cfg, inits, batch, data, targets,
+                                               torch.float64, emulate=False)
     if os.path.isdir(out):
         shutil.rmtree(out)
     os.makedirs(out)
@@ -326,23 +432,30 @@ def generate(name, cfg, folder=HERE):
         "targets": "targets.npy",
         "torch": torch.__version__,
     }
+    if "precision" in cfg:
+        config["precision"] = cfg["precision"]
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(config, f, indent=1)
         f.write("\n")
     expected = {"loss": losses}
     if norms:
         expected["grad_norm"] = norms
+    if scales:
+        expected["loss_scale"] = scales
     with open(os.path.join(out, "expected.json"), "w") as f:
         json.dump(expected, f, indent=1)
         f.write("\n")
     arrays = dict(final)
     keep = cfg.get("state", False)
     for key, value in state.items():
-        if keep is True or key == "optimizer.step" and keep or \
+        if keep is True or key.startswith("amp.") or \
+                key == "optimizer.step" and keep or \
                 keep and key.rsplit(".", 1)[0] in keep:
             arrays[key] = value
     np.savez(os.path.join(out, "final.npz"), **arrays)
     noisy = noisy_elements(cfg, final, final64, grad64)
+    if "precision" in cfg:
+        losses64 = losses  # the float64 run is not emulated: no comparison
     with open(os.path.join(out, "noisy.json"), "w") as f:
         json.dump(noisy, f, indent=1)
         f.write("\n")

@@ -16,6 +16,7 @@
 #include "RuntimeTestUtil.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 using namespace cleave::rt::test;
@@ -207,6 +208,42 @@ TEST(RuntimeOptimizer, AdamwBf16GradAndLaterStep) {
            "adamw bf16 grad");
   runAdamw({1e-3, 0.9, 0.999, 1e-8, 0.01, 0.0}, CLEAVE_F32, 5000, 1000, 31,
            "adamw step 1000");
+}
+
+// A non-finite grad_scale (the loss scaler found an inf or NaN gradient)
+// skips the update: parameter and state keep their bytes, whatever the
+// gradient holds.
+TEST(RuntimeOptimizer, NonFiniteScaleSkipsTheUpdate) {
+  const int64_t n = 70001; // above the parallel threshold
+  for (double bad : {std::nan(""), HUGE_VAL, -HUGE_VAL}) {
+    TestArena arena;
+    cleave_tensor p = arena.add(CLEAVE_F32, {n});
+    cleave_tensor g = arena.add(CLEAVE_F16, {n});
+    cleave_tensor m = arena.add(CLEAVE_F32, {n});
+    cleave_tensor v = arena.add(CLEAVE_F32, {n});
+    cleave_tensor step = arena.add(CLEAVE_I64, {});
+    cleave_tensor scale = arena.add(CLEAVE_F32, {});
+    Values p0 = arena.fill(p, -1, 1, 40);
+    arena.fill(g, -1, 1, 41);
+    Values m0 = arena.fill(m, -1, 1, 42);
+    Values v0 = arena.fill(v, 0.5, 1, 43);
+    arena.setValues(step, {3});
+    arena.setValues(scale, {bad});
+    cleave_rt_adamw(arena.data(), &p, &g, &m, &v, &step, &scale, 1e-3, 0.9,
+                    0.999, 1e-8, 0.01);
+    EXPECT_EQ(arena.values(p), p0) << "adamw, scale " << bad;
+    EXPECT_EQ(arena.values(m), m0) << "adamw, scale " << bad;
+    EXPECT_EQ(arena.values(v), v0) << "adamw, scale " << bad;
+    cleave_rt_sgd(arena.data(), &p, &g, &m, &step, &scale, 0.1, 0.9, 0.0, 0.01,
+                  0);
+    EXPECT_EQ(arena.values(p), p0) << "sgd, scale " << bad;
+    EXPECT_EQ(arena.values(m), m0) << "sgd, scale " << bad;
+    // The same call with a finite scale does update.
+    arena.setValues(scale, {0.5});
+    cleave_rt_sgd(arena.data(), &p, &g, &m, &step, &scale, 0.1, 0.9, 0.0, 0.01,
+                  0);
+    EXPECT_NE(arena.values(p), p0) << "sgd, scale 0.5";
+  }
 }
 
 TEST(RuntimeOptimizer, Errors) {

@@ -30,6 +30,9 @@ constexpr llvm::StringLiteral kOptimizerStateAttr("cleave.optimizer_state");
 constexpr llvm::StringLiteral kTrainingConfigAttr("cleave.training_config");
 /// On the module: the absolute path of the ONNX model it was imported from.
 constexpr llvm::StringLiteral kSourceModelAttr("cleave.source_model");
+/// On the module: the compute precision -cleave-mixed-precision chose
+/// ("bf16" or "f16"); absent: the model's own types.
+constexpr llvm::StringLiteral kPrecisionAttr("cleave.precision");
 
 /// Bytes of a tensor of `type` (i1 takes one byte per element).
 int64_t getTensorBytes(mlir::Type type);

@@ -131,6 +131,47 @@ def LowerToRuntimePass : Pass<"cleave-lower-to-runtime", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def MixedPrecisionPass : Pass<"cleave-mixed-precision", "::mlir::ModuleOp"> {
+  let summary = "Computes in bf16 or f16 with f32 parameters as master weights";
+  let description = [{
+    Rewrites every function to compute in a 16-bit float type: each f32
+    parameter read, f32 argument and f32 constant is cast (constants
+    converted) to `precision`, and every op that produced f32 now produces
+    that type; results are cast back to f32, so the function's signature
+    does not change. Parameters stay f32: run before `-cleave-autodiff`,
+    the gradient of each cast is the cast back, so parameter gradients,
+    the optimizer and its state are f32 (master weights), while
+    activations and their gradients are 16-bit. Runtime kernels read 16-bit
+    operands into f32, compute in f32 and round their outputs, so sums
+    (matmul, norms, softmax, reductions) accumulate in f32. The loss is
+    computed in f32 on the f32 cast of the first output.
+
+    ```mlir
+    %w = graph.read_param @w : tensor<8x4xf32>
+    %y = graph.matmul %x, %w : tensor<2x8xf32>, tensor<8x4xf32>
+    ```
+    becomes, with `precision=bf16`,
+    ```mlir
+    %w = graph.read_param @w : tensor<8x4xf32>
+    %0 = graph.cast %w : tensor<8x4xf32> -> tensor<8x4xbf16>
+    %1 = graph.cast %x : tensor<2x8xf32> -> tensor<2x8xbf16>
+    %y = graph.matmul %1, %0 : tensor<2x8xbf16>, tensor<8x4xbf16>
+    %2 = graph.cast %y : tensor<2x4xbf16> -> tensor<2x4xf32>
+    ```
+    The module gets `cleave.precision`, which the training configuration
+    records.
+  }];
+  let options = [
+    Option<"precision", "precision", "std::string", /*default=*/"\"bf16\"",
+           "The compute type: bf16 or f16">
+  ];
+  let statistics = [
+    Statistic<"numCasts", "num-casts", "Casts inserted">,
+    Statistic<"numRetyped", "num-retyped", "Op results changed to 16 bits">
+  ];
+  let dependentDialects = ["::cleave::graph::GraphDialect"];
+}
+
 def AutodiffPass : Pass<"cleave-autodiff", "::mlir::ModuleOp"> {
   let summary = "Builds @train_step: forward, loss, gradients and optimizer";
   let description = [{
@@ -152,6 +193,13 @@ def AutodiffPass : Pass<"cleave-autodiff", "::mlir::ModuleOp"> {
     the inputs K times the model's batch and runs forward and backward on K
     consecutive microbatches, averaging their losses and gradients before
     one update (only one microbatch's activations are live at a time).
+
+    `loss-scale=S` adds dynamic loss scaling: the backward pass starts from
+    the loss gradient times the scale (the f32 state `amp.loss_scale`,
+    initially S), and the updates divide it out. A step whose gradients
+    hold an inf or NaN updates nothing: the scale halves, the step counter
+    stays. After `loss-scale-growth-interval` finite steps in a row
+    (counted in the i64 state `amp.growth_tracker`) the scale doubles.
 
     ```mlir
     func.func @forward(%x: tensor<4x8xf32>) -> tensor<4x3xf32>
@@ -185,7 +233,13 @@ def AutodiffPass : Pass<"cleave-autodiff", "::mlir::ModuleOp"> {
            "Microbatches per optimizer step">,
     Option<"ignoreIndex", "ignore-index", "std::string", /*default=*/"\"\"",
            "cross-entropy: a label value that contributes no loss (e.g. "
-           "-100, PyTorch's default); empty: none">
+           "-100, PyTorch's default); empty: none">,
+    Option<"lossScale", "loss-scale", "double", /*default=*/"0.0",
+           "Dynamic loss scaling from this initial scale (0: off), as "
+           "torch.cuda.amp.GradScaler; for f16 training">,
+    Option<"lossScaleGrowthInterval", "loss-scale-growth-interval",
+           "int64_t", /*default=*/"2000",
+           "Finite steps after which the loss scale doubles">
   ];
   let statistics = [
     Statistic<"numRules", "num-rules", "Gradient rules applied">

@@ -272,7 +272,10 @@ void cleave_rt_cross_entropy_grad(char *arena, const cleave_tensor *logits,
  * the update formulas of torch.optim.SGD and torch.optim.AdamW. `step` is
  * an i64 scalar holding the 1-based number of this update; `grad_scale`
  * (may be NULL) is an f32 scalar the gradient is multiplied by first (the
- * global-norm clipping coefficient). The gradient may be f32, f16 or bf16.
+ * global-norm clipping coefficient, over the loss scale when scaling); when
+ * it is not finite (inf or NaN: the loss scaler found non-finite
+ * gradients) the update is skipped, leaving the parameter and its state
+ * unchanged. The gradient may be f32, f16 or bf16.
  *===----------------------------------------------------------------------===*/
 
 /* g = grad * scale + weight_decay * p; with momentum != 0: buf = g on step

@@ -209,7 +209,8 @@ def Graph_SgdUpdateOp : Op<Graph_Dialect, "sgd_update", [
     on step 1 and `momentum * buf + (1 - dampening) * g` after, and `g` is
     the buffer (`g + momentum * buf` with `nesterov`); then `p -= lr * g`.
     `step` is the 1-based i64 step number; `scale` the optional f32 scalar
-    (global-norm clipping). Parameter and buffer are f32.
+    (global-norm clipping, loss scaling): a non-finite scale skips the
+    update. Parameter and buffer are f32.
 
     ```mlir
     graph.sgd_update @w, %g, %step momentum_buffer @w.momentum {lr = 1.0e-01 : f64, momentum = 9.0e-01 : f64} : tensor<4x8xf32>, tensor<i64>
@@ -240,7 +241,8 @@ def Graph_AdamwUpdateOp : Op<Graph_Dialect, "adamw_update", [
     `p *= 1 - lr * weight_decay; m = beta1 m + (1 - beta1) g;
     v = beta2 v + (1 - beta2) g^2; p -= lr / (1 - beta1^t) * m /
     (sqrt(v) / sqrt(1 - beta2^t) + eps)` with `g = grad * scale` and `t`
-    the 1-based i64 `step`. Parameter and moments are f32.
+    the 1-based i64 `step`; a non-finite `scale` (loss scaling found an inf
+    or NaN gradient) skips the update. Parameter and moments are f32.
 
     ```mlir
     graph.adamw_update @w, %g, %step moments @w.m, @w.v {lr = 1.0e-03 : f64} : tensor<4x8xf32>, tensor<i64>

@@ -1,0 +1,165 @@
+//===- MixedPrecision.cpp - compute in bf16 or f16 ----------------------===//
+//
+// Rewrites the model's functions to compute in a 16-bit float type while
+// parameters stay f32. Run before -cleave-autodiff, it makes the training
+// step mixed precision the way large-model trainers do it: 16-bit
+// activations and activation gradients, f32 master weights, f32 parameter
+// gradients and f32 optimizer state (the gradient of each parameter's cast
+// is the cast back). Kernels accumulate in f32 whatever their operand types
+// (cleave_rt.h), so only stored values are rounded.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cleave/Dialect/Graph/IR/GraphOps.h"
+#include "cleave/Transforms/MemoryPlan.h"
+#include "cleave/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace cleave {
+#define GEN_PASS_DEF_MIXEDPRECISIONPASS
+#include "cleave/Transforms/Passes.h.inc"
+} // namespace cleave
+
+using namespace mlir;
+using namespace cleave;
+using namespace cleave::graph;
+
+namespace {
+
+bool isF32Tensor(Type t) {
+  auto tensor = dyn_cast<RankedTensorType>(t);
+  return tensor && tensor.getElementType().isF32();
+}
+
+struct MixedPrecisionPass
+    : cleave::impl::MixedPrecisionPassBase<MixedPrecisionPass> {
+  using MixedPrecisionPassBase::MixedPrecisionPassBase;
+
+  void runOnOperation() override;
+
+private:
+  LogicalResult rewrite(func::FuncOp func, FloatType low);
+  /// `v` cast to `elem` right after its definition, for every other use.
+  Value castAfterDef(OpBuilder &b, Value v, Type elem);
+};
+
+Value MixedPrecisionPass::castAfterDef(OpBuilder &b, Value v, Type elem) {
+  OpBuilder::InsertionGuard guard(b);
+  if (Operation *def = v.getDefiningOp())
+    b.setInsertionPointAfter(def);
+  else
+    b.setInsertionPointToStart(cast<BlockArgument>(v).getOwner());
+  auto type = cast<RankedTensorType>(v.getType()).clone(elem);
+  Value c = CastOp::create(b, v.getLoc(), type, v);
+  v.replaceAllUsesExcept(c, c.getDefiningOp());
+  ++numCasts;
+  return c;
+}
+
+LogicalResult MixedPrecisionPass::rewrite(func::FuncOp func, FloatType low) {
+  if (!func.getBody().hasOneBlock())
+    return func.emitOpError("-cleave-mixed-precision needs single-block "
+                            "functions");
+  OpBuilder b(func.getContext());
+  Block &entry = func.front();
+  for (BlockArgument arg : entry.getArguments())
+    if (isF32Tensor(arg.getType()) && !arg.use_empty())
+      castAfterDef(b, arg, low);
+
+  FunctionType fnType = func.getFunctionType();
+  for (Operation &op : llvm::make_early_inc_range(entry)) {
+    if (isa<SgdUpdateOp, AdamwUpdateOp, AssignOp>(op))
+      return op.emitOpError("updates a parameter: run -cleave-mixed-precision "
+                            "before -cleave-autodiff");
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      // The signature stays: results go back to their declared type.
+      b.setInsertionPoint(ret);
+      for (OpOperand &operand : ret->getOpOperands()) {
+        Type declared = fnType.getResult(operand.getOperandNumber());
+        if (operand.get().getType() != declared) {
+          operand.set(CastOp::create(b, ret.getLoc(), declared, operand.get()));
+          ++numCasts;
+        }
+      }
+      continue;
+    }
+    if (isa<ReadParamOp>(op)) {
+      // The master weight stays f32; computation reads a 16-bit copy.
+      if (isF32Tensor(op.getResult(0).getType()))
+        castAfterDef(b, op.getResult(0), low);
+      continue;
+    }
+    if (auto constant = dyn_cast<ConstantOp>(op)) {
+      if (!isF32Tensor(constant.getType()))
+        continue;
+      auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+      if (!dense) {
+        castAfterDef(b, constant.getResult(), low);
+        continue;
+      }
+      const llvm::fltSemantics &semantics = low.getFloatSemantics();
+      auto converted = dense.mapValues(low, [&](const APFloat &v) {
+        APFloat c = v;
+        bool losesInfo;
+        c.convert(semantics, APFloat::rmNearestTiesToEven, &losesInfo);
+        return c.bitcastToAPInt();
+      });
+      b.setInsertionPoint(constant);
+      Value replacement = ConstantOp::create(
+          b, constant.getLoc(), cast<RankedTensorType>(converted.getType()),
+          converted);
+      constant.replaceAllUsesWith(replacement);
+      constant.erase();
+      ++numRetyped;
+      continue;
+    }
+    if (isa<CrossEntropyOp, MseOp>(op)) {
+      // A loss inside the model is computed in f32, as the loss that
+      // -cleave-autodiff adds.
+      b.setInsertionPoint(&op);
+      for (OpOperand &operand : op.getOpOperands()) {
+        auto type = dyn_cast<RankedTensorType>(operand.get().getType());
+        if (type && type.getElementType() == low) {
+          operand.set(CastOp::create(b, op.getLoc(),
+                                     type.clone(b.getF32Type()),
+                                     operand.get()));
+          ++numCasts;
+        }
+      }
+      continue;
+    }
+    for (Value result : op.getResults())
+      if (isF32Tensor(result.getType())) {
+        result.setType(cast<RankedTensorType>(result.getType()).clone(low));
+        ++numRetyped;
+      }
+  }
+  return success();
+}
+
+void MixedPrecisionPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  MLIRContext *ctx = module.getContext();
+  FloatType low;
+  if (precision == "bf16")
+    low = BFloat16Type::get(ctx);
+  else if (precision == "f16")
+    low = Float16Type::get(ctx);
+  else {
+    module.emitError("unknown precision '")
+        << precision << "' (available: bf16, f16)";
+    return signalPassFailure();
+  }
+  if (auto existing = module->getAttrOfType<StringAttr>(kPrecisionAttr)) {
+    module.emitError("the module already computes in ")
+        << existing.getValue() << " (-cleave-mixed-precision ran before)";
+    return signalPassFailure();
+  }
+  for (auto func : module.getOps<func::FuncOp>())
+    if (!func.isExternal() && failed(rewrite(func, low)))
+      return signalPassFailure();
+  module->setAttr(kPrecisionAttr, StringAttr::get(ctx, precision));
+}
+
+} // namespace
