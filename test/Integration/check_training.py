@@ -159,6 +159,32 @@ def compare_losses(checker, case, got, want, rtol=LOSS_RTOL):
                    % (errs[worst], worst + 1, got[worst + 1][1], want[worst], rtol))
 
 
+def compare_loss_scales(checker, case, log_path, want):
+    """The loss scale after every step, from --log-json, exactly PyTorch's
+    (the same steps skipped, halved and doubled), and "skipped" exactly on
+    the steps that lowered it."""
+    got = {}
+    with open(log_path) as f:
+        for line in f:
+            if line.strip():
+                record = json.loads(line)
+                got[record["step"]] = (record.get("loss_scale"), record.get("skipped"))
+    problems = []
+    previous = float("inf")
+    for k, scale in enumerate(want, 1):
+        have, skipped = got.get(k, (None, None))
+        if have != scale or skipped != (scale < previous):
+            problems.append(f"step {k}: scale {have}, skipped {skipped}; expected "
+                            f"{scale}, {scale < previous}")
+        previous = scale
+    detail = "scales %s, skipped steps %s" % (
+        [got.get(k, (None,))[0] for k in range(1, len(want) + 1)],
+        [k for k, (_, skip) in sorted(got.items()) if skip])
+    if problems:
+        detail += "; " + "; ".join(problems[:3])
+    checker.report(not problems, case, "loss scale", detail)
+
+
 def is_counter(name):
     """Integer state compared exactly: the step and the loss scaler's."""
     return name == "optimizer.step" or name.startswith("amp.")
@@ -399,6 +425,8 @@ def check_config(checker, compiler, folder, work):
     except (OSError, ValueError) as e:
         checker.report(False, case, "parameters", f"checkpoint: {e}")
         return
+    if "loss_scale" in expected:
+        compare_loss_scales(checker, case, log, expected["loss_scale"])
     if precision:
         flags = config["flags"]
         optimizer = flags[flags.index("--optimizer") + 1]

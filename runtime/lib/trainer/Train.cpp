@@ -132,17 +132,22 @@ output:
   --log-json FILE     one JSON object per step and line:
                       {"step": k, "loss": x, "tokens_per_s": y, "ms": z}
                       (loss with 9 significant digits, which round-trip
-                      an f32; appended to with --resume)
+                      an f32; appended to with --resume); programs with
+                      dynamic loss scaling (--precision fp16) add
+                      "loss_scale" (after the step) and "skipped"
   --help              this message
 
 progress line:
   step k/N  loss X  tokens/s Y  ms/step Z  eta Ts  mem M MiB
+  [scale S  skipped K]
 tokens are the elements of the target per step; tokens/s and ms/step
 average the steps since the previous line (one step: copying the
 batch in, running the program and reading the loss back); eta
 extrapolates the mean step time of this run; mem is the process's
 peak resident memory (the data, the runtime and, on the CPU, the
-arena).
+arena). With dynamic loss scaling, S is the loss scale after the step
+and K the steps skipped so far (their gradients held an inf or NaN:
+the parameters were not updated and the scale halved).
 
 checkpoints: DIR/model.safetensors holds every parameter (the model's
 and the optimizer state, "optimizer.step" included) with __metadata__
@@ -453,6 +458,16 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
 
   installSignalHandlers();
   const cleave_named_tensor &lossOut = p.outputs[0];
+  // Dynamic loss scaling: a step that lowered the scale was skipped.
+  const cleave_named_tensor *lossScale = nullptr;
+  for (int64_t i = p.num_model_params; i < p.num_params; ++i)
+    if (std::strcmp(p.params[i].name, "amp.loss_scale") == 0 &&
+        p.params[i].tensor.dtype == CLEAVE_F32)
+      lossScale = &p.params[i];
+  float scale = 0;
+  int64_t skipped = 0;
+  if (lossScale)
+    arena.read(lossScale->tensor, &scale);
   std::optional<float> loss;
   int64_t done = first - 1, savedAt = -1;
   double totalMs = 0, windowMs = 0;
@@ -472,17 +487,30 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
         std::chrono::steady_clock::now() - start;
     loss = value;
     done = step;
+    bool skippedStep = false;
+    if (lossScale) {
+      float next;
+      arena.read(lossScale->tensor, &next);
+      skippedStep = next < scale;
+      skipped += skippedStep;
+      scale = next;
+    }
     double ms = took.count();
     totalMs += ms;
     windowMs += ms;
     ++windowSteps;
 
     if (logJson) {
+      std::string scaling =
+          lossScale ? ", \"loss_scale\": " + jsonFloat(scale) +
+                          ", \"skipped\": " + (skippedStep ? "true" : "false")
+                    : "";
       std::fprintf(logJson.get(),
                    "{\"step\": %lld, \"loss\": %s, \"tokens_per_s\": %.1f, "
-                   "\"ms\": %.3f}\n",
+                   "\"ms\": %.3f%s}\n",
                    (long long)step, jsonFloat(value).c_str(),
-                   ms > 0 ? double(tokensPerStep) * 1000 / ms : 0.0, ms);
+                   ms > 0 ? double(tokensPerStep) * 1000 / ms : 0.0, ms,
+                   scaling.c_str());
       if (std::fflush(logJson.get()) != 0)
         fail("cannot write the log " + o.logJson + ": " + std::strerror(errno));
     }
@@ -490,10 +518,14 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
       double avg = windowMs / double(windowSteps);
       double eta = totalMs / double(step - first + 1) * double(last - step);
       std::printf("step %lld/%lld  loss %.6g  tokens/s %.0f  ms/step %.2f  "
-                  "eta %.0fs  mem %.0f MiB\n",
+                  "eta %.0fs  mem %.0f MiB",
                   (long long)step, (long long)last, double(value),
                   avg > 0 ? double(tokensPerStep) * 1000 / avg : 0.0, avg,
                   eta / 1000, peakRssMiB());
+      if (lossScale)
+        std::printf("  scale %g  skipped %lld", double(scale),
+                    (long long)skipped);
+      std::printf("\n");
       std::fflush(stdout);
       windowMs = 0;
       windowSteps = 0;
@@ -518,6 +550,11 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
       std::printf("trained steps %lld..%lld in %.1f s, final loss %s\n",
                   (long long)first, (long long)done, totalMs / 1000,
                   jsonFloat(*loss).c_str());
+    if (done >= first && lossScale)
+      std::printf("loss scaling: %lld of %lld steps skipped (non-finite "
+                  "gradients), scale now %g\n",
+                  (long long)skipped, (long long)(done - first + 1),
+                  double(scale));
     else
       std::printf("no steps to run: the checkpoint is at step %lld\n",
                   (long long)done);

@@ -13,6 +13,8 @@
 
 #include "CudaTestUtil.h"
 
+#include <cmath>
+
 using namespace cleave::rt::test;
 
 namespace {
@@ -126,6 +128,35 @@ TEST_F(CudaOptimizer, AdamwLargeParameter) {
   p.expectMatch(param, "adamw large param", {1e-5, 1e-6});
   p.expectMatch(m, "adamw large m");
   p.expectMatch(v, "adamw large v");
+}
+
+// A non-finite scale (loss scaling found an inf or NaN gradient), read on
+// the device, skips the update: both backends leave every byte as it was.
+TEST_F(CudaOptimizer, NonFiniteScaleSkipsTheUpdate) {
+  for (double bad : {std::nan(""), HUGE_VAL}) {
+    int64_t n = 20011;
+    DevicePair p;
+    cleave_tensor param = p.add(CLEAVE_F32, {n});
+    cleave_tensor grad = p.add(CLEAVE_F16, {n});
+    cleave_tensor m = p.add(CLEAVE_F32, {n});
+    cleave_tensor v = p.add(CLEAVE_F32, {n});
+    cleave_tensor step = p.add(CLEAVE_I64, {});
+    cleave_tensor scale = p.add(CLEAVE_F32, {});
+    p.fill(param, -1, 1, 300);
+    p.fill(grad, -1, 1, 301);
+    p.fill(m, -1, 1, 302);
+    p.fill(v, 0.5, 1, 303);
+    p.setValues(step, {4});
+    p.setValues(scale, {bad});
+    CUDA_AND_CPU(p, adamw, &param, &grad, &m, &v, &step, &scale, 1e-3, 0.9,
+                 0.999, 1e-8, 0.01);
+    CUDA_AND_CPU(p, sgd, &param, &grad, &m, &step, &scale, 0.1, 0.9, 0.0, 0.01,
+                 0);
+    std::string what = "scale " + std::to_string(bad);
+    p.expectMatch(param, what + " param", {0, 0});
+    p.expectMatch(m, what + " m", {0, 0});
+    p.expectMatch(v, what + " v", {0, 0});
+  }
 }
 
 } // namespace
