@@ -11,7 +11,9 @@
 
 #include "cleave/Runtime/Npy.h"
 
+#include <filesystem>
 #include <fstream>
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,15 +22,30 @@ using namespace cleave::rt::test;
 
 namespace {
 
-std::string tempDir() {
-  static std::string dir = [] {
-    std::string d =
-        ::testing::TempDir() + "cleave_npy_test_" + std::to_string(::getpid());
-    ::mkdir(d.c_str(), 0755);
-    return d;
-  }();
-  return dir;
-}
+/// The folder of this process's test files, removed when the tests end.
+class TempFolder : public ::testing::Environment {
+public:
+  const std::string &path() {
+    if (dir.empty()) {
+      dir = ::testing::TempDir() + "cleave_npy_test_" +
+            std::to_string(::getpid());
+      std::filesystem::create_directories(dir);
+    }
+    return dir;
+  }
+  void TearDown() override {
+    if (!dir.empty())
+      std::filesystem::remove_all(dir);
+  }
+
+private:
+  std::string dir;
+};
+
+TempFolder *const tempFolder = static_cast<TempFolder *>(
+    ::testing::AddGlobalTestEnvironment(new TempFolder));
+
+std::string tempDir() { return tempFolder->path(); }
 
 std::string tempPath(const std::string &name) { return tempDir() + "/" + name; }
 
