@@ -2,7 +2,9 @@
 //
 // transpose, broadcast_in_dim, slice, concat and gather on the GPU, and the
 // transposes of two of them for autodiff: slice_grad (a strided scatter into
-// zeros) and gather_grad (a scatter-add in f32 with atomics). Except
+// zeros) and gather_grad (a deterministic scatter-add in f32: the
+// positions of each target row sorted stably by cub's radix sort, then
+// summed in ascending order, as the CPU backend does). Except
 // gather_grad they move bytes of any dtype without converting (input and
 // output dtypes must match), as elements of up to 16 bytes: contiguous runs
 // are moved in the widest unit that their length and alignment allow. A
@@ -334,27 +336,47 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-/// acc[o, idx[j], c] += dy[o, j, c] in f32 (atomics: the order of the
-/// additions into one element varies from run to run).
-template <typename Index>
+/// gather_grad's first pass: the target row of each index (counted from
+/// the end when negative), with the count of each row (integer atomics:
+/// the counts do not depend on the order). A bad index is reported and
+/// counted as row 0, so the pass completes.
 __global__ void __launch_bounds__(kThreads)
-    gatherGradKernel(const char *dy, int32_t dyType, const char *idx,
-                     int32_t idxType, Index numIdx, int64_t size, Index inner,
-                     Index total, float *acc, DeviceError *slot) {
-  Index step = Index(gridDim.x) * Index(blockDim.x);
-  for (Index i = Index(blockIdx.x) * Index(blockDim.x) + Index(threadIdx.x);
-       i < total; i += step) {
-    Index t = i / inner, c = i - t * inner;
-    Index o = t / numIdx, j = t - o * numIdx;
+    gatherGradRowsKernel(const char *idx, int32_t idxType, int32_t numIdx,
+                         int64_t size, int32_t *rows, int32_t *positions,
+                         int32_t *counts, DeviceError *slot) {
+  for (int32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < numIdx;
+       j += gridDim.x * blockDim.x) {
     int64_t v = indexAt(idx, idxType, j);
     if (v < -size || v >= size) {
       raiseError(slot, kIndexOutOfRange, kGatherGrad, v, size);
-      continue;
-    }
-    if (v < 0) // counted from the end, as in the forward
+      v = 0;
+    } else if (v < 0) {
       v += size;
-    atomicAdd(acc + (int64_t(o) * size + v) * int64_t(inner) + c,
-              loadF32(dy, dyType, i));
+    }
+    rows[j] = int32_t(v);
+    positions[j] = j;
+    atomicAdd(counts + v, 1);
+  }
+}
+
+/// out[o, v, c] = the sum of dy[o, j, c] over the positions j of row v in
+/// ascending order (`positions` sorted by row, stably; `first` the exclusive
+/// prefix sum of the counts), in f32 from 0: the CPU backend's order, so
+/// the two agree bit for bit and every run gives the same bytes.
+__global__ void __launch_bounds__(kThreads)
+    gatherGradSumKernel(const char *dy, int32_t dyType, int64_t numIdx,
+                        int64_t size, int64_t inner, int64_t total,
+                        const int32_t *positions, const int32_t *first,
+                        char *out, int32_t outType) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t c = i % inner, t = i / inner;
+    int64_t v = t % size, o = t / size;
+    float acc = 0.0f;
+    int64_t base = o * numIdx * inner + c;
+    for (int32_t p = first[v], end = first[v + 1]; p < end; ++p)
+      acc = __fadd_rn(acc, loadF32(dy, dyType, base + positions[p] * inner));
+    storeF32(out, outType, i, acc);
   }
 }
 
@@ -476,39 +498,52 @@ void cleave_rt_gather_grad(char *arena, const cleave_tensor *dy,
                            const cleave_tensor *out, int64_t dim) {
   const char *k = "cleave_rt_gather_grad";
   GatherPlan g = checkGatherGrad(k, dy, indices, out, dim);
-  int64_t outer = g.outer, inner = g.inner, size = g.size;
-  int64_t numIdx = numElements(*indices);
+  int64_t inner = g.inner, size = g.size;
+  int64_t numIdx = numElements(*indices), count = numElements(*out);
   const char *idx = dataOf(arena, *indices);
-  int64_t total = outer * numIdx * inner, count = numElements(*out);
-  // Sums in f32: in out itself when it is f32 and dy is elsewhere, else in a
-  // zeroed temporary stored into out at the end.
-  bool direct = out->dtype == CLEAVE_F32 && !overlaps(*dy, *out);
-  ScratchBuffer accBuffer;
-  float *acc;
-  if (direct) {
-    acc = reinterpret_cast<float *>(dataOf(arena, *out));
-  } else {
-    accBuffer.allocate(size_t(count) * sizeof(float), k);
-    acc = accBuffer.as<float>();
+  if (numIdx > INT32_MAX || size >= INT32_MAX)
+    cleave_rt_fail("%s: %lld indices into %lld rows: the CUDA backend sorts "
+                   "at most 2^31 - 1 of either",
+                   k, (long long)numIdx, (long long)size);
+  // A deterministic scatter-add (DataMovement's header): the positions of
+  // each row in ascending order, by a stable radix sort on the row, then
+  // one thread per output element sums its row's positions in that order.
+  ScratchBuffer rowsBuffer, positionsBuffer, countsBuffer, sortedBuffer;
+  int32_t *rows = nullptr, *positions = nullptr, *first = nullptr,
+          *sorted = nullptr;
+  int32_t n = int32_t(numIdx);
+  if (n > 0) {
+    rowsBuffer.allocate(2 * size_t(n) * sizeof(int32_t), k);
+    positionsBuffer.allocate(2 * size_t(n) * sizeof(int32_t), k);
+    rows = rowsBuffer.as<int32_t>();
+    positions = positionsBuffer.as<int32_t>();
+    sorted = positions + n;
   }
-  if (count)
-    check(cudaMemsetAsync(acc, 0, size_t(count) * sizeof(float), stream()),
-          "cleave_rt_gather_grad");
-  if (total == 0) {
+  countsBuffer.allocate(2 * (size_t(size) + 1) * sizeof(int32_t), k);
+  int32_t *counts = countsBuffer.as<int32_t>();
+  first = counts + size + 1;
+  check(cudaMemsetAsync(counts, 0, (size_t(size) + 1) * sizeof(int32_t),
+                        stream()),
+        k);
+  if (n > 0) {
+    gatherGradRowsKernel<<<blocksFor(n), kThreads, 0, stream()>>>(
+        idx, indices->dtype, n, size, rows, positions, counts, errorSlot());
+    checkLaunch("gather_grad");
+    sortPositionsByRow(rows, rows + n, positions, sorted, n, size, k);
+  } else {
     checkIndicesOnly(idx, *indices, size, kGatherGrad, "gather_grad");
-  } else if (total <= INT32_MAX) {
-    gatherGradKernel<uint32_t><<<blocksFor(total), kThreads, 0, stream()>>>(
-        dataOf(arena, *dy), dy->dtype, idx, indices->dtype, uint32_t(numIdx),
-        size, uint32_t(inner), uint32_t(total), acc, errorSlot());
-    checkLaunch("gather_grad");
-  } else {
-    gatherGradKernel<int64_t><<<blocksFor(total), kThreads, 0, stream()>>>(
-        dataOf(arena, *dy), dy->dtype, idx, indices->dtype, numIdx, size, inner,
-        total, acc, errorSlot());
-    checkLaunch("gather_grad");
   }
-  if (!direct)
-    deviceFromF32(acc, dataOf(arena, *out), out->dtype, count, k);
+  exclusivePrefixSum(counts, first, int32_t(size + 1), k);
+  if (count == 0)
+    return;
+  // dy is read while out is written: a copy when they share bytes.
+  ScratchBuffer dyCopy;
+  const char *dyBytes =
+      bytesInput(arena, *dy, overlaps(*dy, *out), dyCopy, k);
+  gatherGradSumKernel<<<blocksFor(count), kThreads, 0, stream()>>>(
+      dyBytes, dy->dtype, numIdx, size, inner, count, sorted, first,
+      dataOf(arena, *out), out->dtype);
+  checkLaunch("gather_grad");
 }
 
 void cleave_rt_slice_grad(char *arena, const cleave_tensor *dy,

@@ -49,6 +49,16 @@ private:
   void *ptr = nullptr;
 };
 
+/// Sorts the `n` pairs (rows[i], positions[i]) by row, stably (a radix
+/// sort over the bits of a row index below `numRows`), into the `sorted*`
+/// arrays (RowSort.cu).
+void sortPositionsByRow(const int32_t *rows, int32_t *sortedRows,
+                        const int32_t *positions, int32_t *sortedPositions,
+                        int32_t n, int64_t numRows, const char *kernel);
+/// out[i] = in[0] + ... + in[i - 1] for i < n (RowSort.cu).
+void exclusivePrefixSum(const int32_t *in, int32_t *out, int32_t n,
+                        const char *kernel);
+
 /// Converts `n` elements of dtype `dtype` at `src` to f32 at `dst`.
 void deviceToF32(const char *src, int32_t dtype, float *dst, int64_t n,
                  const char *kernel);
