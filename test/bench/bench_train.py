@@ -85,8 +85,10 @@ def step_seconds(record, tokens):
     return tokens / float(record["tokens_per_s"])
 
 
-def time_cleave(compiler, model, idx, labels, steps, warmup, workdir, name):
-    """Median seconds of a compiled AdamW step, and the first step's loss."""
+def time_cleave(compiler, model, idx, labels, steps, warmup, workdir, name,
+                flags=()):
+    """Median seconds of a compiled AdamW step (compiled with the extra
+    cleave-compile `flags`), and the first step's loss."""
     batch = idx.shape[0] // 2
     onnx_path = os.path.join(workdir, name + ".onnx")
     torch.onnx.export(model, (idx[:batch],), onnx_path, input_names=["idx"],
@@ -94,7 +96,8 @@ def time_cleave(compiler, model, idx, labels, steps, warmup, workdir, name):
                       do_constant_folding=False)
     prog = os.path.join(workdir, name)
     subprocess.run([compiler, onnx_path, "--train", "--loss", "cross-entropy",
-                    "--optimizer", "adamw", "--lr", repr(LR), "-o", prog], check=True)
+                    "--optimizer", "adamw", "--lr", repr(LR), *flags, "-o", prog],
+                   check=True)
     idx_path = os.path.join(workdir, name + "-idx.npy")
     labels_path = os.path.join(workdir, name + "-labels.npy")
     np.save(idx_path, idx.numpy())

@@ -353,7 +353,8 @@ void AutodiffPass::runOnOperation() {
 
   // Forward, loss and backward of each microbatch; parameter gradients
   // summed over reads and microbatches.
-  Type f32 = outType.getElementType();
+  // The loss's type: cross-entropy's is f32 whatever the logits' type.
+  Type f32 = loss == "mse" ? outType.getElementType() : b.getF32Type();
   int64_t numRulesApplied = 0;
   // The loss gradient each microbatch starts from: 1/K, times the loss
   // scale when scaling (the state parameter added with the updates).
@@ -400,6 +401,14 @@ void AutodiffPass::runOnOperation() {
       }
       cloned.push_back(b.clone(op, map));
     }
+    // Logits the forward computed in 16 bits and cast to f32 for its
+    // signature (-cleave-mixed-precision) go to the cross-entropy as they
+    // are: it reads them into f32 anyway, and the f32 logits and their f32
+    // gradient are never stored.
+    if (auto widen = output.getDefiningOp<CastOp>())
+      if (loss == "cross-entropy" && isa<FloatType>(
+              typeOf(widen.getOperand()).getElementType()))
+        output = widen.getOperand();
     auto scalarType = RankedTensorType::get({}, f32);
     Operation *lossOp =
         loss == "mse"

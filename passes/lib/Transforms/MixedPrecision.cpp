@@ -114,9 +114,11 @@ LogicalResult MixedPrecisionPass::rewrite(func::FuncOp func, FloatType low) {
       ++numRetyped;
       continue;
     }
-    if (isa<CrossEntropyOp, MseOp>(op)) {
-      // A loss inside the model is computed in f32, as the loss that
-      // -cleave-autodiff adds.
+    if (isa<CrossEntropyOp>(op))
+      continue; // reads 16-bit logits into f32; its result is f32
+    if (isa<MseOp>(op)) {
+      // An mse inside the model is computed in f32 (its result has its
+      // operands' type), as the loss that -cleave-autodiff adds.
       b.setInsertionPoint(&op);
       for (OpOperand &operand : op.getOpOperands()) {
         auto type = dyn_cast<RankedTensorType>(operand.get().getType());

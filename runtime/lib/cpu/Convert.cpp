@@ -10,7 +10,10 @@
 #include "cleave/Runtime/Float16.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 
 using namespace cleave::rt;
 
@@ -222,6 +225,63 @@ void convertFrom(const uint8_t *src, void *dst, int32_t dtype, int64_t n) {
 }
 } // namespace
 
+namespace {
+/// Free conversion buffers by capacity. Retained memory is bounded: past
+/// kPoolLimit bytes, returned buffers are freed instead.
+class BufferPool {
+public:
+  static BufferPool &get() {
+    static BufferPool *pool = new BufferPool; // never destroyed: used at exit
+    return *pool;
+  }
+  void *take(size_t bytes, size_t &capacity) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      // The smallest free buffer that fits, unless it is over twice the size.
+      auto it = free.lower_bound(bytes);
+      if (it != free.end() && it->first <= 2 * bytes) {
+        capacity = it->first;
+        void *p = it->second;
+        retained -= it->first;
+        free.erase(it);
+        return p;
+      }
+    }
+    capacity = (bytes + 63) / 64 * 64;
+    void *p = std::aligned_alloc(64, capacity);
+    if (!p)
+      cleave_rt_fail("out of host memory: a conversion buffer of %zu bytes",
+                     capacity);
+    return p;
+  }
+  void give(void *p, size_t capacity) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (retained + capacity > kPoolLimit) {
+      std::free(p);
+      return;
+    }
+    retained += capacity;
+    free.emplace(capacity, p);
+  }
+
+private:
+  static constexpr size_t kPoolLimit = size_t(4) << 30;
+  std::mutex mutex;
+  std::multimap<size_t, void *> free;
+  size_t retained = 0;
+};
+} // namespace
+
+PooledBuffer::~PooledBuffer() {
+  if (ptr)
+    BufferPool::get().give(ptr, capacity);
+}
+
+void *PooledBuffer::allocate(size_t bytes) {
+  ptr = BufferPool::get().take(bytes ? bytes : 1, capacity);
+  return ptr;
+}
+
 template <typename T>
 Input<T>::Input(char *arena, const cleave_tensor &t, bool copy) {
   const char *src = dataOf(arena, t);
@@ -230,9 +290,9 @@ Input<T>::Input(char *arena, const cleave_tensor &t, bool copy) {
     ptr = reinterpret_cast<const T *>(src);
     return;
   }
-  storage.resize(size_t(n));
-  convertTo(src, t.dtype, storage.data(), n);
-  ptr = storage.data();
+  T *buffer = static_cast<T *>(storage.allocate(size_t(n) * sizeof(T)));
+  convertTo(src, t.dtype, buffer, n);
+  ptr = buffer;
 }
 
 template <typename T>
@@ -242,8 +302,7 @@ Output<T>::Output(char *arena, const cleave_tensor &t)
     ptr = static_cast<T *>(dest);
     return;
   }
-  storage.resize(size_t(count));
-  ptr = storage.data();
+  ptr = static_cast<T *>(storage.allocate(size_t(count) * sizeof(T)));
 }
 
 template <typename T> void Output<T>::commit() {

@@ -66,6 +66,25 @@ template <> struct ComputeType<uint8_t> {
   static constexpr int32_t dtype = CLEAVE_I1;
 };
 
+/// Uninitialized host memory for a converted copy of a tensor, taken from
+/// and returned to a process-wide pool: a kernel call on 16-bit tensors
+/// converts its operands to f32, and a fresh large allocation per call
+/// would cost a zero fill and a page fault per 4 KiB (the allocator returns
+/// large blocks to the system on free), more than the conversion itself.
+class PooledBuffer {
+public:
+  PooledBuffer() = default;
+  ~PooledBuffer();
+  PooledBuffer(const PooledBuffer &) = delete;
+  PooledBuffer &operator=(const PooledBuffer &) = delete;
+  /// At least `bytes` bytes, 64-byte aligned; once per buffer.
+  void *allocate(size_t bytes);
+
+private:
+  void *ptr = nullptr;
+  size_t capacity = 0;
+};
+
 /// A read-only view of an arena tensor as T: the arena bytes themselves when
 /// the dtype is T's, else a converted copy. `copy` forces a copy, for kernels
 /// whose output may alias this input.
@@ -79,7 +98,7 @@ public:
 
 private:
   const T *ptr;
-  std::vector<T> storage;
+  PooledBuffer storage;
 };
 
 /// A writable view of an arena tensor as T; `commit` stores a converted copy
@@ -98,7 +117,7 @@ private:
   int32_t dtype;
   int64_t count;
   T *ptr;
-  std::vector<T> storage;
+  PooledBuffer storage;
 };
 
 /// NumPy broadcasting of up to three operands to an output shape, with

@@ -664,7 +664,8 @@ LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *, OptLoc loc,
     return emitOptionalError(loc, "labels ", *labels,
                              " must have the shape of logits ", *logits,
                              " without the class dimension");
-  inferred.push_back(RankedTensorType::get({}, logits->getElementType()));
+  inferred.push_back(
+      RankedTensorType::get({}, Float32Type::get(logits->getContext())));
   return success();
 }
 

@@ -543,7 +543,9 @@ def Graph_CrossEntropyOp : Graph_Op<"cross_entropy", [Pure,
   let description = [{
     `logits: [..., C]`, `labels: [...]` (integers in [0, C)); the result is
     the mean over all positions whose label is not `ignore_index`, as
-    PyTorch's `cross_entropy` with reduction "mean".
+    PyTorch's `cross_entropy` with reduction "mean". The result is f32
+    whatever the logits' float type: the log-sum-exp and the mean are taken
+    in f32, so 16-bit logits need no f32 copy.
 
     ```mlir
     %l = graph.cross_entropy %logits, %labels ignore_index -100 : tensor<2x8x100xf32>, tensor<2x8xi64>
