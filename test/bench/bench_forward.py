@@ -115,15 +115,22 @@ def setup(doc, repeat, add_arguments=None):
     return args, load_gpt_module()
 
 
+def selected_models(args, gpt):
+    """(index, name, (vocab, layers, hidden, heads, seq, batch), model) of
+    each configuration that --only selects."""
+    for i, (name, config) in enumerate(CONFIGS.items()):
+        if args.only in name:
+            vocab, layers, hidden, heads, seq, _ = config
+            yield i, name, config, build_model(gpt, vocab, layers, hidden, heads, seq)
+
+
 def main():
     args, gpt = setup(__doc__, repeat=20)
     print(f"{'model':32} {'PyTorch tok/s':>14} {'Cleave tok/s':>13} {'ratio':>6} "
           f"{'Cleave GFLOP/s':>15} {'of ceiling':>10} {'max rel err':>11}")
     with tempfile.TemporaryDirectory() as workdir:
-        for i, (name, (vocab, layers, hidden, heads, seq, batch)) in enumerate(CONFIGS.items()):
-            if args.only not in name:
-                continue
-            model = build_model(gpt, vocab, layers, hidden, heads, seq)
+        for i, name, config, model in selected_models(args, gpt):
+            vocab, layers, hidden, heads, seq, batch = config
             torch.manual_seed(1)
             idx = torch.randint(0, vocab, (batch, seq), dtype=torch.long)
             t_torch = time_torch(model, idx, args.repeat)

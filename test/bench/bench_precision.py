@@ -22,12 +22,11 @@ import subprocess
 import sys
 import tempfile
 
-import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from bench_forward import CONFIGS, build_model, setup  # noqa: E402
-from bench_train import time_cleave  # noqa: E402
+from bench_forward import selected_models, setup  # noqa: E402
+from bench_train import time_cleave, training_batches  # noqa: E402
 
 PRECISIONS = ("fp32", "bf16", "fp16")
 UNITS = {"B": 1, "KiB": 2 ** 10, "MiB": 2 ** 20, "GiB": 2 ** 30}
@@ -56,13 +55,9 @@ def main():
     print(f"{'model':32} {'precision':>9} {'arena MiB':>10} {'of which not params/state':>26} "
           f"{'tok/s':>8} {'step-1 loss':>12}")
     with tempfile.TemporaryDirectory() as workdir:
-        for i, (name, (vocab, layers, hidden, heads, seq, batch)) in enumerate(CONFIGS.items()):
-            if args.only not in name:
-                continue
-            model = build_model(gpt, vocab, layers, hidden, heads, seq)
-            torch.manual_seed(1)
-            stream = torch.randint(0, vocab, (2 * batch, seq + 1), dtype=torch.long)
-            idx, labels = stream[:, :-1].contiguous(), stream[:, 1:].contiguous()
+        for i, name, config, model in selected_models(args, gpt):
+            vocab, _, _, _, seq, batch = config
+            idx, labels = training_batches(vocab, seq, batch)
             for precision in PRECISIONS:
                 tag = f"model{i}-{precision}"
                 seconds, loss = time_cleave(args.compile, model, idx, labels,

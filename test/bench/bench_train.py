@@ -37,7 +37,7 @@ import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from bench_forward import CONFIGS, build_model, setup  # noqa: E402
+from bench_forward import selected_models, setup  # noqa: E402
 
 LR = 1e-4
 
@@ -85,6 +85,13 @@ def step_seconds(record, tokens):
     return tokens / float(record["tokens_per_s"])
 
 
+def training_batches(vocab, seq, batch):
+    """Two batches' worth of token ids and their next-token labels."""
+    torch.manual_seed(1)
+    stream = torch.randint(0, vocab, (2 * batch, seq + 1), dtype=torch.long)
+    return stream[:, :-1].contiguous(), stream[:, 1:].contiguous()
+
+
 def time_cleave(compiler, model, idx, labels, steps, warmup, workdir, name,
                 flags=()):
     """Median seconds of a compiled AdamW step (compiled with the extra
@@ -123,14 +130,9 @@ def main():
           f"{'PyTorch GFLOP/s':>16} {'Cleave GFLOP/s':>15} {'of ceiling':>10} "
           f"{'step-1 loss diff':>16}")
     with tempfile.TemporaryDirectory() as workdir:
-        for i, (name, (vocab, layers, hidden, heads, seq, batch)) in enumerate(CONFIGS.items()):
-            if args.only not in name:
-                continue
-            model = build_model(gpt, vocab, layers, hidden, heads, seq)
-            # Two batches' worth of token ids and next-token labels.
-            torch.manual_seed(1)
-            stream = torch.randint(0, vocab, (2 * batch, seq + 1), dtype=torch.long)
-            idx, labels = stream[:, :-1].contiguous(), stream[:, 1:].contiguous()
+        for i, name, config, model in selected_models(args, gpt):
+            vocab, layers, hidden, heads, seq, batch = config
+            idx, labels = training_batches(vocab, seq, batch)
             # Cleave first: it exports the weights before PyTorch trains them.
             t_cleave, loss_cleave = time_cleave(args.compile, model, idx, labels,
                                                 args.repeat, args.warmup, workdir,

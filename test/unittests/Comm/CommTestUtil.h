@@ -14,6 +14,8 @@
 #ifndef CLEAVE_TEST_UNITTESTS_COMM_COMMTESTUTIL_H
 #define CLEAVE_TEST_UNITTESTS_COMM_COMMTESTUTIL_H
 
+#include "RuntimeTestUtil.h" // Shape, product, byteSize
+
 #include "cleave/Runtime/Float16.h"
 #include "cleave/Runtime/cleave_comm.h"
 
@@ -27,8 +29,6 @@
 
 namespace cleave::rt::test {
 
-using Shape = std::vector<int64_t>;
-
 /// Why the engine cannot run here ("" when it can); set by the main.
 std::string &skipReason();
 
@@ -41,27 +41,6 @@ protected:
   }
 };
 
-inline int64_t product(const Shape &shape) {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
-}
-
-inline size_t dtypeBytes(int32_t dtype) {
-  switch (dtype) {
-  case CLEAVE_F32:
-  case CLEAVE_I32:
-    return 4;
-  case CLEAVE_F16:
-  case CLEAVE_BF16:
-    return 2;
-  case CLEAVE_I64:
-    return 8;
-  default:
-    return 1;
-  }
-}
 
 inline const char *dtypeString(int32_t dtype) {
   static const char *names[] = {"f32", "f16", "bf16", "i64", "i32", "i1"};
@@ -128,14 +107,14 @@ public:
     t.rank = int32_t(shape.size());
     for (size_t d = 0; d < shape.size(); ++d)
       t.shape[d] = shape[d];
-    int64_t bytes = product(shape) * int64_t(dtypeBytes(dtype));
+    int64_t bytes = product(shape) * int64_t(byteSize(dtype));
     used += (bytes + 63) / 64 * 64;
     EXPECT_LE(used, capacity) << "test arena too small";
     return t;
   }
 
   void write(const cleave_tensor &t, const std::vector<double> &values) {
-    size_t size = dtypeBytes(t.dtype);
+    size_t size = byteSize(t.dtype);
     std::vector<char> bytes(values.size() * size);
     for (size_t i = 0; i < values.size(); ++i) {
       char *p = bytes.data() + i * size;
@@ -177,7 +156,7 @@ public:
     int64_t n = 1;
     for (int d = 0; d < t.rank; ++d)
       n *= t.shape[d];
-    size_t size = dtypeBytes(t.dtype);
+    size_t size = byteSize(t.dtype);
     std::vector<char> bytes(size_t(n) * size);
     cleave_rt_arena_read(base, t.offset, bytes.data(), int64_t(bytes.size()));
     std::vector<double> values(static_cast<size_t>(n));
