@@ -3,26 +3,38 @@
 // softmax(q k^T * scale + mask) v with grouped-query heads, an optional i1
 // or additive float mask broadcast to [B, H, Sq, Sk], top-left aligned
 // causal masking, and zeros for query rows whose keys are all masked (see
-// cleave_rt.h), computed in f32 with materialized scores: per kv head, the
-// query heads that share it are consecutive in q ([B, H, Sq, D] with
-// h = hk * group + g), so they form one [group * Sq, D] matrix and every
-// product is one strided batched GEMM over the kv heads. A row kernel masks
-// the scores and takes the softmax in place. The kv heads are processed in
-// chunks whose score buffers stay under kScoreBudget bytes.
+// cleave_rt.h).
 //
-// attention_grad recomputes P the same way, then dP = dO v^T,
-// dS = P (dP - rowsum(P dP)), dq = scale dS k, dk = scale dS^T q and
-// dv = P^T dO; in the stacked layout the last two sum over the query heads
-// of a kv head inside the GEMM.
+// Two implementations. The fused tiled kernels of FlashAttention.cu run by
+// default: they never store the scores, and their backward is
+// deterministic. The materialized implementation below takes the shapes
+// they do not (head dims past 128, or more shared memory than the device
+// grants a block), and every shape when the environment variable
+// CLEAVE_CUDA_ATTENTION is "materialized" (read at each call; "fused" or
+// unset is the default, any other value is an error).
+//
+// The materialized implementation computes in f32 with the scores stored:
+// per kv head, the query heads that share it are consecutive in q
+// ([B, H, Sq, D] with h = hk * group + g), so they form one [group * Sq, D]
+// matrix and every product is one strided batched GEMM over the kv heads.
+// A row kernel masks the scores and takes the softmax in place. The kv
+// heads are processed in chunks whose score buffers stay under
+// kScoreBudget bytes. attention_grad recomputes P the same way, then
+// dP = dO v^T, dS = P (dP - rowsum(P dP)), dq = scale dS k,
+// dk = scale dS^T q and dv = P^T dO; in the stacked layout the last two
+// sum over the query heads of a kv head inside the GEMM.
 //
 //===----------------------------------------------------------------------===//
 
 #include "DeviceUtil.cuh"
+#include "FlashAttention.cuh"
 
 #include "../cpu/KernelChecks.h"
 #include "../cpu/Tensor.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 
 using namespace cleave::rt;
 using namespace cleave::rt::cuda;
@@ -32,14 +44,6 @@ namespace {
 /// Bytes of one score buffer ([chunk kv heads, group * Sq, Sk] f32); a
 /// single kv head's scores may exceed it.
 constexpr int64_t kScoreBudget = int64_t(256) << 20;
-
-/// The mask as the row kernel reads it: i1 (keep where true) or an additive
-/// float of `dtype`, with element strides broadcast against [B, H, Sq, Sk].
-struct MaskArgs {
-  const char *data = nullptr;
-  int32_t dtype = CLEAVE_F32;
-  int64_t strides[4] = {0, 0, 0, 0};
-};
 
 /// The geometry the row kernels need to find (b, h, i) of a score row.
 struct RowGeometry {
@@ -53,7 +57,7 @@ struct RowGeometry {
 /// masked (max -inf) becomes zeros. NaN scores are skipped by the max, as
 /// in the CPU kernel, and propagate through the sum.
 __global__ void maskedSoftmaxKernel(float *s, int64_t rows, RowGeometry g,
-                                    MaskArgs mask) {
+                                    AttentionMask mask) {
   const float negInf = -INFINITY;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     float *sr = s + row * g.Sk;
@@ -114,9 +118,9 @@ __global__ void softmaxBackwardKernel(const float *p, float *ds, int64_t rows,
 
 /// The mask's strides broadcast against [B, H, Sq, Sk] (right-aligned,
 /// size-1 dims broadcast), checked on the host.
-MaskArgs maskArgs(const char *kn, char *arena, const cleave_tensor *mask,
-                  const AttentionShape &s) {
-  MaskArgs m;
+AttentionMask maskArgs(const char *kn, char *arena, const cleave_tensor *mask,
+                       const AttentionShape &s) {
+  AttentionMask m;
   if (!mask)
     return m;
   checkAttentionMask(kn, s, mask, m.strides);
@@ -136,7 +140,7 @@ int64_t chunkHeads(const AttentionShape &s) {
 /// Computes the softmax probabilities of kv heads [c0, c0 + nb) into `p`
 /// ([nb, group * Sq, Sk]): p = scale q k^T, masked, softmax per row.
 void probabilities(const char *kn, const AttentionShape &s, const float *q,
-                   const float *k, MaskArgs mask, bool causal, float scale,
+                   const float *k, AttentionMask mask, bool causal, float scale,
                    int64_t c0, int64_t nb, float *p) {
   int64_t gq = s.group() * s.Sq;
   gemmF32(kn, false, true, gq, s.Sk, s.D, scale, q + c0 * gq * s.D, s.D,
@@ -147,6 +151,27 @@ void probabilities(const char *kn, const AttentionShape &s, const float *q,
   maskedSoftmaxKernel<<<rowBlocks(rows), rowThreads(s.Sk), 0, stream()>>>(
       p, rows, g, mask);
   checkLaunchOf(kn);
+}
+
+/// Whether the fused kernels run for `s`: where they support it, unless
+/// CLEAVE_CUDA_ATTENTION=materialized (see the file comment). Read at each
+/// call, so that a test or a benchmark can switch between the two.
+bool useFused(const AttentionShape &s) {
+  const char *env = std::getenv("CLEAVE_CUDA_ATTENTION");
+  if (env && *env) {
+    if (std::strcmp(env, "materialized") == 0)
+      return false;
+    if (std::strcmp(env, "fused") != 0)
+      cleave_rt_fail("CLEAVE_CUDA_ATTENTION must be 'fused' or "
+                     "'materialized', got '%s'",
+                     env);
+  }
+  return flashAttentionSupports(s);
+}
+
+FlashProblem flashProblem(const AttentionShape &s, AttentionMask mask,
+                          int32_t causal, double scale) {
+  return FlashProblem{s, mask, causal != 0, float(scale)};
 }
 
 void zeroF32(float *data, const cleave_tensor &t) {
@@ -165,7 +190,7 @@ void cleave_rt_attention(char *arena, const cleave_tensor *q,
                          int32_t causal, double scale) {
   const char *kn = "cleave_rt_attention";
   AttentionShape s = checkAttention(kn, q, k, v, out, "out");
-  MaskArgs m = maskArgs(kn, arena, mask, s);
+  AttentionMask m = maskArgs(kn, arena, mask, s);
   if (numElements(*out) == 0)
     return;
   if (s.Sk == 0) {
@@ -174,6 +199,19 @@ void cleave_rt_attention(char *arena, const cleave_tensor *q,
                           size_t(numElements(*out)) * elementSize(out->dtype),
                           stream()),
           "zeroing the attention output");
+    return;
+  }
+  if (useFused(s)) {
+    // Inputs that out overwrites are read from copies (in their dtype).
+    ScratchBuffer qBuf, kBuf, vBuf;
+    FlashInput qi{bytesInput(arena, *q, overlaps(*q, *out), qBuf, kn),
+                  q->dtype};
+    FlashInput ki{bytesInput(arena, *k, overlaps(*k, *out), kBuf, kn),
+                  k->dtype};
+    FlashInput vi{bytesInput(arena, *v, overlaps(*v, *out), vBuf, kn),
+                  v->dtype};
+    flashAttention(kn, flashProblem(s, m, causal, scale), qi, ki, vi,
+                   {dataOf(arena, *out), out->dtype});
     return;
   }
   // Inputs that out overwrites are read from copies.
@@ -206,11 +244,24 @@ void cleave_rt_attention_grad(char *arena, const cleave_tensor *q,
                               double scale) {
   const char *kn = "cleave_rt_attention_grad";
   AttentionShape s = checkAttentionGrad(kn, q, k, v, dout, dq, dk, dv);
-  MaskArgs m = maskArgs(kn, arena, mask, s);
+  AttentionMask m = maskArgs(kn, arena, mask, s);
   // The gradients are written while every input is still being read.
   auto written = [&](const cleave_tensor &t) {
     return overlaps(t, *dq) || overlaps(t, *dk) || overlaps(t, *dv);
   };
+  if (useFused(s)) {
+    ScratchBuffer qBuf, kBuf, vBuf, doBuf;
+    FlashInput qi{bytesInput(arena, *q, written(*q), qBuf, kn), q->dtype};
+    FlashInput ki{bytesInput(arena, *k, written(*k), kBuf, kn), k->dtype};
+    FlashInput vi{bytesInput(arena, *v, written(*v), vBuf, kn), v->dtype};
+    FlashInput doi{bytesInput(arena, *dout, written(*dout), doBuf, kn),
+                   dout->dtype};
+    flashAttentionGrad(kn, flashProblem(s, m, causal, scale), qi, ki, vi, doi,
+                       {dataOf(arena, *dq), dq->dtype},
+                       {dataOf(arena, *dk), dk->dtype},
+                       {dataOf(arena, *dv), dv->dtype});
+    return;
+  }
   ScratchBuffer qBuf, kBuf, vBuf, doBuf, dqBuf, dkBuf, dvBuf;
   const float *qp = f32Input(arena, *q, written(*q), qBuf, kn);
   const float *kp = f32Input(arena, *k, written(*k), kBuf, kn);
