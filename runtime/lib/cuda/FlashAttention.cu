@@ -145,6 +145,31 @@ __device__ inline void dotTile(float (&acc)[kRowsPerThread][kColsPerThread],
   }
 }
 
+/// acc[i][jj] += sum over keys c of s[row ty + 8 i][c] * m[c][tx + 16 jj]:
+/// this thread's rows of (staged score tile) x (staged [key, width] tile),
+/// columns past `width` read as 0 (O += P V, dq += dS K).
+template <int NJ>
+__device__ inline void accumulateScoreProduct(
+    float (&acc)[kRowsPerThread][NJ], const float *s, const float *m, int ld,
+    int width, int64_t keys) {
+  int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
+  for (int c = 0; c < keys; ++c) {
+    float mc[NJ];
+#pragma unroll
+    for (int jj = 0; jj < NJ; ++jj) {
+      int d = tx + 16 * jj;
+      mc[jj] = d < width ? m[c * ld + d] : 0.0f;
+    }
+#pragma unroll
+    for (int i = 0; i < kRowsPerThread; ++i) {
+      float sc = s[(ty + 8 * i) * kScoreLd + c];
+#pragma unroll
+      for (int jj = 0; jj < NJ; ++jj)
+        acc[i][jj] = fmaf(sc, mc[jj], acc[i][jj]);
+    }
+  }
+}
+
 /// Score `s` (already scaled) of query i and key j of head (b, h) with the
 /// mask applied: -inf for masked keys, for keys after a causal query, and
 /// for the padding rows and keys of partial tiles (which read no mask).
@@ -267,22 +292,8 @@ __device__ inline void queryGrad(const Params &p, const QueryTile &t,
       }
     }
     __syncthreads();
-    int64_t keys = min(int64_t(kTile), p.Sk - k0);
-    for (int c = 0; c < keys; ++c) {
-      float kc[NJ];
-#pragma unroll
-      for (int jj = 0; jj < NJ; ++jj) {
-        int d = tx + 16 * jj;
-        kc[jj] = d < p.D ? t.k[c * t.ldd + d] : 0.0f;
-      }
-#pragma unroll
-      for (int i = 0; i < R; ++i) {
-        float ds = t.s[(ty + 8 * i) * kScoreLd + c];
-#pragma unroll
-        for (int jj = 0; jj < NJ; ++jj)
-          g[i][jj] = fmaf(ds, kc[jj], g[i][jj]);
-      }
-    }
+    accumulateScoreProduct(g, t.s, t.k, t.ldd, p.D,
+                           min(int64_t(kTile), p.Sk - k0));
   }
   float scale[R];
 #pragma unroll
@@ -362,22 +373,8 @@ __global__ void __launch_bounds__(kBlockThreads) queryKernel(Params p) {
     }
     __syncthreads();
     // O += P V over the tile's keys.
-    int64_t keys = min(int64_t(kTile), p.Sk - k0);
-    for (int c = 0; c < keys; ++c) {
-      float vc[NJ];
-#pragma unroll
-      for (int jj = 0; jj < NJ; ++jj) {
-        int d = tx + 16 * jj;
-        vc[jj] = d < p.Dv ? t.v[c * t.ldv + d] : 0.0f;
-      }
-#pragma unroll
-      for (int i = 0; i < R; ++i) {
-        float pc = t.s[(ty + 8 * i) * kScoreLd + c];
-#pragma unroll
-        for (int jj = 0; jj < NJ; ++jj)
-          o[i][jj] = fmaf(pc, vc[jj], o[i][jj]);
-      }
-    }
+    accumulateScoreProduct(o, t.s, t.v, t.ldv, p.Dv,
+                           min(int64_t(kTile), p.Sk - k0));
   }
   float inv[R];
 #pragma unroll
