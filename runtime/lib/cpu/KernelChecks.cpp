@@ -175,15 +175,24 @@ GatherPlan checkGatherGrad(const char *k, const cleave_tensor *dy,
   return gatherPlan(*out, dim);
 }
 
-void planTranspose(const char *k, const cleave_tensor *x,
-                   const cleave_tensor *out, const int64_t *perm,
-                   int64_t *srcStrides) {
+namespace {
+/// What transpose, broadcast_in_dim and slice check first: both descriptors,
+/// one dtype (they move bytes) and, with `sameRank`, one rank.
+void checkMoveOperands(const char *k, const cleave_tensor *x,
+                       const cleave_tensor *out, bool sameRank) {
   checkTensor(k, "x", x);
   checkTensor(k, "out", out);
   checkSameDtype(k, *x, *out);
-  if (x->rank != out->rank)
+  if (sameRank && x->rank != out->rank)
     cleave_rt_fail("%s: x has rank %d but out has rank %d", k, x->rank,
                    out->rank);
+}
+} // namespace
+
+void planTranspose(const char *k, const cleave_tensor *x,
+                   const cleave_tensor *out, const int64_t *perm,
+                   int64_t *srcStrides) {
+  checkMoveOperands(k, x, out, /*sameRank=*/true);
   int64_t xStrides[CLEAVE_RT_MAX_RANK];
   contiguousStrides(*x, xStrides);
   bool seen[CLEAVE_RT_MAX_RANK] = {};
@@ -204,9 +213,7 @@ void planTranspose(const char *k, const cleave_tensor *x,
 void planBroadcastInDim(const char *k, const cleave_tensor *x,
                         const cleave_tensor *out, const int64_t *dims,
                         int64_t *srcStrides) {
-  checkTensor(k, "x", x);
-  checkTensor(k, "out", out);
-  checkSameDtype(k, *x, *out);
+  checkMoveOperands(k, x, out, /*sameRank=*/false);
   int64_t xStrides[CLEAVE_RT_MAX_RANK];
   contiguousStrides(*x, xStrides);
   for (int d = 0; d < CLEAVE_RT_MAX_RANK; ++d)
@@ -226,31 +233,44 @@ void planBroadcastInDim(const char *k, const cleave_tensor *x,
   }
 }
 
+namespace {
+/// The strided window of slice (read) and slice_grad (`written`): `window`
+/// is the elements start + i * strides of `full`. Sets the element strides
+/// in `full` of each window dim and the first element's offset. Every index
+/// the window touches, first and last, must lie in [0, size); a written
+/// window may not repeat an element (stride 0). False when it is empty.
+bool planWindow(const char *k, const cleave_tensor *full,
+                const cleave_tensor *window, bool written,
+                const int64_t *start, const int64_t *strides,
+                int64_t *fullStridesOut, int64_t &base) {
+  int64_t fullStrides[CLEAVE_RT_MAX_RANK];
+  contiguousStrides(*full, fullStrides);
+  base = 0;
+  bool empty = numElements(*window) == 0;
+  for (int d = 0; d < window->rank; ++d) {
+    int64_t first = start[d];
+    int64_t last = first + (window->shape[d] - 1) * strides[d];
+    if (!empty && (first < 0 || first >= full->shape[d] || last < 0 ||
+                   last >= full->shape[d]))
+      cleave_rt_fail("%s: dim %d %s indices %lld to %lld of size %lld", k, d,
+                     written ? "writes" : "reads", (long long)first,
+                     (long long)last, (long long)full->shape[d]);
+    if (written && !empty && strides[d] == 0 && window->shape[d] > 1)
+      cleave_rt_fail("%s: dim %d has stride 0 over %lld elements", k, d,
+                     (long long)window->shape[d]);
+    base += first * fullStrides[d];
+    fullStridesOut[d] = strides[d] * fullStrides[d];
+  }
+  return !empty;
+}
+} // namespace
+
 bool planSlice(const char *k, const cleave_tensor *x, const cleave_tensor *out,
                const int64_t *start, const int64_t *strides,
                int64_t *srcStrides, int64_t &base) {
-  checkTensor(k, "x", x);
-  checkTensor(k, "out", out);
-  checkSameDtype(k, *x, *out);
-  if (x->rank != out->rank)
-    cleave_rt_fail("%s: x has rank %d but out has rank %d", k, x->rank,
-                   out->rank);
-  int64_t xStrides[CLEAVE_RT_MAX_RANK];
-  contiguousStrides(*x, xStrides);
-  base = 0;
-  bool empty = numElements(*out) == 0;
-  for (int d = 0; d < x->rank; ++d) {
-    // Every index read, first and last, must lie in [0, size).
-    int64_t first = start[d];
-    int64_t last = first + (out->shape[d] - 1) * strides[d];
-    if (!empty &&
-        (first < 0 || first >= x->shape[d] || last < 0 || last >= x->shape[d]))
-      cleave_rt_fail("%s: dim %d reads indices %lld to %lld of size %lld", k, d,
-                     (long long)first, (long long)last, (long long)x->shape[d]);
-    base += first * xStrides[d];
-    srcStrides[d] = strides[d] * xStrides[d];
-  }
-  return !empty;
+  checkMoveOperands(k, x, out, /*sameRank=*/true);
+  return planWindow(k, x, out, /*written=*/false, start, strides, srcStrides,
+                    base);
 }
 
 bool planSliceGrad(const char *k, const cleave_tensor *dy,
@@ -264,27 +284,8 @@ bool planSliceGrad(const char *k, const cleave_tensor *dy,
   if (dy->rank != out->rank)
     cleave_rt_fail("%s: dy has rank %d but out has rank %d", k, dy->rank,
                    out->rank);
-  int64_t outStrides[CLEAVE_RT_MAX_RANK];
-  contiguousStrides(*out, outStrides);
-  base = 0;
-  bool empty = numElements(*dy) == 0;
-  for (int d = 0; d < dy->rank; ++d) {
-    // The indices the forward slice reads, first and last, lie in
-    // [0, size); each must be written once.
-    int64_t first = start[d];
-    int64_t last = first + (dy->shape[d] - 1) * strides[d];
-    if (!empty && (first < 0 || first >= out->shape[d] || last < 0 ||
-                   last >= out->shape[d]))
-      cleave_rt_fail("%s: dim %d writes indices %lld to %lld of size %lld", k,
-                     d, (long long)first, (long long)last,
-                     (long long)out->shape[d]);
-    if (!empty && strides[d] == 0 && dy->shape[d] > 1)
-      cleave_rt_fail("%s: dim %d has stride 0 over %lld elements", k, d,
-                     (long long)dy->shape[d]);
-    base += first * outStrides[d];
-    dstStrides[d] = strides[d] * outStrides[d];
-  }
-  return !empty;
+  return planWindow(k, out, dy, /*written=*/true, start, strides, dstStrides,
+                    base);
 }
 
 void checkConcat(const char *k, const cleave_tensor *const *inputs,

@@ -42,6 +42,20 @@ struct Labels {
   }
 };
 
+/// The largest of the c logits from `base`, over the whole block (every
+/// thread gets it). The max skips NaN, which then reaches the sum (as on
+/// the CPU, the loss is NaN either way).
+__device__ inline float rowMax(const char *logits, int32_t dtype,
+                               int64_t base, int64_t c) {
+  const float negInf = -INFINITY;
+  float max = negInf;
+  for (int64_t j = threadIdx.x; j < c; j += blockDim.x) {
+    float x = loadF32(logits, dtype, base + j);
+    max = x > max ? x : max;
+  }
+  return blockReduce(max, negInf, MaxOp());
+}
+
 /// One block per row at a time: partial[blockIdx] = sum over its rows of
 /// max + log(sum exp(x - max)) - x[label] (f64), count[blockIdx] = rows
 /// not ignored.
@@ -49,7 +63,6 @@ __global__ void crossEntropyRowsKernel(const char *logits, int32_t dtype,
                                        Labels labels, int64_t rows, int64_t c,
                                        double *partial, int64_t *count,
                                        DeviceError *error) {
-  const float negInf = -INFINITY;
   double total = 0.0;
   int64_t n = 0;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
@@ -62,14 +75,7 @@ __global__ void crossEntropyRowsKernel(const char *logits, int32_t dtype,
       continue;
     }
     int64_t base = r * c;
-    // The max skips NaN, which then reaches the sum (as on the CPU, the
-    // loss is NaN either way).
-    float max = negInf;
-    for (int64_t j = threadIdx.x; j < c; j += blockDim.x) {
-      float x = loadF32(logits, dtype, base + j);
-      max = x > max ? x : max;
-    }
-    max = blockReduce(max, negInf, MaxOp());
+    float max = rowMax(logits, dtype, base, c);
     double sum = 0.0;
     for (int64_t j = threadIdx.x; j < c; j += blockDim.x)
       sum += double(expf(loadF32(logits, dtype, base + j) - max));
@@ -124,7 +130,6 @@ __global__ void crossEntropyGradKernel(const char *logits, int32_t dtype,
                                        const unsigned long long *count,
                                        char *dlogits, int32_t outType,
                                        DeviceError *error) {
-  const float negInf = -INFINITY;
   unsigned long long kept = *count;
   float factor =
       kept ? float(double(loadF32(dloss, dlossType, 0)) / double(kept)) : 0.0f;
@@ -138,12 +143,7 @@ __global__ void crossEntropyGradKernel(const char *logits, int32_t dtype,
         storeF32(dlogits, outType, base + j, 0.0f);
       continue;
     }
-    float max = negInf;
-    for (int64_t j = threadIdx.x; j < c; j += blockDim.x) {
-      float x = loadF32(logits, dtype, base + j);
-      max = x > max ? x : max;
-    }
-    max = blockReduce(max, negInf, MaxOp());
+    float max = rowMax(logits, dtype, base, c);
     float sum = 0.0f;
     for (int64_t j = threadIdx.x; j < c; j += blockDim.x)
       sum += expf(loadF32(logits, dtype, base + j) - max);

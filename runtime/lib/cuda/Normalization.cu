@@ -394,9 +394,9 @@ void normGrad(const char *k, char *arena, const cleave_tensor *x,
   rowsOf(*x, dim, rows, n);
   const char *xd = dataOf(arena, *x), *dyd = dataOf(arena, *dy);
   char *dxd = dataOf(arena, *dx);
-  bool rowsToDo = rows > 0 && n > 0;
+  bool hasRows = rows > 0 && n > 0;
   if (!dscale && !dbias) {
-    if (rowsToDo)
+    if (hasRows)
       launchNormGradRows<Rms>(xd, x->dtype, dyd, dy->dtype, s, dxd, dx->dtype,
                               rows, n, eps, nullptr, true);
     return;
@@ -405,7 +405,7 @@ void normGrad(const char *k, char *arena, const cleave_tensor *x,
   // which the column sums still read: then dx comes last.
   bool dxLast = overlaps(*dx, *x) || overlaps(*dx, *dy);
   ScratchBuffer stats(size_t(rows) * kStats<Rms> * sizeof(float), k);
-  if (rowsToDo)
+  if (hasRows)
     launchNormGradRows<Rms>(xd, x->dtype, dyd, dy->dtype, s, dxd, dx->dtype,
                             rows, n, eps, stats.as<float>(), !dxLast);
   // Chunks of rows such that about 1024 blocks run, each with 8 rows or
@@ -438,7 +438,7 @@ void normGrad(const char *k, char *arena, const cleave_tensor *x,
   if (dbias)
     storeTrailingGrad(k, "dbias", arena, *dbias, *x, dim,
                       dbPartial.as<double>(), chunks, n);
-  if (dxLast && rowsToDo)
+  if (dxLast && hasRows)
     launchNormGradRows<Rms>(xd, x->dtype, dyd, dy->dtype, s, dxd, dx->dtype,
                             rows, n, eps, nullptr, true);
 }

@@ -61,22 +61,11 @@ struct CompilerMemory {
   int64_t optimizerBytes = 0;
 };
 
-/// Compiles an AdamW training step of `path` and plans its memory: the
-/// gradients are the values the updates consume, the optimizer state the
-/// moment parameters the optimizer added.
-bool trainingPlan(const std::string &path, CompilerMemory &out) {
-  mlir::MLIRContext context;
-  context.loadDialect<cleave::graph::GraphDialect, mlir::func::FuncDialect>();
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  if (!buffer)
-    return false;
-  cleave::OnnxImportOptions options;
-  options.fileName = path;
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      cleave::importOnnxModel((*buffer)->getBuffer(), options, &context);
-  if (!module)
-    return false;
-  mlir::PassManager pm(&context);
+/// Compiles an AdamW training step of the imported `module` and plans its
+/// memory: the gradients are the values the updates consume, the optimizer
+/// state the moment parameters the optimizer added.
+bool trainingPlan(mlir::ModuleOp module, CompilerMemory &out) {
+  mlir::PassManager pm(module.getContext());
   pm.addPass(cleave::createRaisePass());
   cleave::AutodiffPassOptions autodiff;
   autodiff.optimizer = "adamw";
@@ -84,13 +73,13 @@ bool trainingPlan(const std::string &path, CompilerMemory &out) {
   cleave::PlanMemoryPassOptions plan;
   plan.entry = "train_step";
   pm.addPass(cleave::createPlanMemoryPass(plan));
-  if (mlir::failed(pm.run(*module)))
+  if (mlir::failed(pm.run(module)))
     return false;
   int64_t grads = 0, moments = 0;
-  module->walk([&](cleave::graph::AdamwUpdateOp update) {
+  module.walk([&](cleave::graph::AdamwUpdateOp update) {
     grads += cleave::getTensorBytes(update.getGrad().getType());
   });
-  for (auto param : module->getOps<cleave::graph::ParamOp>()) {
+  for (auto param : module.getOps<cleave::graph::ParamOp>()) {
     llvm::StringRef name = param.getSymName();
     if (param->hasAttr(cleave::kOptimizerStateAttr) &&
         (name.ends_with(".m") || name.ends_with(".v")))
@@ -101,7 +90,8 @@ bool trainingPlan(const std::string &path, CompilerMemory &out) {
   return true;
 }
 
-/// Imports `path` and runs -cleave-plan-memory as cleave-opt would.
+/// Imports `path` once; runs -cleave-plan-memory on it as cleave-opt would,
+/// and trainingPlan on a copy.
 bool compilerPlan(const std::string &path, CompilerMemory &out) {
   mlir::MLIRContext context;
   context.loadDialect<cleave::graph::GraphDialect, mlir::func::FuncDialect>();
@@ -114,6 +104,7 @@ bool compilerPlan(const std::string &path, CompilerMemory &out) {
       cleave::importOnnxModel((*buffer)->getBuffer(), options, &context);
   if (!module)
     return false;
+  mlir::OwningOpRef<mlir::ModuleOp> training = module->clone();
   mlir::PassManager pm(&context);
   pm.addPass(cleave::createPlanMemoryPass());
   if (mlir::failed(pm.run(*module)))
@@ -134,7 +125,7 @@ bool compilerPlan(const std::string &path, CompilerMemory &out) {
   offsets.push_back(out.paramRegionBytes);
   for (size_t i = 0; i < out.params.size(); ++i)
     out.params[i].slot = offsets[i + 1] - offsets[i];
-  return trainingPlan(path, out);
+  return trainingPlan(*training, out);
 }
 
 class CompilerCrossCheck : public ::testing::TestWithParam<const char *> {};
