@@ -1,7 +1,10 @@
 // The compiler driver: pipeline, early stops and errors.
 
 // RUN: cleave-compile --print-pipeline | FileCheck %s --check-prefix=PIPE
-// PIPE: cleave-raise{{.*}}canonicalize{{.*}}cse{{.*}}cleave-plan-memory{{.*}}cleave-lower-to-runtime
+// PIPE: cleave-raise{{.*}}canonicalize{{.*}}cse{{.*}}cleave-fuse-linear{{.*}}cleave-plan-memory{{.*}}cleave-lower-to-runtime
+// RUN: cleave-compile --print-pipeline --no-fusion | FileCheck %s --check-prefix=NOFUSE
+// NOFUSE-NOT: cleave-fuse-linear
+// NOFUSE: cleave-plan-memory
 
 // RUN: cleave-compile %s --emit=mlir -o - | FileCheck %s --check-prefix=MLIR
 // MLIR: llvm.func @cleave_rt_unary(!llvm.ptr, i32, !llvm.ptr, !llvm.ptr)

@@ -34,3 +34,13 @@ func.func @embedding(%ids: tensor<4x8xi64>) -> tensor<4x8x16xf32> {
   %0 = graph.gather %t[%ids] dim 0 : tensor<100x16xf32>, tensor<4x8xi64>
   return %0 : tensor<4x8x16xf32>
 }
+
+// -----
+
+// The fused linear: the matmul's factors, the bias along the columns, and
+// the pre-activation sharded as the result.
+func.func @linear(%x: tensor<2x8x16xf32>, %w: tensor<32x16xf32>, %b: tensor<32xf32>) -> (tensor<2x8x32xf32>, tensor<2x8x32xf32>) {
+  // expected-remark @+1 {{sharding rule ([a, b, c], [d, c], [d]) -> ([a, b, d], [a, b, d]) {a=2, b=8, c=16 reduction(sum), d=32}}}
+  %0:2 = graph.linear %x, %w, %b transpose_weight activation gelu : tensor<2x8x16xf32>, tensor<32x16xf32>, tensor<32xf32> -> tensor<2x8x32xf32>, tensor<2x8x32xf32>
+  return %0#0, %0#1 : tensor<2x8x32xf32>, tensor<2x8x32xf32>
+}

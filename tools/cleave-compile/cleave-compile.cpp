@@ -75,6 +75,12 @@ static cl::list<std::string>
 static cl::opt<bool> printPipeline("print-pipeline",
                                    cl::desc("Print the pass pipeline and exit"),
                                    cl::cat(category));
+static cl::opt<bool> noFusion(
+    "no-fusion",
+    cl::desc("Keep each matmul, bias add and GELU a kernel of its own instead "
+             "of one fused linear kernel (-cleave-fuse-linear), e.g. to "
+             "compare the two"),
+    cl::cat(category));
 static cl::opt<bool> verbose("v", cl::desc("Report the time of each pass"),
                              cl::cat(category));
 // The runtime backends this cleave-compile can link (CompileConfig.h).
@@ -273,6 +279,8 @@ void buildPipeline(PassManager &pm) {
   }
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  if (!noFusion)
+    pm.addPass(cleave::createFuseLinearPass());
   pm.addPass(cleave::createPlanMemoryPass());
   pm.addPass(cleave::createLowerToRuntimePass());
 }

@@ -357,6 +357,14 @@ LogicalResult Lowering::lowerOp(Operation *op) {
         call("cleave_rt_matmul", {arena, in[0], in[1], out[0]});
         return success();
       })
+      .Case<LinearOp>([&](LinearOp l) {
+        Value pre = l.getPreactivation() ? out[1] : null();
+        call("cleave_rt_linear",
+             {arena, in[0], in[1], in[2], out[0], pre,
+              constI32(l.getTransposeWeight() ? 1 : 0),
+              constI32(enumValue(l.getActivation()))});
+        return success();
+      })
       .Case<SoftmaxOp, LogSoftmaxOp>([&](auto s) {
         call("cleave_rt_softmax",
              {arena, in[0], out[0], constI64(s.getDim()),

@@ -83,7 +83,6 @@ void mapBinary(const Broadcast &bc, const In *a, const In *b, Out *out, F f) {
       });
 }
 
-constexpr float kSqrtHalf = 0.70710678118654752f;
 constexpr float kSqrtTwoOverPi = 0.79788456080286536f;
 
 void unaryF32(int32_t op, const Broadcast &bc, const float *x, float *out) {
@@ -116,18 +115,10 @@ void unaryF32(int32_t op, const Broadcast &bc, const float *x, float *out) {
     return mapUnary(bc, x, out, [](float v) { return std::sin(v); });
   case CLEAVE_COS:
     return mapUnary(bc, x, out, [](float v) { return std::cos(v); });
-  // erfc(-x / sqrt 2) = 1 + erf(x / sqrt 2), without its cancellation for
-  // negative x.
   case CLEAVE_GELU_ERF:
-    return mapUnary(bc, x, out, [](float v) {
-      return 0.5f * v * std::erfc(-v * kSqrtHalf);
-    });
-  // 0.5 (1 + tanh(u)) = sigmoid(2u), again without the cancellation.
+    return mapUnary(bc, x, out, [](float v) { return geluErf(v); });
   case CLEAVE_GELU_TANH:
-    return mapUnary(bc, x, out, [](float v) {
-      float u = kSqrtTwoOverPi * (v + 0.044715f * v * v * v);
-      return v * fastSigmoid(2.0f * u);
-    });
+    return mapUnary(bc, x, out, [](float v) { return geluTanh(v); });
   }
   cleave_rt_fail("cleave_rt_unary: unknown op %d", op);
 }

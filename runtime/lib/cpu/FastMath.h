@@ -15,6 +15,7 @@
 #ifndef CLEAVE_RUNTIME_LIB_CPU_FASTMATH_H
 #define CLEAVE_RUNTIME_LIB_CPU_FASTMATH_H
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -91,6 +92,19 @@ inline float fastNormalCdf(float x) {
                t;
   float half = 0.5f * poly * fastExp(-a * a); // 0.5 erfc(a)
   return x < 0.0f ? half : 1.0f - half;
+}
+
+/// The forward of graph.gelu and of linear's GELU epilogue. The exact form
+/// is x Phi(x) with Phi = 0.5 erfc(-x / sqrt 2), which avoids 1 + erf's
+/// cancellation for negative x.
+inline float geluErf(float v) {
+  return 0.5f * v * std::erfc(-v * 0.70710678118654752f);
+}
+/// The tanh form: 0.5 (1 + tanh(u)) = sigmoid(2u), again without the
+/// cancellation.
+inline float geluTanh(float v) {
+  float u = 0.79788456080286536f * (v + 0.044715f * v * v * v);
+  return v * fastSigmoid(2.0f * u);
 }
 
 } // namespace cleave::rt

@@ -89,6 +89,52 @@ MatmulPlan planMatmul(const char *kernel, const cleave_tensor *a,
   return p;
 }
 
+LinearPlan planLinear(const char *k, const cleave_tensor *x,
+                      const cleave_tensor *w, const cleave_tensor *bias,
+                      const cleave_tensor *out, const cleave_tensor *pre,
+                      int32_t transposeW, int32_t activation) {
+  checkTensor(k, "x", x);
+  checkTensor(k, "w", w);
+  checkTensor(k, "bias", bias);
+  checkTensor(k, "out", out);
+  if (pre)
+    checkTensor(k, "pre", pre);
+  for (const cleave_tensor *t : {x, w, bias, out, pre})
+    if (t && !isFloatType(t->dtype))
+      cleave_rt_fail("%s: expects float operands, got %s", k,
+                     dtypeName(t->dtype));
+  if (activation < CLEAVE_ACT_NONE || activation > CLEAVE_ACT_GELU_TANH)
+    cleave_rt_fail("%s: unknown activation %d", k, activation);
+  if (pre && activation == CLEAVE_ACT_NONE)
+    cleave_rt_fail("%s: pre is only defined with an activation", k);
+  LinearPlan p;
+  p.transposed = transposeW != 0;
+  p.activation = activation;
+  if (x->rank < 1 || w->rank != 2)
+    cleave_rt_fail("%s: expects x [..., k] and w of rank 2, got x %s, w %s", k,
+                   shapeString(*x).c_str(), shapeString(*w).c_str());
+  p.k = w->shape[p.transposed ? 1 : 0];
+  p.n = w->shape[p.transposed ? 0 : 1];
+  bool ok = x->shape[x->rank - 1] == p.k && bias->rank == 1 &&
+            bias->shape[0] == p.n && out->rank == x->rank &&
+            out->shape[out->rank - 1] == p.n;
+  p.rows = 1;
+  for (int d = 0; ok && d + 1 < x->rank; ++d) {
+    ok = out->shape[d] == x->shape[d];
+    p.rows *= x->shape[d];
+  }
+  if (!ok)
+    cleave_rt_fail("%s: expects x [..., k], w %s, bias [n], out [..., n], got "
+                   "x %s, w %s, bias %s, out %s",
+                   k, p.transposed ? "[n, k]" : "[k, n]",
+                   shapeString(*x).c_str(), shapeString(*w).c_str(),
+                   shapeString(*bias).c_str(), shapeString(*out).c_str());
+  if (pre && !sameShape(*pre, *out))
+    cleave_rt_fail("%s: pre %s does not have out's shape %s", k,
+                   shapeString(*pre).c_str(), shapeString(*out).c_str());
+  return p;
+}
+
 void checkExpertMatmul(const char *k, const cleave_tensor *x,
                        const cleave_tensor *w, const cleave_tensor *out) {
   checkTensor(k, "x", x);
@@ -240,9 +286,9 @@ namespace {
 /// the window touches, first and last, must lie in [0, size); a written
 /// window may not repeat an element (stride 0). False when it is empty.
 bool planWindow(const char *k, const cleave_tensor *full,
-                const cleave_tensor *window, bool written,
-                const int64_t *start, const int64_t *strides,
-                int64_t *fullStridesOut, int64_t &base) {
+                const cleave_tensor *window, bool written, const int64_t *start,
+                const int64_t *strides, int64_t *fullStridesOut,
+                int64_t &base) {
   int64_t fullStrides[CLEAVE_RT_MAX_RANK];
   contiguousStrides(*full, fullStrides);
   base = 0;
@@ -536,8 +582,7 @@ checkAttentionGrad(const char *kn, const cleave_tensor *q,
 }
 
 void checkAttentionMask(const char *kn, const AttentionShape &s,
-                        const cleave_tensor *mask,
-                        int64_t strides[4]) {
+                        const cleave_tensor *mask, int64_t strides[4]) {
   checkTensor(kn, "mask", mask);
   int64_t full[4] = {s.B, s.H, s.Sq, s.Sk};
   bool ok = mask->rank <= 4;

@@ -66,6 +66,21 @@ private:
 MatmulPlan planMatmul(const char *kernel, const cleave_tensor *a,
                       const cleave_tensor *b, const cleave_tensor *out);
 
+/// The GEMM of one linear: out [rows, n] = x [rows, k] W [k, n] (W read
+/// transposed from w [n, k] when `transposed`).
+struct LinearPlan {
+  int64_t rows = 0, k = 0, n = 0;
+  bool transposed = false;
+  int32_t activation = CLEAVE_ACT_NONE;
+};
+
+/// Checks the operands of linear (descriptors, float dtypes, shapes, the
+/// activation, pre only with an activation) and plans it.
+LinearPlan planLinear(const char *kernel, const cleave_tensor *x,
+                      const cleave_tensor *w, const cleave_tensor *bias,
+                      const cleave_tensor *out, const cleave_tensor *pre,
+                      int32_t transposeW, int32_t activation);
+
 /// The checks of expert_matmul beyond the matmul's: x [E,C,H], w [E,H,F],
 /// out [E,C,F].
 void checkExpertMatmul(const char *k, const cleave_tensor *x,

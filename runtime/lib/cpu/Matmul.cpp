@@ -1,14 +1,16 @@
 //===- Matmul.cpp - matrix multiplication CPU kernels ---------------------===//
 //
-// matmul (batch dimensions broadcast NumPy-style) and expert_matmul, both on
-// OpenBLAS sgemm, run single-threaded per call and parallelized with the
-// runtime's own OpenMP threads (over batches, or by splitting one matrix).
-// A batch whose right operand is shared is folded into one sgemm with a
-// taller M, the common case of a linear layer over [B, S, K]. Integer
-// matmuls run a plain i64 loop.
+// matmul (batch dimensions broadcast NumPy-style), expert_matmul and linear
+// (a matmul with its bias and activation applied in one pass over the
+// output), all on OpenBLAS sgemm, run single-threaded per call and parallelized
+// with the runtime's own OpenMP threads (over batches, or by splitting one
+// matrix). A batch whose right operand is shared is folded into one sgemm with
+// a taller M, the common case of a linear layer over [B, S, K]. Integer matmuls
+// run a plain i64 loop.
 //
 //===----------------------------------------------------------------------===//
 
+#include "FastMath.h"
 #include "KernelChecks.h"
 #include "Tensor.h"
 
@@ -17,13 +19,16 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 using namespace cleave::rt;
 
 namespace {
 
+/// c = a b, or a b^T when `transB` (b then holds n rows of k).
 void sgemmSerial(const float *a, const float *b, float *c, int64_t m, int64_t n,
-                 int64_t k, int64_t lda, int64_t ldb, int64_t ldc) {
+                 int64_t k, int64_t lda, int64_t ldb, int64_t ldc,
+                 bool transB = false) {
   if (m == 0 || n == 0)
     return;
   if (k == 0) {
@@ -31,21 +36,22 @@ void sgemmSerial(const float *a, const float *b, float *c, int64_t m, int64_t n,
       std::memset(c + i * ldc, 0, size_t(n) * sizeof(float));
     return;
   }
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, blasint(m), blasint(n),
-              blasint(k), 1.0f, a, blasint(lda), b, blasint(ldb), 0.0f, c,
-              blasint(ldc));
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, transB ? CblasTrans : CblasNoTrans,
+              blasint(m), blasint(n), blasint(k), 1.0f, a, blasint(lda), b,
+              blasint(ldb), 0.0f, c, blasint(ldc));
 }
 
 /// Below this many multiply-adds a matmul runs on one thread.
 constexpr int64_t kParallelFlops = int64_t(1) << 18;
 
-/// c = a b for one matrix, split over the OpenMP threads along its larger
-/// output dimension.
+/// c = a b (a b^T when `transB`) for one matrix, split over the OpenMP
+/// threads along its larger output dimension.
 void sgemm(const float *a, const float *b, float *c, int64_t m, int64_t n,
-           int64_t k) {
+           int64_t k, bool transB = false) {
   int threads = omp_get_max_threads();
+  int64_t ldb = transB ? k : n;
   if (threads == 1 || m * n * k < kParallelFlops || omp_in_parallel()) {
-    sgemmSerial(a, b, c, m, n, k, k, n, n);
+    sgemmSerial(a, b, c, m, n, k, k, ldb, n, transB);
     return;
   }
   bool splitRows = m >= n;
@@ -57,9 +63,11 @@ void sgemm(const float *a, const float *b, float *c, int64_t m, int64_t n,
   for (int64_t t = 0; t < chunks; ++t) {
     int64_t begin = t * chunk, len = std::min(chunk, size - begin);
     if (splitRows)
-      sgemmSerial(a + begin * k, b, c + begin * n, len, n, k, k, n, n);
+      sgemmSerial(a + begin * k, b, c + begin * n, len, n, k, k, ldb, n,
+                  transB);
     else
-      sgemmSerial(a, b + begin, c + begin, m, len, k, k, n, n);
+      sgemmSerial(a, b + (transB ? begin * k : begin), c + begin, m, len, k, k,
+                  ldb, n, transB);
   }
 }
 
@@ -122,6 +130,56 @@ void matmul(const char *kernel, char *arena, const cleave_tensor *a,
     matmulI64(arena, p, *a, *b, *out);
 }
 
+/// out = act(x W + bias) and pre = x W + bias: one sgemm into out's f32
+/// view, then one pass over it while each row is still in cache.
+void linear(char *arena, const LinearPlan &p, const cleave_tensor &x,
+            const cleave_tensor &w, const cleave_tensor &bias,
+            const cleave_tensor &out, const cleave_tensor *pre) {
+  useSingleThreadedBlas();
+  auto written = [&](const cleave_tensor &t) {
+    return overlaps(t, out) || (pre && overlaps(t, *pre));
+  };
+  Input<float> xv(arena, x, written(x)), wv(arena, w, written(w)),
+      bv(arena, bias, written(bias));
+  Output<float> ov(arena, out);
+  std::optional<Output<float>> pv;
+  if (pre)
+    pv.emplace(arena, *pre);
+  float *op = ov.data(), *pp = pv ? pv->data() : nullptr;
+  const float *bp = bv.data();
+  sgemm(xv.data(), wv.data(), op, p.rows, p.n, p.k, p.transposed);
+  int64_t n = p.n;
+  auto epilogue = [&](auto act) {
+    bool parallel = p.rows * n >= kParallelElements;
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t r = 0; r < p.rows; ++r) {
+      float *row = op + r * n;
+      float *preRow = pp ? pp + r * n : nullptr;
+#pragma omp simd
+      for (int64_t j = 0; j < n; ++j) {
+        float v = row[j] + bp[j];
+        if (preRow)
+          preRow[j] = v;
+        row[j] = act(v);
+      }
+    }
+  };
+  switch (p.activation) {
+  case CLEAVE_ACT_NONE:
+    epilogue([](float v) { return v; });
+    break;
+  case CLEAVE_ACT_GELU_ERF:
+    epilogue([](float v) { return geluErf(v); });
+    break;
+  case CLEAVE_ACT_GELU_TANH:
+    epilogue([](float v) { return geluTanh(v); });
+    break;
+  }
+  ov.commit();
+  if (pv)
+    pv->commit();
+}
+
 } // namespace
 
 /// OpenBLAS runs single-threaded inside the runtime's OpenMP threads: with
@@ -141,6 +199,15 @@ extern "C" {
 void cleave_rt_matmul(char *arena, const cleave_tensor *a,
                       const cleave_tensor *b, const cleave_tensor *out) {
   matmul("cleave_rt_matmul", arena, a, b, out);
+}
+
+void cleave_rt_linear(char *arena, const cleave_tensor *x,
+                      const cleave_tensor *w, const cleave_tensor *bias,
+                      const cleave_tensor *out, const cleave_tensor *pre,
+                      int32_t transpose_w, int32_t activation) {
+  LinearPlan p = planLinear("cleave_rt_linear", x, w, bias, out, pre,
+                            transpose_w, activation);
+  linear(arena, p, *x, *w, *bias, *out, pre);
 }
 
 void cleave_rt_expert_matmul(char *arena, const cleave_tensor *x,

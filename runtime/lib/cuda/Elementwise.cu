@@ -66,11 +66,6 @@ Broadcast contiguousPlan(int64_t n, int numOperands) {
 // Op bodies
 //===----------------------------------------------------------------------===//
 
-constexpr float kSqrtHalf = 0.70710678118654752f;
-constexpr float kSqrtTwoOverPi = 0.79788456080286536f;
-
-__device__ inline float sigmoidF32(float v) { return 1.0f / (1.0f + expf(-v)); }
-
 template <int Op> __device__ inline float unaryF32(float v) {
   if constexpr (Op == CLEAVE_NEG)
     return -v;
@@ -100,15 +95,11 @@ template <int Op> __device__ inline float unaryF32(float v) {
     return sinf(v);
   else if constexpr (Op == CLEAVE_COS)
     return cosf(v);
-  // erfc(-x / sqrt 2) = 1 + erf(x / sqrt 2), without its cancellation for
-  // negative x.
   else if constexpr (Op == CLEAVE_GELU_ERF)
-    return 0.5f * v * erfcf(-v * kSqrtHalf);
-  // 0.5 (1 + tanh(u)) = sigmoid(2u), again without the cancellation.
+    return geluErfF32(v);
   else {
     static_assert(Op == CLEAVE_GELU_TANH, "unknown unary op");
-    float u = kSqrtTwoOverPi * (v + 0.044715f * v * v * v);
-    return v * sigmoidF32(2.0f * u);
+    return geluTanhF32(v);
   }
 }
 

@@ -31,6 +31,25 @@ inline const char *copyToScratch(ScratchBuffer &scratch, const char *src,
 }
 
 //===----------------------------------------------------------------------===//
+// Activations (graph.gelu and linear's epilogue share them)
+//===----------------------------------------------------------------------===//
+
+__device__ inline float sigmoidF32(float v) { return 1.0f / (1.0f + expf(-v)); }
+
+/// x Phi(x) with Phi = 0.5 erfc(-x / sqrt 2): erfc avoids 1 + erf's
+/// cancellation for negative x.
+__device__ inline float geluErfF32(float v) {
+  return 0.5f * v * erfcf(-v * 0.70710678118654752f);
+}
+
+/// The tanh form; 0.5 (1 + tanh(u)) = sigmoid(2u), again without the
+/// cancellation.
+__device__ inline float geluTanhF32(float v) {
+  float u = 0.79788456080286536f * (v + 0.044715f * v * v * v);
+  return v * sigmoidF32(2.0f * u);
+}
+
+//===----------------------------------------------------------------------===//
 // Element access
 //===----------------------------------------------------------------------===//
 

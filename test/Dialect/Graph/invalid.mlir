@@ -758,3 +758,59 @@ func.func @adamw_betas(%g: tensor<4xf32>, %s: tensor<i64>) {
   graph.adamw_update @w, %g, %s moments @w, @w {lr = 0.1 : f64, beta1 = 1.0 : f64} : tensor<4xf32>, tensor<i64>
   return
 }
+
+// -----
+
+func.func @linear_element_types(%x: tensor<4x8xf32>, %w: tensor<8x6xbf16>, %b: tensor<6xf32>) {
+  // expected-error @+1 {{expects one element type, got 'tensor<4x8xf32>' and 'tensor<8x6xbf16>'}}
+  %0 = graph.linear %x, %w, %b : tensor<4x8xf32>, tensor<8x6xbf16>, tensor<6xf32> -> tensor<4x6xf32>
+  return
+}
+
+// -----
+
+func.func @linear_weight_rank(%x: tensor<4x8xf32>, %w: tensor<2x8x6xf32>, %b: tensor<6xf32>) {
+  // expected-error @+1 {{expects a weight of rank 2, got 'tensor<2x8x6xf32>'}}
+  %0 = graph.linear %x, %w, %b : tensor<4x8xf32>, tensor<2x8x6xf32>, tensor<6xf32> -> tensor<4x6xf32>
+  return
+}
+
+// -----
+
+func.func @linear_contraction(%x: tensor<4x8xf32>, %w: tensor<8x6xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{contracting dimensions differ: input 'tensor<4x8xf32>' has 8 columns, weight 'tensor<8x6xf32>' (transposed) has 6 rows}}
+  %0 = graph.linear %x, %w, %b transpose_weight : tensor<4x8xf32>, tensor<8x6xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @linear_bias(%x: tensor<4x8xf32>, %w: tensor<8x6xf32>, %b: tensor<1x6xf32>) {
+  // expected-error @+1 {{expects a bias of shape [6], got 'tensor<1x6xf32>'}}
+  %0 = graph.linear %x, %w, %b : tensor<4x8xf32>, tensor<8x6xf32>, tensor<1x6xf32> -> tensor<4x6xf32>
+  return
+}
+
+// -----
+
+func.func @linear_result(%x: tensor<2x4x8xf32>, %w: tensor<8x6xf32>, %b: tensor<6xf32>) {
+  // expected-error @+1 {{expects a result of shape [2, 4, 6], got 'tensor<8x6xf32>'}}
+  %0 = graph.linear %x, %w, %b : tensor<2x4x8xf32>, tensor<8x6xf32>, tensor<6xf32> -> tensor<8x6xf32>
+  return
+}
+
+// -----
+
+func.func @linear_pre_without_activation(%x: tensor<4x8xf32>, %w: tensor<8x6xf32>, %b: tensor<6xf32>) {
+  // expected-error @+1 {{has a preactivation result but no activation}}
+  %0:2 = graph.linear %x, %w, %b : tensor<4x8xf32>, tensor<8x6xf32>, tensor<6xf32> -> tensor<4x6xf32>, tensor<4x6xf32>
+  return
+}
+
+// -----
+
+func.func @linear_pre_type(%x: tensor<4x8xf32>, %w: tensor<8x6xf32>, %b: tensor<6xf32>) {
+  // expected-error @+1 {{expects the preactivation to have the result's type 'tensor<4x6xf32>', got 'tensor<4x6xbf16>'}}
+  %0:2 = graph.linear %x, %w, %b activation gelu : tensor<4x8xf32>, tensor<8x6xf32>, tensor<6xf32> -> tensor<4x6xf32>, tensor<4x6xbf16>
+  return
+}

@@ -235,6 +235,17 @@ func.func @optimizer(%g: tensor<4x8xf32>, %s: tensor<i64>, %c: tensor<f32>) {
   return
 }
 
+
+// The fused kernels of -cleave-fuse-linear.
+// CHECK-LABEL: func.func @fused
+func.func @fused(%x: tensor<2x8x32xf32>, %w: tensor<128x32xf32>, %b: tensor<128xf32>, %wk: tensor<32x128xf32>) -> (tensor<2x8x128xf32>, tensor<2x8x128xf32>, tensor<2x8x128xf32>) {
+  // CHECK: graph.linear %{{.*}}, %{{.*}}, %{{.*}} : tensor<2x8x32xf32>, tensor<32x128xf32>, tensor<128xf32> -> tensor<2x8x128xf32>
+  %0 = graph.linear %x, %wk, %b : tensor<2x8x32xf32>, tensor<32x128xf32>, tensor<128xf32> -> tensor<2x8x128xf32>
+  // CHECK: %{{.*}}, %{{.*}} = graph.linear %{{.*}}, %{{.*}}, %{{.*}} transpose_weight activation gelu_tanh : tensor<2x8x32xf32>, tensor<128x32xf32>, tensor<128xf32> -> tensor<2x8x128xf32>, tensor<2x8x128xf32>
+  %1:2 = graph.linear %x, %w, %b transpose_weight activation gelu_tanh : tensor<2x8x32xf32>, tensor<128x32xf32>, tensor<128xf32> -> tensor<2x8x128xf32>, tensor<2x8x128xf32>
+  return %0, %1#0, %1#1 : tensor<2x8x128xf32>, tensor<2x8x128xf32>, tensor<2x8x128xf32>
+}
+
 {-#
   dialect_resources: {
     builtin: {

@@ -3,12 +3,16 @@
 // matmul on the GPU against the CPU backend (OpenBLAS): plain and batched,
 // broadcast batch dims, a shared operand, NumPy rank-1 operands, K = 0,
 // GPT-2 small's layer shapes, f16/bf16, integer (exact, in i64) and mixed
-// operand dtypes; expert_matmul. f32 results must stay within 1e-4: a
-// backend that multiplied in TF32 would fail here.
+// operand dtypes; expert_matmul; linear (bias and GELU epilogues) through
+// cuBLASLt and through its unfused path, with and without the
+// pre-activation. f32 results must stay within 1e-4: a backend that
+// multiplied in TF32 would fail here.
 //
 //===----------------------------------------------------------------------===//
 
 #include "CudaTestUtil.h"
+
+#include <cstdlib>
 
 using namespace cleave::rt::test;
 
@@ -111,6 +115,116 @@ TEST_F(CudaMatmul, ExpertMatmul) {
                              std::to_string(h));
     }
   }
+}
+
+/// Sets CLEAVE_CUDA_LINEAR for its lifetime.
+class LinearImplementation {
+public:
+  explicit LinearImplementation(const char *value) {
+    setenv("CLEAVE_CUDA_LINEAR", value, 1);
+  }
+  ~LinearImplementation() { unsetenv("CLEAVE_CUDA_LINEAR"); }
+};
+
+struct LinearCase {
+  Shape x, w;
+  bool transposed;
+};
+
+/// Every activation, with and without pre, in every float dtype: n = 96
+/// takes cuBLASLt's epilogues (n % 8 == 0 allows the aux output), n = 90
+/// keeps them only without pre, K = 0 and erf GELU take the unfused path.
+void runLinearCases(const char *implementation) {
+  const LinearCase cases[] = {
+      {{2, 8, 32}, {96, 32}, true},
+      {{40, 33}, {33, 90}, false},
+      {{512, 768}, {3072, 768}, true}, // GPT-2 small's MLP
+      {{3, 0}, {0, 16}, false},
+  };
+  unsigned seed = 80;
+  for (const LinearCase &c : cases)
+    for (int32_t dtype : {CLEAVE_F32, CLEAVE_BF16, CLEAVE_F16})
+      for (int32_t act :
+           {CLEAVE_ACT_NONE, CLEAVE_ACT_GELU_ERF, CLEAVE_ACT_GELU_TANH})
+        for (bool withPre : {false, true}) {
+          if (withPre && act == CLEAVE_ACT_NONE)
+            continue;
+          int64_t n = c.transposed ? c.w[0] : c.w[1];
+          Shape outShape(c.x);
+          outShape.back() = n;
+          DevicePair p(capacityFor({c.x, c.w, {n}, outShape, outShape}));
+          cleave_tensor x = p.add(dtype, c.x);
+          cleave_tensor w = p.add(dtype, c.w);
+          cleave_tensor bias = p.add(dtype, {n});
+          cleave_tensor out = p.add(dtype, outShape);
+          cleave_tensor pre = p.add(dtype, outShape);
+          p.fill(x, -1, 1, seed++);
+          p.fill(w, -1, 1, seed++);
+          p.fill(bias, -1, 1, seed++);
+          p.fill(out, 5, 6, seed++);
+          CUDA_AND_CPU(p, linear, &x, &w, &bias, &out,
+                       withPre ? &pre : nullptr, c.transposed ? 1 : 0, act);
+          std::string what = std::string("linear ") + implementation + " " +
+                             dtypeName(dtype) + " k " +
+                             std::to_string(c.x.back()) + " n " +
+                             std::to_string(n) + " activation " +
+                             std::to_string(act) + (withPre ? " pre" : "");
+          p.expectMatch(out, what);
+          if (withPre)
+            p.expectMatch(pre, what + " (pre)");
+        }
+}
+
+TEST_F(CudaMatmul, LinearFused) { runLinearCases("fused"); }
+
+TEST_F(CudaMatmul, LinearUnfused) {
+  LinearImplementation forced("unfused");
+  runLinearCases("unfused");
+}
+
+TEST_F(CudaMatmul, LinearMixedDtypesAndAliasing) {
+  // bf16 activations with an f32 weight and bias (the unfused path).
+  {
+    DevicePair p;
+    cleave_tensor x = p.add(CLEAVE_BF16, {33, 64});
+    cleave_tensor w = p.add(CLEAVE_F32, {48, 64});
+    cleave_tensor bias = p.add(CLEAVE_F32, {48});
+    cleave_tensor out = p.add(CLEAVE_BF16, {33, 48});
+    cleave_tensor pre = p.add(CLEAVE_F32, {33, 48});
+    p.fill(x, -1, 1, 90);
+    p.fill(w, -1, 1, 91);
+    p.fill(bias, -1, 1, 92);
+    CUDA_AND_CPU(p, linear, &x, &w, &bias, &out, &pre, 1,
+                 CLEAVE_ACT_GELU_TANH);
+    p.expectMatch(out, "linear mixed dtypes");
+    p.expectMatch(pre, "linear mixed dtypes (pre)");
+  }
+  // out written over x (k == n).
+  DevicePair p;
+  cleave_tensor x = p.add(CLEAVE_F32, {64, 64});
+  cleave_tensor w = p.add(CLEAVE_F32, {64, 64});
+  cleave_tensor bias = p.add(CLEAVE_F32, {64});
+  p.fill(x, -1, 1, 93);
+  p.fill(w, -1, 1, 94);
+  p.fill(bias, -1, 1, 95);
+  CUDA_AND_CPU(p, linear, &x, &w, &bias, &x, nullptr, 0, CLEAVE_ACT_NONE);
+  p.expectMatch(x, "linear in place");
+}
+
+TEST_F(CudaMatmul, LinearBadImplementationFails) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        LinearImplementation bad("cublas");
+        DevicePair p;
+        cleave_tensor x = p.add(CLEAVE_F32, {4, 8});
+        cleave_tensor w = p.add(CLEAVE_F32, {8, 8});
+        cleave_tensor bias = p.add(CLEAVE_F32, {8});
+        cleave_tensor out = p.add(CLEAVE_F32, {4, 8});
+        CUDA_AND_CPU(p, linear, &x, &w, &bias, &out, nullptr, 0,
+                     CLEAVE_ACT_NONE);
+      },
+      "CLEAVE_CUDA_LINEAR must be 'fused' or 'unfused', got 'cublas'");
 }
 
 } // namespace

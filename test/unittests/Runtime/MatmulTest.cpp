@@ -1,9 +1,10 @@
-//===- MatmulTest.cpp - matmul and expert_matmul --------------------------===//
+//===- MatmulTest.cpp - matmul, expert_matmul and linear ------------------===//
 //
 // Batched matmuls with broadcast batch dimensions, NumPy rank-1 operands,
-// 16-bit and integer types, against a float64 reference. Tolerance: 1e-4
-// relative plus 1e-4 * sqrt(K) absolute for f32 (sums of K products of
-// values in [-1, 1]).
+// 16-bit and integer types, and linear (matmul + bias + GELU in one kernel,
+// with a transposed weight and the pre-activation output), against a
+// float64 reference. Tolerance: 1e-4 relative plus 1e-4 * sqrt(K) absolute
+// for f32 (sums of K products of values in [-1, 1]).
 //
 //===----------------------------------------------------------------------===//
 
@@ -138,6 +139,165 @@ TEST(RuntimeMatmul, ExpertMatmul) {
   cleave_tensor bad = arena.add(CLEAVE_F32, {3, 8, 12});
   EXPECT_RT_FAIL(cleave_rt_expert_matmul(arena.data(), &x, &bad, &out),
                  "cleave_rt_expert_matmul: expects x \\[E,C,H\\]");
+}
+
+/// out = act(x W + bias) in float64; W is w ([k, n]) or w^T (w [n, k]).
+struct LinearRef {
+  std::vector<double> out, pre;
+};
+LinearRef refLinear(const Shape &xs, const std::vector<double> &x,
+                    const Shape &ws, const std::vector<double> &w,
+                    const std::vector<double> &bias, bool transposed,
+                    int32_t activation) {
+  int64_t k = xs.back(), n = transposed ? ws[0] : ws[1];
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < xs.size(); ++d)
+    rows *= xs[d];
+  LinearRef r;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double v = bias[size_t(j)];
+      for (int64_t kk = 0; kk < k; ++kk)
+        v += x[size_t(i * k + kk)] *
+             w[size_t(transposed ? j * k + kk : kk * n + j)];
+      r.pre.push_back(v);
+      if (activation == CLEAVE_ACT_GELU_ERF)
+        v = 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+      else if (activation == CLEAVE_ACT_GELU_TANH)
+        v = 0.5 * v *
+            (1.0 + std::tanh(std::sqrt(2.0 / M_PI) *
+                             (v + 0.044715 * v * v * v)));
+      r.out.push_back(v);
+    }
+  return r;
+}
+
+struct LinearCase {
+  Shape x, w;
+  bool transposed;
+};
+
+TEST(RuntimeLinear, F32ShapesAndActivations) {
+  const LinearCase cases[] = {
+      {{2, 3, 16}, {16, 24}, false},
+      {{40, 33}, {20, 33}, true},     // a PyTorch Linear's [n, k] weight
+      {{700, 300}, {64, 300}, true},  // threads split the rows
+      {{64, 300}, {700, 300}, true},  // threads split the columns
+      {{64, 300}, {300, 700}, false}, // the same, untransposed
+      {{3, 0}, {0, 5}, false},        // K = 0: act(bias)
+      {{1, 7}, {9, 7}, true},
+  };
+  unsigned seed = 60;
+  for (const LinearCase &c : cases)
+    for (int32_t act :
+         {CLEAVE_ACT_NONE, CLEAVE_ACT_GELU_ERF, CLEAVE_ACT_GELU_TANH}) {
+      int64_t n = c.transposed ? c.w[0] : c.w[1];
+      Shape outShape(c.x.begin(), c.x.end() - 1);
+      outShape.push_back(n);
+      TestArena arena(size_t(16) << 20);
+      cleave_tensor x = arena.add(CLEAVE_F32, c.x);
+      cleave_tensor w = arena.add(CLEAVE_F32, c.w);
+      cleave_tensor bias = arena.add(CLEAVE_F32, {n});
+      cleave_tensor out = arena.add(CLEAVE_F32, outShape);
+      cleave_tensor pre = arena.add(CLEAVE_F32, outShape);
+      arena.fill(out, 5, 6, 99); // must be overwritten
+      arena.fill(pre, 5, 6, 98);
+      std::vector<double> xv = arena.fill(x, -1, 1, seed++);
+      std::vector<double> wv = arena.fill(w, -1, 1, seed++);
+      std::vector<double> bv = arena.fill(bias, -1, 1, seed++);
+      bool withPre = act != CLEAVE_ACT_NONE;
+      cleave_rt_linear(arena.data(), &x, &w, &bias, &out,
+                       withPre ? &pre : nullptr, c.transposed, act);
+      LinearRef ref = refLinear(c.x, xv, c.w, wv, bv, c.transposed, act);
+      double atol = 1e-4 * std::sqrt(double(c.x.back()) + 1);
+      SCOPED_TRACE("x [" + std::to_string(c.x.front()) + ", ..., " +
+                   std::to_string(c.x.back()) + "] activation " +
+                   std::to_string(act) +
+                   (c.transposed ? " transposed" : ""));
+      expectClose(arena.values(out), ref.out, 1e-4, atol);
+      if (withPre)
+        expectClose(arena.values(pre), ref.pre, 1e-4, atol);
+    }
+}
+
+TEST(RuntimeLinear, WithoutPreLeavesItAlone) {
+  TestArena arena;
+  cleave_tensor x = arena.add(CLEAVE_F32, {5, 8});
+  cleave_tensor w = arena.add(CLEAVE_F32, {8, 6});
+  cleave_tensor bias = arena.add(CLEAVE_F32, {6});
+  cleave_tensor out = arena.add(CLEAVE_F32, {5, 6});
+  std::vector<double> xv = arena.fill(x, -1, 1, 70);
+  std::vector<double> wv = arena.fill(w, -1, 1, 71);
+  std::vector<double> bv = arena.fill(bias, -1, 1, 72);
+  cleave_rt_linear(arena.data(), &x, &w, &bias, &out, nullptr, 0,
+                   CLEAVE_ACT_GELU_TANH);
+  expectClose(arena.values(out),
+              refLinear({5, 8}, xv, {8, 6}, wv, bv, false, CLEAVE_ACT_GELU_TANH)
+                  .out,
+              1e-4, 1e-4 * 3);
+}
+
+TEST(RuntimeLinear, F16AndBf16) {
+  for (int32_t dtype : {CLEAVE_F16, CLEAVE_BF16}) {
+    TestArena arena;
+    cleave_tensor x = arena.add(dtype, {2, 6, 32});
+    cleave_tensor w = arena.add(dtype, {24, 32});
+    cleave_tensor bias = arena.add(dtype, {24});
+    cleave_tensor out = arena.add(dtype, {2, 6, 24});
+    cleave_tensor pre = arena.add(dtype, {2, 6, 24});
+    std::vector<double> xv = arena.fill(x, -1, 1, 73);
+    std::vector<double> wv = arena.fill(w, -1, 1, 74);
+    std::vector<double> bv = arena.fill(bias, -1, 1, 75);
+    cleave_rt_linear(arena.data(), &x, &w, &bias, &out, &pre, 1,
+                     CLEAVE_ACT_GELU_TANH);
+    // f32 accumulation, one rounding of each output to the 16-bit type.
+    double rtol = dtype == CLEAVE_F16 ? 1.0 / 2048 : 1.0 / 256;
+    LinearRef ref = refLinear({2, 6, 32}, xv, {24, 32}, wv, bv, true,
+                              CLEAVE_ACT_GELU_TANH);
+    expectClose(arena.values(out), ref.out, rtol, 1e-3);
+    expectClose(arena.values(pre), ref.pre, rtol, 1e-3);
+  }
+}
+
+TEST(RuntimeLinear, OutputMayAliasTheInput) {
+  // out over x (k == n): the GEMM must read x before the result lands.
+  TestArena arena;
+  cleave_tensor x = arena.add(CLEAVE_F32, {9, 16});
+  cleave_tensor w = arena.add(CLEAVE_F32, {16, 16});
+  cleave_tensor bias = arena.add(CLEAVE_F32, {16});
+  std::vector<double> xv = arena.fill(x, -1, 1, 76);
+  std::vector<double> wv = arena.fill(w, -1, 1, 77);
+  std::vector<double> bv = arena.fill(bias, -1, 1, 78);
+  cleave_rt_linear(arena.data(), &x, &w, &bias, &x, nullptr, 1,
+                   CLEAVE_ACT_NONE);
+  expectClose(arena.values(x),
+              refLinear({9, 16}, xv, {16, 16}, wv, bv, true, CLEAVE_ACT_NONE)
+                  .out,
+              1e-4, 1e-4 * 4);
+}
+
+TEST(RuntimeLinear, BadOperandsFail) {
+  TestArena arena;
+  cleave_tensor x = arena.add(CLEAVE_F32, {4, 8});
+  cleave_tensor w = arena.add(CLEAVE_F32, {6, 8});
+  cleave_tensor bias = arena.add(CLEAVE_F32, {6});
+  cleave_tensor badBias = arena.add(CLEAVE_F32, {8});
+  cleave_tensor out = arena.add(CLEAVE_F32, {4, 6});
+  cleave_tensor pre = arena.add(CLEAVE_F32, {4, 6});
+  cleave_tensor ints = arena.add(CLEAVE_I64, {4, 8});
+  char *a = arena.data();
+  EXPECT_RT_FAIL(cleave_rt_linear(a, &x, &w, &badBias, &out, nullptr, 1, 0),
+                 "cleave_rt_linear: expects x \\[..., k\\], w \\[n, k\\], "
+                 "bias \\[n\\], out \\[..., n\\], got x \\[4, 8\\], w "
+                 "\\[6, 8\\], bias \\[8\\], out \\[4, 6\\]");
+  EXPECT_RT_FAIL(cleave_rt_linear(a, &x, &w, &bias, &out, nullptr, 0, 0),
+                 "cleave_rt_linear: expects x \\[..., k\\], w \\[k, n\\]");
+  EXPECT_RT_FAIL(cleave_rt_linear(a, &x, &w, &bias, &out, &pre, 1, 0),
+                 "cleave_rt_linear: pre is only defined with an activation");
+  EXPECT_RT_FAIL(cleave_rt_linear(a, &x, &w, &bias, &out, nullptr, 1, 7),
+                 "cleave_rt_linear: unknown activation 7");
+  EXPECT_RT_FAIL(cleave_rt_linear(a, &ints, &w, &bias, &out, nullptr, 1, 0),
+                 "cleave_rt_linear: expects float operands, got i64");
 }
 
 TEST(RuntimeMatmul, ShapeMismatchFails) {

@@ -63,6 +63,44 @@ def RaisePass : Pass<"cleave-raise"> {
   let dependentDialects = ["::cleave::graph::GraphDialect"];
 }
 
+def FuseLinearPass : Pass<"cleave-fuse-linear"> {
+  let summary = "Fuses matmul, bias and GELU into graph.linear";
+  let description = [{
+    Rewrites `add(matmul(x, W), bias)` (a rank-2 weight, a rank-1 bias
+    along the matmul's columns, a matmul with no other use) into one
+    `graph.linear`, folding a `transpose` of the weight into the op's
+    `transpose_weight`; then a `gelu` of a linear becomes the linear's
+    activation. Where other ops still read the pre-activation value (the
+    training step's `gelu_grad`), the fused op returns it as its second
+    result. One runtime call then computes what took three (cuBLASLt's
+    bias and GELU epilogues on the GPU; one pass over the GEMM's output on
+    the CPU), and the transposed weight copy is gone.
+
+    Run after `-cleave-autodiff`: the fused op has no gradient rule.
+
+    ```mlir
+    %wt = graph.transpose %w perm [1, 0] : tensor<128x32xf32>
+    %mm = graph.matmul %x, %wt : tensor<2x8x32xf32>, tensor<32x128xf32>
+    %z = graph.add %b, %mm : tensor<128xf32>, tensor<2x8x128xf32>
+    %h = graph.gelu %z approximate tanh : tensor<2x8x128xf32>
+    ```
+    becomes
+    ```mlir
+    %h = graph.linear %x, %w, %b transpose_weight activation gelu_tanh
+        : tensor<2x8x32xf32>, tensor<128x32xf32>, tensor<128xf32>
+        -> tensor<2x8x128xf32>
+    ```
+  }];
+  let statistics = [
+    Statistic<"numLinear", "num-linear", "Matmul and bias pairs fused">,
+    Statistic<"numActivations", "num-activations",
+              "Activations fused into a linear">,
+    Statistic<"numTransposes", "num-transposes",
+              "Weight transposes folded into a linear">
+  ];
+  let dependentDialects = ["::cleave::graph::GraphDialect"];
+}
+
 def PlanMemoryPass : Pass<"cleave-plan-memory", "::mlir::ModuleOp"> {
   let summary = "Assigns every tensor a byte offset in one arena";
   let description = [{

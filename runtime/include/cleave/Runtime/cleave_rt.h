@@ -114,6 +114,23 @@ void cleave_rt_cast(char *arena, const cleave_tensor *x,
  * dimension absent from out. Integer operands multiply in i64. */
 void cleave_rt_matmul(char *arena, const cleave_tensor *a,
                       const cleave_tensor *b, const cleave_tensor *out);
+/* The activations of cleave_rt_linear (graph.linear's `activation`). */
+enum cleave_activation {
+  CLEAVE_ACT_NONE = 0,
+  CLEAVE_ACT_GELU_ERF = 1,
+  CLEAVE_ACT_GELU_TANH = 2,
+};
+/* out = activation(x W + bias): x [..., k]; W is w [k, n], or w [n, k]
+ * read transposed when transpose_w != 0 (a PyTorch Linear's layout); bias
+ * [n]; out [..., n]. pre, when not NULL (only with an activation), has
+ * out's shape and receives x W + bias, the value the activation's gradient
+ * needs. Float operands; the product accumulates in f32 and out and pre are
+ * rounded once. The CUDA backend runs it as one cuBLASLt GEMM with a bias
+ * (and GELU) epilogue where cuBLASLt offers one. */
+void cleave_rt_linear(char *arena, const cleave_tensor *x,
+                      const cleave_tensor *w, const cleave_tensor *bias,
+                      const cleave_tensor *out, const cleave_tensor *pre,
+                      int32_t transpose_w, int32_t activation);
 /* Softmax (or log-softmax when `log` != 0) along `dim`. A slice that is
  * all -inf gives NaN, as in NumPy and PyTorch (attention, below, defines
  * its fully masked rows instead). */

@@ -17,6 +17,15 @@ def Graph_GeluApproximation : I32EnumAttr<"GeluApproximation",
   let cppNamespace = "::cleave::graph";
 }
 
+def Graph_Activation : I32EnumAttr<"Activation",
+    "the activation a fused kernel applies to its result", [
+      I32EnumAttrCase<"None", 0, "none">,
+      I32EnumAttrCase<"Gelu", 1, "gelu">,
+      I32EnumAttrCase<"GeluTanh", 2, "gelu_tanh">
+    ]> {
+  let cppNamespace = "::cleave::graph";
+}
+
 def Graph_CompareDirection : I32EnumAttr<"CompareDirection",
     "elementwise comparison", [
       I32EnumAttrCase<"EQ", 0, "eq">,

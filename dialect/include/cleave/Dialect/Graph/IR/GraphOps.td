@@ -656,5 +656,6 @@ def Graph_MoeCombineOp : Graph_Op<"moe_combine", [Pure, InferTypeOpAdaptor]> {
 }
 
 include "cleave/Dialect/Graph/IR/GraphTrainingOps.td"
+include "cleave/Dialect/Graph/IR/GraphFusedOps.td"
 
 #endif // CLEAVE_DIALECT_GRAPH_IR_GRAPHOPS_TD

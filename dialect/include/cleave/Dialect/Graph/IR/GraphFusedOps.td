@@ -1,0 +1,55 @@
+//===- GraphFusedOps.td - fused kernels of the graph ------*- tablegen -*-===//
+//
+// Ops that -cleave-fuse-linear creates after -cleave-autodiff: several graph
+// ops computed by one runtime kernel (a GEMM with its bias and activation as
+// the epilogue, as cuBLASLt offers it). They have sharding rules and
+// verifiers (GraphFusedOps.cpp) and no gradient: fusion runs on the finished
+// training step. Included by GraphOps.td.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_DIALECT_GRAPH_IR_GRAPHFUSEDOPS_TD
+#define CLEAVE_DIALECT_GRAPH_IR_GRAPHFUSEDOPS_TD
+
+/// A fused kernel: a sharding rule, no gradient rule.
+class Graph_FusedOp<string mnemonic, list<Trait> traits = []>
+    : Op<Graph_Dialect, mnemonic,
+         !listconcat(traits,
+                     [DeclareOpInterfaceMethods<ShardingRuleOpInterface>])>;
+
+def Graph_LinearOp : Graph_FusedOp<"linear", [Pure]> {
+  let summary = "matmul with a bias and an activation in its epilogue";
+  let description = [{
+    `result = activation(input x W + bias)`, where `input` is `[..., k]`,
+    `W` is `weight` (`[k, n]`) or, with `transpose_weight`, its transpose
+    (`weight` is `[n, k]`, as a PyTorch `Linear` stores it), `bias` is
+    `[n]`, and `result` is `[..., n]`. Every operand and result has one
+    float element type; the product accumulates in f32 and the result is
+    rounded once.
+
+    With an activation, the op may also return `preactivation`
+    (`input x W + bias`, the value the activation's gradient needs), as
+    cuBLASLt's `*_AUX` epilogues store it.
+
+    ```mlir
+    %h, %pre = graph.linear %x, %w, %b transpose_weight activation gelu_tanh
+        : tensor<2x8x32xf32>, tensor<128x32xf32>, tensor<128xf32>
+        -> tensor<2x8x128xf32>, tensor<2x8x128xf32>
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$input, Graph_FloatTensor:$weight,
+                       Graph_FloatTensor:$bias,
+                       UnitAttr:$transpose_weight,
+                       DefaultValuedAttr<Graph_Activation,
+                                         "Activation::None">:$activation);
+  let results = (outs Graph_FloatTensor:$result,
+                      Optional<Graph_FloatTensor>:$preactivation);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $bias (`transpose_weight` $transpose_weight^)?
+    (`activation` $activation^)? attr-dict `:` type($input) `,`
+    type($weight) `,` type($bias) `->` type(results)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // CLEAVE_DIALECT_GRAPH_IR_GRAPHFUSEDOPS_TD
