@@ -26,7 +26,9 @@
 #      with test/bench/bench_forward.py's build_model) timed on the GPU in
 #      bf16 (--precision bf16: bf16 GEMMs on the tensor cores, f32 master
 #      weights) and in fp32: tokens/s and the model FLOP utilization
-#      against the card's peaks.
+#      against the card's peaks; the bf16 program runs a second time with
+#      CLEAVE_CUDA_LINEAR=unfused, to time the cuBLASLt bias/GELU epilogues
+#      against GEMM + epilogue kernel.
 #   5. CleaveCommNcclTests: every collective of the NCCL communication
 #      engine (cleave_comm.h) under mpirun, one rank per GPU, against
 #      float64 references (none may be skipped).
@@ -201,6 +203,32 @@ print(f"model: {LAYERS} layers, hidden {HIDDEN}, {HEADS} heads, seq {SEQ}, "
       f"batch {BATCH}, vocab {VOCAB} ({params / 1e6:.1f}M parameters), AdamW")
 print(f"model FLOPs per step: {flops / 1e12:.2f} TFLOP (6 P T + 12 L B S^2 H, "
       f"matmuls only, as test/bench/bench_train.py counts them)")
+
+
+def run_steps(prog, label, env):
+    """Losses and the median step time (ms) of WARMUP + STEPS steps, or
+    (None, None) when a loss is not finite."""
+    log = prog + ".jsonl"
+    if os.path.exists(log):
+        os.remove(log)
+    t0 = time.time()
+    subprocess.run([prog, "--inputs", os.path.join(work, "idx.npy"), "--targets",
+                    os.path.join(work, "labels.npy"), "--steps",
+                    str(WARMUP + STEPS), "--log-json", log, "--quiet"], check=True,
+                   env=dict(os.environ, **env))
+    print(f"[{label}] ran {WARMUP + STEPS} steps in {time.time() - t0:.0f} s "
+          "(with start-up)")
+    with open(log) as f:
+        records = [json.loads(line) for line in f if line.strip()]
+    records = [r for r in records if "step" in r]
+    losses = [r["loss"] for r in records]
+    print(f"[{label}] losses: {', '.join(f'{x:.4f}' for x in losses)}")
+    if not all(np.isfinite(losses)):
+        print(f"[{label}] non-finite loss")
+        return None, None
+    return losses, float(np.median([r["ms"] for r in records[WARMUP:]]))
+
+
 failed = False
 for precision in PRECISIONS:
     t0 = time.time()
@@ -210,23 +238,20 @@ for precision in PRECISIONS:
                     "--lr", "6e-4", "--precision", precision, "--target", "cuda",
                     "-o", prog], check=True)
     print(f"[{precision}] compiled in {time.time() - t0:.0f} s")
-    log = prog + ".jsonl"
-    t0 = time.time()
-    subprocess.run([prog, "--inputs", os.path.join(work, "idx.npy"), "--targets",
-                    os.path.join(work, "labels.npy"), "--steps",
-                    str(WARMUP + STEPS), "--log-json", log, "--quiet"], check=True)
-    print(f"[{precision}] ran {WARMUP + STEPS} steps in {time.time() - t0:.0f} s "
-          "(with start-up)")
-    with open(log) as f:
-        records = [json.loads(line) for line in f if line.strip()]
-    records = [r for r in records if "step" in r]
-    losses = [r["loss"] for r in records]
-    print(f"[{precision}] losses: {', '.join(f'{x:.4f}' for x in losses)}")
-    if not all(np.isfinite(losses)):
-        print(f"[{precision}] non-finite loss")
+    losses, ms = run_steps(prog, precision, {})
+    if losses is None:
         failed = True
         continue
-    ms = float(np.median([r["ms"] for r in records[WARMUP:]]))
+    if precision == "bf16":
+        # The same program with each fused linear as GEMM + epilogue kernel
+        # instead of one cuBLASLt call with the bias/GELU epilogue.
+        unfused_losses, unfused_ms = run_steps(prog, precision + ", unfused linear",
+                                               {"CLEAVE_CUDA_LINEAR": "unfused"})
+        if unfused_losses is None:
+            failed = True
+        else:
+            print(f"[{precision}] cuBLASLt epilogues: {ms:.1f} ms per step, "
+                  f"unfused: {unfused_ms:.1f} ms ({unfused_ms / ms:.3f}x)")
     achieved = flops / (ms / 1000) / 1e12
     peak = peak_bf16 if precision == "bf16" else peak_fp32
     kind = "dense BF16 Tensor Core" if precision == "bf16" else "FP32"

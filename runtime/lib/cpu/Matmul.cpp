@@ -149,18 +149,25 @@ void linear(char *arena, const LinearPlan &p, const cleave_tensor &x,
   const float *bp = bv.data();
   sgemm(xv.data(), wv.data(), op, p.rows, p.n, p.k, p.transposed);
   int64_t n = p.n;
+  // One plain loop per case, so that each vectorizes (a store under a
+  // condition in the loop would not).
   auto epilogue = [&](auto act) {
     bool parallel = p.rows * n >= kParallelElements;
 #pragma omp parallel for schedule(static) if (parallel)
     for (int64_t r = 0; r < p.rows; ++r) {
       float *row = op + r * n;
-      float *preRow = pp ? pp + r * n : nullptr;
+      if (pp) {
+        float *preRow = pp + r * n;
 #pragma omp simd
-      for (int64_t j = 0; j < n; ++j) {
-        float v = row[j] + bp[j];
-        if (preRow)
+        for (int64_t j = 0; j < n; ++j) {
+          float v = row[j] + bp[j];
           preRow[j] = v;
-        row[j] = act(v);
+          row[j] = act(v);
+        }
+      } else {
+#pragma omp simd
+        for (int64_t j = 0; j < n; ++j)
+          row[j] = act(row[j] + bp[j]);
       }
     }
   };
