@@ -91,3 +91,52 @@ func.func @second_gelu(%x: tensor<4x16xf32>, %w: tensor<16x8xf32>, %b: tensor<8x
   %3 = graph.gelu %1 : tensor<4x8xf32>
   return %2, %3 : tensor<4x8xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+// The backward: the GEMM that brings the gradient to a GELU, the gelu_grad
+// and the sum over the rows (the bias gradient) become one op; the weight's
+// transpose is read in place.
+// CHECK-LABEL: func.func @gelu_grad_and_bias_grad
+// CHECK-SAME: (%[[DY:.*]]: tensor<2x8x32xf32>, %[[W:.*]]: tensor<128x32xf32>, %[[PRE:.*]]: tensor<2x8x128xf32>)
+// CHECK-NEXT: %[[DZ:.*]], %[[DB:.*]] = graph.matmul_gelu_grad %[[DY]], %[[W]], %[[PRE]] transpose_weight approximate tanh : tensor<2x8x32xf32>, tensor<128x32xf32>, tensor<2x8x128xf32> -> tensor<2x8x128xf32>, tensor<1x1x128xf32>
+// CHECK-NEXT: %[[R:.*]] = graph.reshape %[[DZ]]
+// CHECK-NEXT: return %[[DZ]], %[[DB]], %[[R]]
+func.func @gelu_grad_and_bias_grad(%dy: tensor<2x8x32xf32>, %w: tensor<128x32xf32>, %pre: tensor<2x8x128xf32>) -> (tensor<2x8x128xf32>, tensor<1x1x128xf32>, tensor<16x128xf32>) {
+  %wt = graph.transpose %w perm [1, 0] : tensor<128x32xf32>
+  %0 = graph.matmul %dy, %wt : tensor<2x8x32xf32>, tensor<32x128xf32>
+  %1 = graph.gelu_grad %pre, %0 approximate tanh : tensor<2x8x128xf32>
+  %2 = graph.reduce sum %1 dims [0, 1] keepdim : tensor<2x8x128xf32>
+  %3 = graph.reshape %1 : tensor<2x8x128xf32> -> tensor<16x128xf32>
+  return %1, %2, %3 : tensor<2x8x128xf32>, tensor<1x1x128xf32>, tensor<16x128xf32>
+}
+
+// -----
+
+// No bias gradient: a sum over part of the rows, or a mean, is not one.
+// CHECK-LABEL: func.func @gelu_grad_without_bias_grad
+// CHECK-NEXT: %[[DZ:.*]] = graph.matmul_gelu_grad %arg0, %arg1, %arg2 : tensor<4x6x16xbf16>, tensor<16x8xbf16>, tensor<4x6x8xbf16> -> tensor<4x6x8xbf16>
+// CHECK-NEXT: graph.reduce sum %[[DZ]] dims [1]
+// CHECK-NEXT: graph.reduce mean %[[DZ]] dims [0, 1]
+func.func @gelu_grad_without_bias_grad(%dy: tensor<4x6x16xbf16>, %w: tensor<16x8xbf16>, %pre: tensor<4x6x8xbf16>) -> (tensor<4x8xbf16>, tensor<8xbf16>) {
+  %0 = graph.matmul %dy, %w : tensor<4x6x16xbf16>, tensor<16x8xbf16>
+  %1 = graph.gelu_grad %pre, %0 : tensor<4x6x8xbf16>
+  %2 = graph.reduce sum %1 dims [1] : tensor<4x6x8xbf16>
+  %3 = graph.reduce mean %1 dims [0, 1] : tensor<4x6x8xbf16>
+  return %2, %3 : tensor<4x8xbf16>, tensor<8xbf16>
+}
+
+// -----
+
+// Left alone: the product is read elsewhere, or is the gelu_grad's first
+// operand rather than its gradient.
+// CHECK-LABEL: func.func @gelu_grad_not_fused
+// CHECK-NOT: graph.matmul_gelu_grad
+// CHECK: return
+func.func @gelu_grad_not_fused(%dy: tensor<4x16xf32>, %w: tensor<16x8xf32>, %pre: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+  %0 = graph.matmul %dy, %w : tensor<4x16xf32>, tensor<16x8xf32>
+  %1 = graph.gelu_grad %pre, %0 : tensor<4x8xf32>
+  %2 = graph.matmul %dy, %w : tensor<4x16xf32>, tensor<16x8xf32>
+  %3 = graph.gelu_grad %2, %pre : tensor<4x8xf32>
+  return %0, %1, %3 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}

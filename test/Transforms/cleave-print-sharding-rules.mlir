@@ -38,9 +38,20 @@ func.func @embedding(%ids: tensor<4x8xi64>) -> tensor<4x8x16xf32> {
 // -----
 
 // The fused linear: the matmul's factors, the bias along the columns, and
-// the pre-activation sharded as the result.
+// the pre-activation sharded as the result. The contraction stays whole:
+// each partial product would get the bias, and GELU is not linear.
 func.func @linear(%x: tensor<2x8x16xf32>, %w: tensor<32x16xf32>, %b: tensor<32xf32>) -> (tensor<2x8x32xf32>, tensor<2x8x32xf32>) {
-  // expected-remark @+1 {{sharding rule ([a, b, c], [d, c], [d]) -> ([a, b, d], [a, b, d]) {a=2, b=8, c=16 reduction(sum), d=32}}}
+  // expected-remark @+1 {{sharding rule ([a, b, c], [d, c], [d]) -> ([a, b, d], [a, b, d]) {a=2, b=8, c=16 need_replication, d=32}}}
   %0:2 = graph.linear %x, %w, %b transpose_weight activation gelu : tensor<2x8x16xf32>, tensor<32x16xf32>, tensor<32xf32> -> tensor<2x8x32xf32>, tensor<2x8x32xf32>
   return %0#0, %0#1 : tensor<2x8x32xf32>, tensor<2x8x32xf32>
+}
+
+// -----
+
+// Its backward: the rows are reduced into the bias gradient, the
+// contraction is a sum (gelu_grad is linear in its gradient).
+func.func @matmul_gelu_grad(%dy: tensor<2x8x16xf32>, %w: tensor<16x32xf32>, %pre: tensor<2x8x32xf32>) -> (tensor<2x8x32xf32>, tensor<1x1x32xf32>) {
+  // expected-remark @+1 {{sharding rule ([a, b, c], [c, d], [a, b, d]) -> ([a, b, d], [1, 1, d]) {a=2 reduction(sum), b=8 reduction(sum), c=16 reduction(sum), d=32}}}
+  %0:2 = graph.matmul_gelu_grad %dy, %w, %pre approximate tanh : tensor<2x8x16xf32>, tensor<16x32xf32>, tensor<2x8x32xf32> -> tensor<2x8x32xf32>, tensor<1x1x32xf32>
+  return %0#0, %0#1 : tensor<2x8x32xf32>, tensor<1x1x32xf32>
 }

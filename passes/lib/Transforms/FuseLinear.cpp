@@ -5,7 +5,9 @@
 // bias add and the activation, each a pass over memory. This pass rewrites
 // them into one graph.linear, which the runtime computes as one GEMM with
 // the bias and activation applied to its output while it is still in
-// registers or cache (cuBLASLt epilogues on the GPU).
+// registers or cache (cuBLASLt epilogues on the GPU). In the backward, the
+// GEMM that produces a GELU's incoming gradient, the gelu_grad and the bias
+// gradient's sum become one graph.matmul_gelu_grad (cuBLASLt's DGELU_BGRAD).
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,8 +30,21 @@ namespace {
 
 /// Counters the patterns update (the pass's statistics).
 struct FusionCounts {
-  int64_t linear = 0, activations = 0, transposes = 0;
+  int64_t linear = 0, activations = 0, transposes = 0, geluGrads = 0,
+          biasGrads = 0;
 };
+
+/// The stored weight behind a matmul's right operand: `transpose(V)` with
+/// perm [1, 0] is V read transposed.
+Value storedWeight(Value w, bool &transposed) {
+  transposed = false;
+  if (auto t = w.getDefiningOp<TransposeOp>();
+      t && t.getPerm() == ArrayRef<int64_t>{1, 0}) {
+    transposed = true;
+    return t.getOperand();
+  }
+  return w;
+}
 
 /// add(matmul(x, W), bias) -> linear(x, W, bias), with W = transpose(V)
 /// read as V transposed.
@@ -51,13 +66,8 @@ struct FuseBiasedMatmul : OpRewritePattern<AddOp> {
           b.getDimSize(0) != w.getDimSize(1) ||
           b.getElementType() != w.getElementType())
         continue;
-      Value weight = matmul.getRhs();
-      bool transposed = false;
-      if (auto t = weight.getDefiningOp<TransposeOp>();
-          t && t.getPerm() == ArrayRef<int64_t>{1, 0}) {
-        weight = t.getOperand();
-        transposed = true;
-      }
+      bool transposed;
+      Value weight = storedWeight(matmul.getRhs(), transposed);
       auto linear = LinearOp::create(
           rewriter, add.getLoc(), add.getType(), /*preactivation=*/Type(),
           matmul.getLhs(), weight, bias,
@@ -108,16 +118,64 @@ struct FuseActivation : OpRewritePattern<GeluOp> {
   FusionCounts &counts;
 };
 
+/// gelu_grad(pre, matmul(dy, W)) and the sum of that over every dimension
+/// but the last (the bias gradient) -> matmul_gelu_grad(dy, W, pre).
+struct FuseGeluGrad : OpRewritePattern<GeluGradOp> {
+  FuseGeluGrad(MLIRContext *ctx, FusionCounts &counts)
+      : OpRewritePattern(ctx), counts(counts) {}
+
+  LogicalResult matchAndRewrite(GeluGradOp op,
+                                PatternRewriter &rewriter) const override {
+    auto matmul = op.getGrad().getDefiningOp<MatmulOp>();
+    if (!matmul || !matmul->hasOneUse() ||
+        matmul.getRhs().getType().getRank() != 2 ||
+        matmul.getType() != op.getType())
+      return failure();
+    RankedTensorType type = op.getType();
+    ReduceOp biasGrad;
+    for (Operation *user : op->getUsers()) {
+      auto reduce = dyn_cast<ReduceOp>(user);
+      if (reduce && reduce.getKind() == ReductionKind::Sum &&
+          llvm::equal(reduce.getDims(), llvm::seq<int64_t>(0, type.getRank() -
+                                                                  1))) {
+        biasGrad = reduce;
+        break;
+      }
+    }
+    bool transposed;
+    Value weight = storedWeight(matmul.getRhs(), transposed);
+    auto fused = MatmulGeluGradOp::create(
+        rewriter, op.getLoc(), type, biasGrad ? biasGrad.getType() : Type(),
+        matmul.getLhs(), weight, op.getOperand(),
+        transposed ? rewriter.getUnitAttr() : UnitAttr(),
+        op.getApproximateAttr());
+    rewriter.replaceOp(op, fused.getResult());
+    if (biasGrad) {
+      rewriter.replaceOp(biasGrad, fused.getBiasGrad());
+      ++counts.biasGrads;
+    }
+    rewriter.eraseOp(matmul);
+    ++counts.geluGrads;
+    counts.transposes += transposed;
+    return success();
+  }
+
+  FusionCounts &counts;
+};
+
 struct FuseLinearPass : cleave::impl::FuseLinearPassBase<FuseLinearPass> {
   void runOnOperation() override {
     FusionCounts counts;
     RewritePatternSet patterns(&getContext());
-    patterns.add<FuseBiasedMatmul, FuseActivation>(&getContext(), counts);
+    patterns.add<FuseBiasedMatmul, FuseActivation, FuseGeluGrad>(
+        &getContext(), counts);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
     numLinear += counts.linear;
     numActivations += counts.activations;
     numTransposes += counts.transposes;
+    numGeluGrads += counts.geluGrads;
+    numBiasGrads += counts.biasGrads;
   }
 };
 

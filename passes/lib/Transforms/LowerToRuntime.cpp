@@ -365,6 +365,17 @@ LogicalResult Lowering::lowerOp(Operation *op) {
               constI32(enumValue(l.getActivation()))});
         return success();
       })
+      .Case<MatmulGeluGradOp>([&](MatmulGeluGradOp g) {
+        Value dbias = g.getBiasGrad() ? out[1] : null();
+        int64_t activation =
+            enumValue(g.getApproximate() == GeluApproximation::Tanh
+                          ? Activation::GeluTanh
+                          : Activation::Gelu);
+        call("cleave_rt_matmul_gelu_grad",
+             {arena, in[0], in[1], in[2], out[0], dbias,
+              constI32(g.getTransposeWeight() ? 1 : 0), constI32(activation)});
+        return success();
+      })
       .Case<SoftmaxOp, LogSoftmaxOp>([&](auto s) {
         call("cleave_rt_softmax",
              {arena, in[0], out[0], constI64(s.getDim()),

@@ -83,8 +83,6 @@ void mapBinary(const Broadcast &bc, const In *a, const In *b, Out *out, F f) {
       });
 }
 
-constexpr float kSqrtTwoOverPi = 0.79788456080286536f;
-
 void unaryF32(int32_t op, const Broadcast &bc, const float *x, float *out) {
   switch (op) {
   case CLEAVE_NEG:
@@ -282,23 +280,12 @@ void unaryGradF32(int32_t op, const float *x, const float *dy, float *dx,
       float s = fastSigmoid(v);
       return g * (s * (1.0f + v * (1.0f - s)));
     });
-  // Phi(x) + x phi(x), with Phi the normal CDF and phi its density.
   case CLEAVE_GELU_ERF:
-    return mapGrad(x, dy, dx, n, [](float v, float g) {
-      constexpr float kInvSqrtTwoPi = 0.39894228040143268f;
-      float pdf = kInvSqrtTwoPi * fastExp(-0.5f * v * v);
-      return g * (fastNormalCdf(v) + v * pdf);
-    });
-  // With s = sigmoid(2u) = (1 + tanh u) / 2 and 1 - tanh^2 u = 4 s (1 - s):
-  // d/dx x s = s + 2 x s (1 - s) u'.
+    return mapGrad(x, dy, dx, n,
+                   [](float v, float g) { return g * geluErfGrad(v); });
   case CLEAVE_GELU_TANH:
-    return mapGrad(x, dy, dx, n, [](float v, float g) {
-      float v2 = v * v;
-      float u = kSqrtTwoOverPi * (v + 0.044715f * v2 * v);
-      float du = kSqrtTwoOverPi * (1.0f + 3.0f * 0.044715f * v2);
-      float s = fastSigmoid(2.0f * u);
-      return g * (s + 2.0f * v * s * (1.0f - s) * du);
-    });
+    return mapGrad(x, dy, dx, n,
+                   [](float v, float g) { return g * geluTanhGrad(v); });
   }
   cleave_rt_fail("cleave_rt_unary_grad: op %s (%d) has no gradient kernel",
                  unaryName(op), op);

@@ -89,41 +89,58 @@ MatmulPlan planMatmul(const char *kernel, const cleave_tensor *a,
   return p;
 }
 
+namespace {
+
+/// Checks the descriptors of a fused GEMM and that they are float, and
+/// plans out [rows, n] = x [rows, k] W for the stored weight w (shapes
+/// unchecked: `ok` says whether x, w and out fit).
+LinearPlan planRowsGemm(const char *k,
+                        std::initializer_list<std::pair<const char *,
+                                                        const cleave_tensor *>>
+                            operands,
+                        const cleave_tensor &x, const cleave_tensor &w,
+                        const cleave_tensor &out, int32_t transposeW,
+                        int32_t activation, bool &ok) {
+  for (auto [name, t] : operands)
+    if (t)
+      checkTensor(k, name, t);
+  for (auto [name, t] : operands)
+    if (t && !isFloatType(t->dtype))
+      cleave_rt_fail("%s: expects float operands, got %s", k,
+                     dtypeName(t->dtype));
+  LinearPlan p;
+  p.transposed = transposeW != 0;
+  p.activation = activation;
+  ok = x.rank >= 1 && w.rank == 2;
+  if (!ok)
+    return p;
+  p.k = w.shape[p.transposed ? 1 : 0];
+  p.n = w.shape[p.transposed ? 0 : 1];
+  ok = x.shape[x.rank - 1] == p.k && out.rank == x.rank &&
+       out.shape[out.rank - 1] == p.n;
+  p.rows = 1;
+  for (int d = 0; ok && d + 1 < x.rank; ++d) {
+    ok = out.shape[d] == x.shape[d];
+    p.rows *= x.shape[d];
+  }
+  return p;
+}
+
+} // namespace
+
 LinearPlan planLinear(const char *k, const cleave_tensor *x,
                       const cleave_tensor *w, const cleave_tensor *bias,
                       const cleave_tensor *out, const cleave_tensor *pre,
                       int32_t transposeW, int32_t activation) {
-  checkTensor(k, "x", x);
-  checkTensor(k, "w", w);
-  checkTensor(k, "bias", bias);
-  checkTensor(k, "out", out);
-  if (pre)
-    checkTensor(k, "pre", pre);
-  for (const cleave_tensor *t : {x, w, bias, out, pre})
-    if (t && !isFloatType(t->dtype))
-      cleave_rt_fail("%s: expects float operands, got %s", k,
-                     dtypeName(t->dtype));
+  bool ok;
+  LinearPlan p = planRowsGemm(
+      k, {{"x", x}, {"w", w}, {"bias", bias}, {"out", out}, {"pre", pre}},
+      *x, *w, *out, transposeW, activation, ok);
   if (activation < CLEAVE_ACT_NONE || activation > CLEAVE_ACT_GELU_TANH)
     cleave_rt_fail("%s: unknown activation %d", k, activation);
   if (pre && activation == CLEAVE_ACT_NONE)
     cleave_rt_fail("%s: pre is only defined with an activation", k);
-  LinearPlan p;
-  p.transposed = transposeW != 0;
-  p.activation = activation;
-  if (x->rank < 1 || w->rank != 2)
-    cleave_rt_fail("%s: expects x [..., k] and w of rank 2, got x %s, w %s", k,
-                   shapeString(*x).c_str(), shapeString(*w).c_str());
-  p.k = w->shape[p.transposed ? 1 : 0];
-  p.n = w->shape[p.transposed ? 0 : 1];
-  bool ok = x->shape[x->rank - 1] == p.k && bias->rank == 1 &&
-            bias->shape[0] == p.n && out->rank == x->rank &&
-            out->shape[out->rank - 1] == p.n;
-  p.rows = 1;
-  for (int d = 0; ok && d + 1 < x->rank; ++d) {
-    ok = out->shape[d] == x->shape[d];
-    p.rows *= x->shape[d];
-  }
-  if (!ok)
+  if (!ok || bias->rank != 1 || bias->shape[0] != p.n)
     cleave_rt_fail("%s: expects x [..., k], w %s, bias [n], out [..., n], got "
                    "x %s, w %s, bias %s, out %s",
                    k, p.transposed ? "[n, k]" : "[k, n]",
@@ -132,6 +149,31 @@ LinearPlan planLinear(const char *k, const cleave_tensor *x,
   if (pre && !sameShape(*pre, *out))
     cleave_rt_fail("%s: pre %s does not have out's shape %s", k,
                    shapeString(*pre).c_str(), shapeString(*out).c_str());
+  return p;
+}
+
+LinearPlan planMatmulGeluGrad(const char *k, const cleave_tensor *dy,
+                              const cleave_tensor *w, const cleave_tensor *pre,
+                              const cleave_tensor *dz,
+                              const cleave_tensor *dbias, int32_t transposeW,
+                              int32_t activation) {
+  bool ok;
+  LinearPlan p = planRowsGemm(
+      k, {{"dy", dy}, {"w", w}, {"pre", pre}, {"dz", dz}, {"dbias", dbias}},
+      *dy, *w, *dz, transposeW, activation, ok);
+  if (activation != CLEAVE_ACT_GELU_ERF && activation != CLEAVE_ACT_GELU_TANH)
+    cleave_rt_fail("%s: expects a GELU activation, got %d", k, activation);
+  if (!ok || !sameShape(*pre, *dz))
+    cleave_rt_fail("%s: expects dy [..., k], w %s, pre and dz [..., n], got "
+                   "dy %s, w %s, pre %s, dz %s",
+                   k, p.transposed ? "[n, k]" : "[k, n]",
+                   shapeString(*dy).c_str(), shapeString(*w).c_str(),
+                   shapeString(*pre).c_str(), shapeString(*dz).c_str());
+  if (dbias && (numElements(*dbias) != p.n || dbias->rank < 1 ||
+                dbias->shape[dbias->rank - 1] != p.n))
+    cleave_rt_fail("%s: expects dbias with %lld elements along its last "
+                   "dimension, got %s",
+                   k, (long long)p.n, shapeString(*dbias).c_str());
   return p;
 }
 

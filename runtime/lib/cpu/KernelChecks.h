@@ -81,6 +81,14 @@ LinearPlan planLinear(const char *kernel, const cleave_tensor *x,
                       const cleave_tensor *out, const cleave_tensor *pre,
                       int32_t transposeW, int32_t activation);
 
+/// Checks the operands of matmul_gelu_grad (dz [..., n] = dy [..., k] W,
+/// pre like dz, dbias n elements, a GELU activation) and plans its GEMM.
+LinearPlan planMatmulGeluGrad(const char *kernel, const cleave_tensor *dy,
+                              const cleave_tensor *w, const cleave_tensor *pre,
+                              const cleave_tensor *dz,
+                              const cleave_tensor *dbias, int32_t transposeW,
+                              int32_t activation);
+
 /// The checks of expert_matmul beyond the matmul's: x [E,C,H], w [E,H,F],
 /// out [E,C,F].
 void checkExpertMatmul(const char *k, const cleave_tensor *x,

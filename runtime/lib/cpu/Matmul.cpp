@@ -1,8 +1,9 @@
 //===- Matmul.cpp - matrix multiplication CPU kernels ---------------------===//
 //
-// matmul (batch dimensions broadcast NumPy-style), expert_matmul and linear
+// matmul (batch dimensions broadcast NumPy-style), expert_matmul, linear
 // (a matmul with its bias and activation applied in one pass over the
-// output), all on OpenBLAS sgemm, run single-threaded per call and parallelized
+// output) and matmul_gelu_grad (its backward: GELU gradient and bias
+// gradient after the GEMM), all on OpenBLAS sgemm, run single-threaded per call and parallelized
 // with the runtime's own OpenMP threads (over batches, or by splitting one
 // matrix). A batch whose right operand is shared is folded into one sgemm with
 // a taller M, the common case of a linear layer over [B, S, K]. Integer matmuls
@@ -187,6 +188,56 @@ void linear(char *arena, const LinearPlan &p, const cleave_tensor &x,
     pv->commit();
 }
 
+/// dz = gelu'(pre) * (dy W), and dbias = the column sums of dz: one sgemm
+/// into dz's f32 view, one pass over it, and one over its columns.
+void matmulGeluGrad(char *arena, const LinearPlan &p, const cleave_tensor &dy,
+                    const cleave_tensor &w, const cleave_tensor &pre,
+                    const cleave_tensor &dz, const cleave_tensor *dbias) {
+  useSingleThreadedBlas();
+  auto written = [&](const cleave_tensor &t) {
+    return overlaps(t, dz) || (dbias && overlaps(t, *dbias));
+  };
+  Input<float> dyv(arena, dy, written(dy)), wv(arena, w, written(w)),
+      prev(arena, pre, written(pre));
+  Output<float> ov(arena, dz);
+  float *op = ov.data();
+  const float *pp = prev.data();
+  sgemm(dyv.data(), wv.data(), op, p.rows, p.n, p.k, p.transposed);
+  int64_t total = p.rows * p.n;
+  auto apply = [&](auto grad) {
+    bool parallel = total >= kParallelElements;
+#pragma omp parallel for simd schedule(static) if (parallel)
+    for (int64_t i = 0; i < total; ++i)
+      op[i] *= grad(pp[i]);
+  };
+  if (p.activation == CLEAVE_ACT_GELU_ERF)
+    apply([](float v) { return geluErfGrad(v); });
+  else
+    apply([](float v) { return geluTanhGrad(v); });
+  if (dbias) {
+    // Each block of columns is summed over the rows in order by one thread,
+    // in f64: the same bits whatever the thread count.
+    constexpr int64_t kBlock = 64;
+    Output<float> bv(arena, *dbias);
+    int64_t n = p.n, blocks = (n + kBlock - 1) / kBlock;
+    bool parallel = total >= kParallelElements;
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t b = 0; b < blocks; ++b) {
+      int64_t j0 = b * kBlock, len = std::min(kBlock, n - j0);
+      double sums[kBlock] = {};
+      for (int64_t r = 0; r < p.rows; ++r) {
+        const float *row = op + r * n + j0;
+        for (int64_t j = 0; j < len; ++j)
+          sums[j] += row[j];
+      }
+      for (int64_t j = 0; j < len; ++j)
+        bv.data()[j0 + j] = float(sums[j]);
+    }
+    bv.commit();
+  }
+  ov.commit();
+}
+
 } // namespace
 
 /// OpenBLAS runs single-threaded inside the runtime's OpenMP threads: with
@@ -215,6 +266,17 @@ void cleave_rt_linear(char *arena, const cleave_tensor *x,
   LinearPlan p = planLinear("cleave_rt_linear", x, w, bias, out, pre,
                             transpose_w, activation);
   linear(arena, p, *x, *w, *bias, *out, pre);
+}
+
+void cleave_rt_matmul_gelu_grad(char *arena, const cleave_tensor *dy,
+                                const cleave_tensor *w,
+                                const cleave_tensor *pre,
+                                const cleave_tensor *dz,
+                                const cleave_tensor *dbias, int32_t transpose_w,
+                                int32_t activation) {
+  LinearPlan p = planMatmulGeluGrad("cleave_rt_matmul_gelu_grad", dy, w, pre,
+                                    dz, dbias, transpose_w, activation);
+  matmulGeluGrad(arena, p, *dy, *w, *pre, *dz, dbias);
 }
 
 void cleave_rt_expert_matmul(char *arena, const cleave_tensor *x,

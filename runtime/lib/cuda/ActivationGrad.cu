@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "DeviceUtil.cuh"
+#include "KernelUtil.cuh"
 
 #include "../cpu/Tensor.h"
 
@@ -17,17 +18,12 @@ using namespace cleave::rt::cuda;
 
 namespace {
 
-constexpr float kSqrtTwoOverPi = 0.79788456080286536f;
-constexpr float kInvSqrtTwoPi = 0.39894228040143268f;
-
 const char *unaryName(int32_t op) {
   static const char *names[] = {
       "neg",  "abs", "relu",    "exp",  "log", "sqrt", "rsqrt",    "reciprocal",
       "tanh", "erf", "sigmoid", "silu", "sin", "cos",  "gelu_erf", "gelu_tanh"};
   return op >= 0 && op <= CLEAVE_GELU_TANH ? names[op] : "unknown";
 }
-
-__device__ inline float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
 /// f'(v) * g for the activation `Op`.
 template <int32_t Op> __device__ inline float derivative(float v, float g);
@@ -42,29 +38,21 @@ template <> __device__ inline float derivative<CLEAVE_TANH>(float v, float g) {
 }
 template <>
 __device__ inline float derivative<CLEAVE_SIGMOID>(float v, float g) {
-  float s = sigmoid(v);
+  float s = sigmoidF32(v);
   return g * (s * (1.0f - s));
 }
 // d/dx x s(x) = s (1 + x (1 - s)).
 template <> __device__ inline float derivative<CLEAVE_SILU>(float v, float g) {
-  float s = sigmoid(v);
+  float s = sigmoidF32(v);
   return g * (s * (1.0f + v * (1.0f - s)));
 }
-// Phi(x) + x phi(x), with Phi the normal CDF and phi its density.
 template <>
 __device__ inline float derivative<CLEAVE_GELU_ERF>(float v, float g) {
-  float pdf = kInvSqrtTwoPi * expf(-0.5f * v * v);
-  return g * (normcdff(v) + v * pdf);
+  return g * geluErfGradF32(v);
 }
-// With s = sigmoid(2u) = (1 + tanh u) / 2 and 1 - tanh^2 u = 4 s (1 - s):
-// d/dx x s = s + 2 x s (1 - s) u'.
 template <>
 __device__ inline float derivative<CLEAVE_GELU_TANH>(float v, float g) {
-  float v2 = v * v;
-  float u = kSqrtTwoOverPi * (v + 0.044715f * v2 * v);
-  float du = kSqrtTwoOverPi * (1.0f + 3.0f * 0.044715f * v2);
-  float s = sigmoid(2.0f * u);
-  return g * (s + 2.0f * v * s * (1.0f - s) * du);
+  return g * geluTanhGradF32(v);
 }
 
 template <int32_t Op>

@@ -49,6 +49,23 @@ __device__ inline float geluTanhF32(float v) {
   return v * sigmoidF32(2.0f * u);
 }
 
+/// gelu'(x) of the exact form: Phi(x) + x phi(x), with phi the normal
+/// density.
+__device__ inline float geluErfGradF32(float v) {
+  float pdf = 0.39894228040143268f * expf(-0.5f * v * v);
+  return normcdff(v) + v * pdf;
+}
+
+/// gelu'(x) of the tanh form. With s = sigmoid(2u) = (1 + tanh u) / 2 and
+/// 1 - tanh^2 u = 4 s (1 - s): d/dx x s = s + 2 x s (1 - s) u'.
+__device__ inline float geluTanhGradF32(float v) {
+  float v2 = v * v;
+  float u = 0.79788456080286536f * (v + 0.044715f * v2 * v);
+  float du = 0.79788456080286536f * (1.0f + 3.0f * 0.044715f * v2);
+  float s = sigmoidF32(2.0f * u);
+  return s + 2.0f * v * s * (1.0f - s) * du;
+}
+
 //===----------------------------------------------------------------------===//
 // Element access
 //===----------------------------------------------------------------------===//

@@ -1,16 +1,19 @@
-//===- Linear.cu - matmul with a bias and GELU epilogue on CUDA ----------===//
+//===- Linear.cu - GEMMs with bias and GELU epilogues on CUDA ------------===//
 //
-// cleave_rt_linear: out = act(x W + bias), pre = x W + bias. Where every
-// operand has one dtype (f32, f16 or bf16) and cuBLASLt offers the epilogue
-// (bias; bias + tanh GELU; the same storing the GELU input as the aux
-// matrix, whose leading dimension must be a multiple of 8), it is one
-// cuBLASLt matmul: the bias and activation are applied to the f32
-// accumulators before the store. cuBLASLt's GELU is the tanh form, so the
-// exact (erf) GELU, mixed dtypes, aliased operands, an empty contraction
-// and any shape cuBLASLt declines take the unfused path: one GEMM into f32
-// scratch, then one epilogue kernel. Both round out and pre once, as the
-// CPU backend does. CLEAVE_CUDA_LINEAR=unfused forces the second path
-// (read at each call, for tests and benchmarks).
+// cleave_rt_linear (out = act(x W + bias), pre = x W + bias) and its
+// backward cleave_rt_matmul_gelu_grad (dz = gelu'(pre) * (dy W), with the
+// bias gradient). Where every operand has one dtype (f32, f16 or bf16) and
+// cuBLASLt offers the epilogue, each is one cuBLASLt matmul whose epilogue
+// works on the f32 accumulators before the store: BIAS, GELU_BIAS or
+// GELU_AUX_BIAS (which stores the GELU input as the aux matrix) forward,
+// DGELU or DGELU_BGRAD (which read it, and sum the bias gradient) backward.
+// cuBLASLt's GELU is the tanh form and its aux leading dimension must be a
+// multiple of 8, so the exact (erf) GELU, such shapes, mixed dtypes,
+// aliased operands, an empty contraction and anything cuBLASLt declines
+// take the unfused path: one GEMM into f32 scratch, then one epilogue kernel
+// (and a column sum in f64 for the bias gradient). Both round each output
+// once, as the CPU backend does. CLEAVE_CUDA_LINEAR=unfused forces the
+// unfused path (read at each call, for tests and benchmarks).
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,6 +37,7 @@ using namespace cleave::rt::cuda;
 namespace {
 
 constexpr const char *kKernel = "cleave_rt_linear";
+constexpr const char *kGradKernel = "cleave_rt_matmul_gelu_grad";
 
 bool forceUnfused() {
   const char *env = std::getenv("CLEAVE_CUDA_LINEAR");
@@ -102,30 +106,16 @@ using LtKey = std::tuple<int64_t, int64_t, int64_t, int32_t, bool, int32_t>;
 /// cuBLASLt wants a workspace; 32 MiB is what it recommends on Hopper.
 constexpr size_t kWorkspaceBytes = size_t(32) << 20;
 
-/// Runs the linear as one cuBLASLt matmul with its epilogue; false when
-/// cuBLASLt offers none for it (the caller then runs the unfused path).
-bool linearLt(char *arena, const LinearPlan &p, const cleave_tensor &x,
-              const cleave_tensor &w, const cleave_tensor &bias,
-              const cleave_tensor &out, const cleave_tensor *pre) {
-  if (p.activation == CLEAVE_ACT_GELU_ERF || p.k == 0 ||
-      (pre && p.n % 8 != 0))
-    return false;
-  for (const cleave_tensor *t : {&w, &bias, pre})
-    if (t && t->dtype != x.dtype)
-      return false;
-  if (out.dtype != x.dtype)
-    return false;
-  for (const cleave_tensor *in : {&x, &w, &bias})
-    if (overlaps(*in, out) || (pre && overlaps(*in, *pre)))
-      return false;
-
-  // Row-major out [rows, n] = x W is column-major out^T = W^T x^T: cuBLAS's
-  // A is the weight, B is x, and the bias runs along D's rows (n).
-  cudaDataType_t type = blasType(x.dtype);
-  cublasLtEpilogue_t epilogue =
-      p.activation == CLEAVE_ACT_NONE ? CUBLASLT_EPILOGUE_BIAS
-      : pre                           ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
-                                      : CUBLASLT_EPILOGUE_GELU_BIAS;
+/// One cuBLASLt matmul d [rows, n] = x [rows, k] W with `epilogue`, where
+/// x, w and d share one dtype; `bias` is the bias (or, for *_BGRAD, the
+/// bias gradient) and `aux` the GELU input (stored, or read by DGELU).
+/// False when cuBLASLt offers no algorithm for it.
+bool runLt(const char *kernel, const LinearPlan &p, int32_t dtype,
+           cublasLtEpilogue_t epilogue, const void *w, const void *x, void *d,
+           const void *bias, const void *aux) {
+  // Row-major d [rows, n] = x W is column-major d^T = W^T x^T: cuBLAS's A
+  // is the weight, B is x, and bias vectors run along D's rows (n).
+  cudaDataType_t type = blasType(dtype);
   LtCall call;
   checkBlas(cublasLtMatmulDescCreate(&call.op, CUBLAS_COMPUTE_32F, CUDA_R_32F),
             "creating a cuBLASLt matmul");
@@ -134,10 +124,9 @@ bool linearLt(char *arena, const LinearPlan &p, const cleave_tensor &x,
   call.set(CUBLASLT_MATMUL_DESC_TRANSA, opA);
   call.set(CUBLASLT_MATMUL_DESC_TRANSB, opB);
   call.set(CUBLASLT_MATMUL_DESC_EPILOGUE, epilogue);
-  const void *biasPtr = dataOf(arena, bias);
-  call.set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, biasPtr);
-  if (pre) {
-    void *aux = dataOf(arena, *pre);
+  if (bias)
+    call.set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
+  if (aux) {
     call.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, aux);
     call.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, int64_t(p.n));
   }
@@ -154,7 +143,7 @@ bool linearLt(char *arena, const LinearPlan &p, const cleave_tensor &x,
             "creating a cuBLASLt layout");
 
   static std::map<LtKey, LtChoice> choices;
-  LtKey key{p.rows, p.k, p.n, x.dtype, p.transposed, int32_t(epilogue)};
+  LtKey key{p.rows, p.k, p.n, dtype, p.transposed, int32_t(epilogue)};
   auto it = choices.find(key);
   if (it == choices.end()) {
     LtChoice choice;
@@ -178,16 +167,64 @@ bool linearLt(char *arena, const LinearPlan &p, const cleave_tensor &x,
   if (!it->second.found)
     return false;
   const cublasLtMatmulHeuristicResult_t &chosen = it->second.result;
-  ScratchBuffer workspace(chosen.workspaceSize, kKernel);
+  ScratchBuffer workspace(chosen.workspaceSize, kernel);
   float alpha = 1.0f, beta = 0.0f;
-  char *outPtr = dataOf(arena, out);
-  checkBlas(cublasLtMatmul(ltHandle(), call.op, &alpha, dataOf(arena, w),
-                           call.a, dataOf(arena, x), call.b, &beta, outPtr,
-                           call.d, outPtr, call.d, &chosen.algo,
+  checkBlas(cublasLtMatmul(ltHandle(), call.op, &alpha, w, call.a, x, call.b,
+                           &beta, d, call.d, d, call.d, &chosen.algo,
                            workspace.as<void>(), chosen.workspaceSize,
                            stream()),
-            kKernel);
+            kernel);
   return true;
+}
+
+/// Whether cuBLASLt may run a fused GEMM over these operands: the tanh
+/// GELU if any (cuBLASLt's GELU is that form), a nonempty contraction, one
+/// dtype, no input overlapping an output, and an aux row length that is a
+/// multiple of 8 (its leading-dimension rule).
+bool ltApplies(const LinearPlan &p, bool hasAux,
+               std::initializer_list<const cleave_tensor *> inputs,
+               std::initializer_list<const cleave_tensor *> outputs) {
+  if (p.activation == CLEAVE_ACT_GELU_ERF || p.k == 0 ||
+      (hasAux && p.n % 8 != 0))
+    return false;
+  int32_t dtype = (*outputs.begin())->dtype;
+  for (auto list : {inputs, outputs})
+    for (const cleave_tensor *t : list)
+      if (t && t->dtype != dtype)
+        return false;
+  for (const cleave_tensor *in : inputs)
+    for (const cleave_tensor *out : outputs)
+      if (in && out && overlaps(*in, *out))
+        return false;
+  return true;
+}
+
+/// The linear as one cuBLASLt matmul with its bias (and GELU) epilogue.
+bool linearLt(char *arena, const LinearPlan &p, const cleave_tensor &x,
+              const cleave_tensor &w, const cleave_tensor &bias,
+              const cleave_tensor &out, const cleave_tensor *pre) {
+  if (!ltApplies(p, pre, {&x, &w, &bias}, {&out, pre}))
+    return false;
+  cublasLtEpilogue_t epilogue =
+      p.activation == CLEAVE_ACT_NONE ? CUBLASLT_EPILOGUE_BIAS
+      : pre                           ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
+                                      : CUBLASLT_EPILOGUE_GELU_BIAS;
+  return runLt(kKernel, p, x.dtype, epilogue, dataOf(arena, w),
+               dataOf(arena, x), dataOf(arena, out), dataOf(arena, bias),
+               pre ? dataOf(arena, *pre) : nullptr);
+}
+
+/// matmul_gelu_grad as one cuBLASLt matmul with the DGELU(_BGRAD)
+/// epilogue, which reads the GELU input as its aux matrix.
+bool geluGradLt(char *arena, const LinearPlan &p, const cleave_tensor &dy,
+                const cleave_tensor &w, const cleave_tensor &pre,
+                const cleave_tensor &dz, const cleave_tensor *dbias) {
+  if (!ltApplies(p, true, {&dy, &w, &pre}, {&dz, dbias}))
+    return false;
+  return runLt(kGradKernel, p, dy.dtype,
+               dbias ? CUBLASLT_EPILOGUE_DGELU_BGRAD : CUBLASLT_EPILOGUE_DGELU,
+               dataOf(arena, w), dataOf(arena, dy), dataOf(arena, dz),
+               dbias ? dataOf(arena, *dbias) : nullptr, dataOf(arena, pre));
 }
 
 //===----------------------------------------------------------------------===//
@@ -212,39 +249,55 @@ __global__ void linearEpilogueKernel(const float *acc, int64_t total, int64_t n,
   }
 }
 
+/// acc [rows, n] = x W in f32: the operands as stored when they share a
+/// dtype (cublasGemmEx reads 16-bit and writes f32), else staged as f32.
+/// `copyX`/`copyW` copy an operand first (an output of the call overlaps
+/// it). The buffers hold what acc may point into until the caller is done.
+struct F32Gemm {
+  ScratchBuffer acc, x, w;
+  float *run(const char *kernel, char *arena, const LinearPlan &p,
+             const cleave_tensor &xt, const cleave_tensor &wt, bool copyX,
+             bool copyW) {
+    int64_t total = p.rows * p.n;
+    acc.allocate(size_t(total) * sizeof(float), kernel);
+    float *out = acc.as<float>();
+    if (p.k == 0) {
+      // cuBLAS rejects the leading dimension 0 of an empty operand.
+      check(cudaMemsetAsync(out, 0, size_t(total) * sizeof(float), stream()),
+            "clearing a GEMM accumulator");
+    } else if (xt.dtype == wt.dtype) {
+      const char *xp = bytesInput(arena, xt, copyX, x, kernel);
+      const char *wp = bytesInput(arena, wt, copyW, w, kernel);
+      cudaDataType_t type = blasType(xt.dtype);
+      float alpha = 1.0f, beta = 0.0f;
+      checkBlas(cublasGemmEx(cublas(),
+                             p.transposed ? CUBLAS_OP_T : CUBLAS_OP_N,
+                             CUBLAS_OP_N, int(p.n), int(p.rows), int(p.k),
+                             &alpha, wp, type, int(p.transposed ? p.k : p.n),
+                             xp, type, int(p.k), &beta, out, CUDA_R_32F,
+                             int(p.n), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                kernel);
+    } else {
+      const float *xp = f32Input(arena, xt, copyX, x, kernel);
+      const float *wp = f32Input(arena, wt, copyW, w, kernel);
+      gemmF32(kernel, false, p.transposed, p.rows, p.n, p.k, 1.0f, xp, p.k, 0,
+              wp, p.transposed ? p.k : p.n, 0, 0.0f, out, p.n, 0, 1);
+    }
+    return out;
+  }
+};
+
 void linearUnfused(char *arena, const LinearPlan &p, const cleave_tensor &x,
                    const cleave_tensor &w, const cleave_tensor &bias,
                    const cleave_tensor &out, const cleave_tensor *pre) {
   auto written = [&](const cleave_tensor &t) {
     return overlaps(t, out) || (pre && overlaps(t, *pre));
   };
-  int64_t total = p.rows * p.n;
-  ScratchBuffer accBuf(size_t(total) * sizeof(float), kKernel);
-  float *acc = accBuf.as<float>();
-  ScratchBuffer xBuf, wBuf, biasBuf;
-  if (p.k == 0) {
-    // cuBLAS rejects the leading dimension 0 of an empty operand.
-    check(cudaMemsetAsync(acc, 0, size_t(total) * sizeof(float), stream()),
-          "clearing the linear accumulator");
-  } else if (x.dtype == w.dtype) {
-    // Both operands as stored, accumulated and written in f32.
-    const char *xp = bytesInput(arena, x, written(x), xBuf, kKernel);
-    const char *wp = bytesInput(arena, w, written(w), wBuf, kKernel);
-    cudaDataType_t type = blasType(x.dtype);
-    float alpha = 1.0f, beta = 0.0f;
-    checkBlas(cublasGemmEx(cublas(), p.transposed ? CUBLAS_OP_T : CUBLAS_OP_N,
-                           CUBLAS_OP_N, int(p.n), int(p.rows), int(p.k),
-                           &alpha, wp, type, int(p.transposed ? p.k : p.n), xp,
-                           type, int(p.k), &beta, acc, CUDA_R_32F, int(p.n),
-                           CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-              kKernel);
-  } else {
-    const float *xp = f32Input(arena, x, written(x), xBuf, kKernel);
-    const float *wp = f32Input(arena, w, written(w), wBuf, kKernel);
-    gemmF32(kKernel, false, p.transposed, p.rows, p.n, p.k, 1.0f, xp, p.k, 0,
-            wp, p.transposed ? p.k : p.n, 0, 0.0f, acc, p.n, 0, 1);
-  }
+  F32Gemm gemm;
+  float *acc = gemm.run(kKernel, arena, p, x, w, written(x), written(w));
+  ScratchBuffer biasBuf;
   const char *bp = bytesInput(arena, bias, written(bias), biasBuf, kKernel);
+  int64_t total = p.rows * p.n;
   char *preData = pre ? dataOf(arena, *pre) : nullptr;
   int32_t preType = pre ? pre->dtype : CLEAVE_F32;
   auto launch = [&](auto kernel) {
@@ -263,6 +316,68 @@ void linearUnfused(char *arena, const LinearPlan &p, const cleave_tensor &x,
   }
 }
 
+/// acc = gelu'(pre) * acc, stored into dz as well.
+template <int32_t Act>
+__global__ void geluGradEpilogueKernel(float *acc, int64_t total,
+                                       const char *pre, int32_t preType,
+                                       char *dz, int32_t dzType) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    float v = loadF32(pre, preType, i);
+    float g = acc[i] * (Act == CLEAVE_ACT_GELU_ERF ? geluErfGradF32(v)
+                                                   : geluTanhGradF32(v));
+    acc[i] = g;
+    storeF32(dz, dzType, i, g);
+  }
+}
+
+/// dbias[j] = the sum of acc's column j over the rows, in row order and in
+/// f64 (the CPU backend's sum), one thread per column.
+__global__ void columnSumKernel(const float *acc, int64_t rows, int64_t n,
+                                char *dbias, int32_t dbiasType) {
+  for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < n;
+       j += int64_t(gridDim.x) * blockDim.x) {
+    double sum = 0;
+    for (int64_t r = 0; r < rows; ++r)
+      sum += acc[r * n + j];
+    storeF32(dbias, dbiasType, j, float(sum));
+  }
+}
+
+void geluGradUnfused(char *arena, const LinearPlan &p, const cleave_tensor &dy,
+                     const cleave_tensor &w, const cleave_tensor &pre,
+                     const cleave_tensor &dz, const cleave_tensor *dbias) {
+  auto written = [&](const cleave_tensor &t) {
+    return overlaps(t, dz) || (dbias && overlaps(t, *dbias));
+  };
+  F32Gemm gemm;
+  float *acc =
+      gemm.run(kGradKernel, arena, p, dy, w, written(dy), written(w));
+  ScratchBuffer preBuf;
+  const char *pp = bytesInput(arena, pre, written(pre), preBuf, kGradKernel);
+  int64_t total = p.rows * p.n;
+  auto kernel = p.activation == CLEAVE_ACT_GELU_ERF
+                    ? geluGradEpilogueKernel<CLEAVE_ACT_GELU_ERF>
+                    : geluGradEpilogueKernel<CLEAVE_ACT_GELU_TANH>;
+  kernel<<<blocksFor(total), kThreads, 0, stream()>>>(
+      acc, total, pp, pre.dtype, dataOf(arena, dz), dz.dtype);
+  checkLaunchOf(kGradKernel);
+  if (dbias) {
+    columnSumKernel<<<blocksFor(p.n), kThreads, 0, stream()>>>(
+        acc, p.rows, p.n, dataOf(arena, *dbias), dbias->dtype);
+    checkLaunchOf(kGradKernel);
+  }
+}
+
+/// Fails unless cuBLAS's int dimensions can hold the GEMM.
+void checkGemmSize(const char *kernel, const LinearPlan &p) {
+  if (p.rows > INT_MAX || p.n > INT_MAX || p.k > INT_MAX)
+    cleave_rt_fail("%s: GEMM size [%lld x %lld] x [%lld x %lld] exceeds the "
+                   "cuBLAS limit",
+                   kernel, (long long)p.rows, (long long)p.k, (long long)p.k,
+                   (long long)p.n);
+}
+
 } // namespace
 
 extern "C" void cleave_rt_linear(char *arena, const cleave_tensor *x,
@@ -275,12 +390,30 @@ extern "C" void cleave_rt_linear(char *arena, const cleave_tensor *x,
       planLinear(kKernel, x, w, bias, out, pre, transpose_w, activation);
   if (p.rows == 0 || p.n == 0)
     return;
-  if (p.rows > INT_MAX || p.n > INT_MAX || p.k > INT_MAX)
-    cleave_rt_fail("%s: GEMM size [%lld x %lld] x [%lld x %lld] exceeds the "
-                   "cuBLAS limit",
-                   kKernel, (long long)p.rows, (long long)p.k, (long long)p.k,
-                   (long long)p.n);
+  checkGemmSize(kKernel, p);
   if (!forceUnfused() && linearLt(arena, p, *x, *w, *bias, *out, pre))
     return;
   linearUnfused(arena, p, *x, *w, *bias, *out, pre);
+}
+
+extern "C" void cleave_rt_matmul_gelu_grad(
+    char *arena, const cleave_tensor *dy, const cleave_tensor *w,
+    const cleave_tensor *pre, const cleave_tensor *dz,
+    const cleave_tensor *dbias, int32_t transpose_w, int32_t activation) {
+  LinearPlan p = planMatmulGeluGrad(kGradKernel, dy, w, pre, dz, dbias,
+                                    transpose_w, activation);
+  if (p.n == 0)
+    return;
+  if (p.rows == 0) {
+    // An empty sum: the bias gradient is zero.
+    if (dbias)
+      check(cudaMemsetAsync(dataOf(arena, *dbias), 0,
+                            size_t(p.n) * elementSize(dbias->dtype), stream()),
+            "clearing the bias gradient");
+    return;
+  }
+  checkGemmSize(kGradKernel, p);
+  if (!forceUnfused() && geluGradLt(arena, p, *dy, *w, *pre, *dz, dbias))
+    return;
+  geluGradUnfused(arena, p, *dy, *w, *pre, *dz, dbias);
 }

@@ -814,3 +814,27 @@ func.func @linear_pre_type(%x: tensor<4x8xf32>, %w: tensor<8x6xf32>, %b: tensor<
   %0:2 = graph.linear %x, %w, %b activation gelu : tensor<4x8xf32>, tensor<8x6xf32>, tensor<6xf32> -> tensor<4x6xf32>, tensor<4x6xbf16>
   return
 }
+
+// -----
+
+func.func @matmul_gelu_grad_pre(%dy: tensor<4x8xf32>, %w: tensor<8x6xf32>, %pre: tensor<4x5xf32>) {
+  // expected-error @+1 {{expects the preactivation to have the result's type 'tensor<4x6xf32>', got 'tensor<4x5xf32>'}}
+  %0 = graph.matmul_gelu_grad %dy, %w, %pre : tensor<4x8xf32>, tensor<8x6xf32>, tensor<4x5xf32> -> tensor<4x6xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_gelu_grad_contraction(%dy: tensor<4x8xf32>, %w: tensor<6x6xf32>, %pre: tensor<4x6xf32>) {
+  // expected-error @+1 {{contracting dimensions differ: grad 'tensor<4x8xf32>' has 8 columns, weight 'tensor<6x6xf32>' has 6 rows}}
+  %0 = graph.matmul_gelu_grad %dy, %w, %pre : tensor<4x8xf32>, tensor<6x6xf32>, tensor<4x6xf32> -> tensor<4x6xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_gelu_grad_bias_grad(%dy: tensor<2x4x8xf32>, %w: tensor<8x6xf32>, %pre: tensor<2x4x6xf32>) {
+  // expected-error @+1 {{expects a bias gradient of shape [6] or with the summed dimensions kept, of 'f32', got 'tensor<2x1x6xf32>'}}
+  %0:2 = graph.matmul_gelu_grad %dy, %w, %pre : tensor<2x4x8xf32>, tensor<8x6xf32>, tensor<2x4x6xf32> -> tensor<2x4x6xf32>, tensor<2x1x6xf32>
+  return
+}

@@ -246,6 +246,15 @@ func.func @fused(%x: tensor<2x8x32xf32>, %w: tensor<128x32xf32>, %b: tensor<128x
   return %0, %1#0, %1#1 : tensor<2x8x128xf32>, tensor<2x8x128xf32>, tensor<2x8x128xf32>
 }
 
+// CHECK-LABEL: func.func @fused_backward
+func.func @fused_backward(%dy: tensor<2x8x32xf32>, %w: tensor<128x32xf32>, %pre: tensor<2x8x128xf32>) -> (tensor<2x8x128xf32>, tensor<128xf32>, tensor<2x8x128xf32>) {
+  // CHECK: %{{.*}}, %{{.*}} = graph.matmul_gelu_grad %{{.*}}, %{{.*}}, %{{.*}} transpose_weight approximate tanh : tensor<2x8x32xf32>, tensor<128x32xf32>, tensor<2x8x128xf32> -> tensor<2x8x128xf32>, tensor<128xf32>
+  %0:2 = graph.matmul_gelu_grad %dy, %w, %pre transpose_weight approximate tanh : tensor<2x8x32xf32>, tensor<128x32xf32>, tensor<2x8x128xf32> -> tensor<2x8x128xf32>, tensor<128xf32>
+  // CHECK: graph.matmul_gelu_grad %{{.*}}, %{{.*}}, %{{.*}} transpose_weight : tensor<2x8x32xf32>, tensor<128x32xf32>, tensor<2x8x128xf32> -> tensor<2x8x128xf32>
+  %1 = graph.matmul_gelu_grad %dy, %w, %pre transpose_weight : tensor<2x8x32xf32>, tensor<128x32xf32>, tensor<2x8x128xf32> -> tensor<2x8x128xf32>
+  return %0#0, %0#1, %1 : tensor<2x8x128xf32>, tensor<128xf32>, tensor<2x8x128xf32>
+}
+
 {-#
   dialect_resources: {
     builtin: {

@@ -175,11 +175,61 @@ void runLinearCases(const char *implementation) {
         }
 }
 
-TEST_F(CudaMatmul, LinearFused) { runLinearCases("fused"); }
+/// matmul_gelu_grad with and without the bias gradient (as [n] and kept
+/// [1, ..., n]), both GELU forms, every float dtype.
+void runGeluGradCases(const char *implementation) {
+  const LinearCase cases[] = {
+      {{2, 8, 32}, {128, 32}, true},   // DGELU_BGRAD
+      {{40, 33}, {33, 90}, false},     // n % 8 != 0: unfused
+      {{512, 3072}, {768, 3072}, true}, // GPT-2 small's MLP, backward
+      {{3, 0}, {0, 16}, false},
+  };
+  unsigned seed = 120;
+  for (const LinearCase &c : cases)
+    for (int32_t dtype : {CLEAVE_F32, CLEAVE_BF16, CLEAVE_F16})
+      for (int32_t act : {CLEAVE_ACT_GELU_ERF, CLEAVE_ACT_GELU_TANH})
+        for (int biasGrad : {0, 1, 2}) { // none, [n], kept dims
+          int64_t n = c.transposed ? c.w[0] : c.w[1];
+          Shape outShape(c.x);
+          outShape.back() = n;
+          Shape dbShape = {n};
+          if (biasGrad == 2) {
+            dbShape.assign(outShape.size(), 1);
+            dbShape.back() = n;
+          }
+          DevicePair p(capacityFor({c.x, c.w, outShape, outShape, {n}}));
+          cleave_tensor dy = p.add(dtype, c.x);
+          cleave_tensor w = p.add(dtype, c.w);
+          cleave_tensor pre = p.add(dtype, outShape);
+          cleave_tensor dz = p.add(dtype, outShape);
+          cleave_tensor db = p.add(dtype, dbShape);
+          p.fill(dy, -1, 1, seed++);
+          p.fill(w, -1, 1, seed++);
+          p.fill(pre, -3, 3, seed++);
+          p.fill(dz, 5, 6, seed++);
+          CUDA_AND_CPU(p, matmul_gelu_grad, &dy, &w, &pre, &dz,
+                       biasGrad ? &db : nullptr, c.transposed ? 1 : 0, act);
+          std::string what = std::string("matmul_gelu_grad ") +
+                             implementation + " " + dtypeName(dtype) + " k " +
+                             std::to_string(c.x.back()) + " n " +
+                             std::to_string(n) + " activation " +
+                             std::to_string(act) + " bias grad " +
+                             std::to_string(biasGrad);
+          p.expectMatch(dz, what);
+          if (biasGrad)
+            p.expectMatch(db, what + " (bias grad)");
+        }
+}
+
+TEST_F(CudaMatmul, LinearFused) {
+  runLinearCases("fused");
+  runGeluGradCases("fused");
+}
 
 TEST_F(CudaMatmul, LinearUnfused) {
   LinearImplementation forced("unfused");
   runLinearCases("unfused");
+  runGeluGradCases("unfused");
 }
 
 TEST_F(CudaMatmul, LinearMixedDtypesAndAliasing) {

@@ -141,7 +141,25 @@ TEST(RuntimeMatmul, ExpertMatmul) {
                  "cleave_rt_expert_matmul: expects x \\[E,C,H\\]");
 }
 
-/// out = act(x W + bias) in float64; W is w ([k, n]) or w^T (w [n, k]).
+/// x [rows, k] W in float64, row-major; W is w ([k, n]) or w^T (w [n, k]).
+std::vector<double> refRowsGemm(const Shape &xs, const std::vector<double> &x,
+                                const Shape &ws, const std::vector<double> &w,
+                                bool transposed) {
+  int64_t k = xs.back(), n = transposed ? ws[0] : ws[1];
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < xs.size(); ++d)
+    rows *= xs[d];
+  std::vector<double> out(size_t(rows * n));
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t kk = 0; kk < k; ++kk)
+        out[size_t(i * n + j)] +=
+            x[size_t(i * k + kk)] *
+            w[size_t(transposed ? j * k + kk : kk * n + j)];
+  return out;
+}
+
+/// out = act(x W + bias) in float64, and pre = x W + bias.
 struct LinearRef {
   std::vector<double> out, pre;
 };
@@ -149,26 +167,20 @@ LinearRef refLinear(const Shape &xs, const std::vector<double> &x,
                     const Shape &ws, const std::vector<double> &w,
                     const std::vector<double> &bias, bool transposed,
                     int32_t activation) {
-  int64_t k = xs.back(), n = transposed ? ws[0] : ws[1];
-  int64_t rows = 1;
-  for (size_t d = 0; d + 1 < xs.size(); ++d)
-    rows *= xs[d];
+  std::vector<double> product = refRowsGemm(xs, x, ws, w, transposed);
+  size_t n = bias.size();
   LinearRef r;
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < n; ++j) {
-      double v = bias[size_t(j)];
-      for (int64_t kk = 0; kk < k; ++kk)
-        v += x[size_t(i * k + kk)] *
-             w[size_t(transposed ? j * k + kk : kk * n + j)];
-      r.pre.push_back(v);
+  for (size_t i = 0; i < product.size(); ++i) {
+    double v = product[i] + bias[i % n];
+    r.pre.push_back(v);
       if (activation == CLEAVE_ACT_GELU_ERF)
         v = 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
       else if (activation == CLEAVE_ACT_GELU_TANH)
         v = 0.5 * v *
             (1.0 + std::tanh(std::sqrt(2.0 / M_PI) *
                              (v + 0.044715 * v * v * v)));
-      r.out.push_back(v);
-    }
+    r.out.push_back(v);
+  }
   return r;
 }
 
@@ -298,6 +310,116 @@ TEST(RuntimeLinear, BadOperandsFail) {
                  "cleave_rt_linear: unknown activation 7");
   EXPECT_RT_FAIL(cleave_rt_linear(a, &ints, &w, &bias, &out, nullptr, 1, 0),
                  "cleave_rt_linear: expects float operands, got i64");
+}
+
+/// dz = gelu'(pre) * (dy W) and its column sums, in float64.
+LinearRef refGeluGrad(const Shape &dys, const std::vector<double> &dy,
+                      const Shape &ws, const std::vector<double> &w,
+                      const std::vector<double> &pre, bool transposed,
+                      int32_t activation) {
+  std::vector<double> product = refRowsGemm(dys, dy, ws, w, transposed);
+  size_t n = size_t(transposed ? ws[0] : ws[1]);
+  LinearRef r; // out: dz; pre: the column sums
+  r.pre.assign(n, 0.0);
+  for (size_t i = 0; i < product.size(); ++i) {
+    double g = product[i], v = pre[i], d;
+      if (activation == CLEAVE_ACT_GELU_ERF) {
+        d = 0.5 * (1.0 + std::erf(v / std::sqrt(2.0))) +
+            v * std::exp(-0.5 * v * v) / std::sqrt(2.0 * M_PI);
+      } else {
+        double c = std::sqrt(2.0 / M_PI), u = c * (v + 0.044715 * v * v * v);
+        double t = std::tanh(u);
+        d = 0.5 * (1.0 + t) +
+            0.5 * v * (1.0 - t * t) * c * (1.0 + 3.0 * 0.044715 * v * v);
+      }
+    r.out.push_back(g * d);
+    r.pre[i % n] += g * d;
+  }
+  return r;
+}
+
+TEST(RuntimeLinear, MatmulGeluGrad) {
+  const LinearCase cases[] = {
+      {{2, 8, 32}, {128, 32}, true}, // GPT-2's MLP shape, scaled down
+      {{40, 33}, {33, 20}, false},
+      {{700, 64}, {300, 64}, true}, // threads split the rows and columns
+      {{3, 0}, {5, 0}, true},       // K = 0: zeros
+  };
+  unsigned seed = 100;
+  for (const LinearCase &c : cases)
+    for (int32_t act : {CLEAVE_ACT_GELU_ERF, CLEAVE_ACT_GELU_TANH})
+      for (bool keepdim : {false, true}) {
+        int64_t n = c.transposed ? c.w[0] : c.w[1];
+        Shape outShape(c.x);
+        outShape.back() = n;
+        Shape dbShape(outShape.size(), 1);
+        dbShape.back() = n;
+        if (!keepdim)
+          dbShape = {n};
+        TestArena arena(size_t(16) << 20);
+        cleave_tensor dy = arena.add(CLEAVE_F32, c.x);
+        cleave_tensor w = arena.add(CLEAVE_F32, c.w);
+        cleave_tensor pre = arena.add(CLEAVE_F32, outShape);
+        cleave_tensor dz = arena.add(CLEAVE_F32, outShape);
+        cleave_tensor db = arena.add(CLEAVE_F32, dbShape);
+        arena.fill(dz, 5, 6, 99);
+        arena.fill(db, 5, 6, 98);
+        std::vector<double> dyv = arena.fill(dy, -1, 1, seed++);
+        std::vector<double> wv = arena.fill(w, -1, 1, seed++);
+        std::vector<double> pv = arena.fill(pre, -3, 3, seed++);
+        cleave_rt_matmul_gelu_grad(arena.data(), &dy, &w, &pre, &dz, &db,
+                                   c.transposed, act);
+        LinearRef ref = refGeluGrad(c.x, dyv, c.w, wv, pv, c.transposed, act);
+        SCOPED_TRACE("dy [" + std::to_string(c.x.front()) + ", ..., " +
+                     std::to_string(c.x.back()) + "] activation " +
+                     std::to_string(act));
+        // gelu' is at most 1.13 in magnitude.
+        double atol = 2e-4 * std::sqrt(double(c.x.back()) + 1);
+        expectClose(arena.values(dz), ref.out, 1e-4, atol);
+        int64_t rows = product(outShape) / std::max<int64_t>(n, 1);
+        expectClose(arena.values(db), ref.pre, 1e-4,
+                    atol * std::sqrt(double(rows)));
+      }
+}
+
+TEST(RuntimeLinear, MatmulGeluGradBf16WithoutBiasGrad) {
+  TestArena arena;
+  cleave_tensor dy = arena.add(CLEAVE_BF16, {4, 6, 16});
+  cleave_tensor w = arena.add(CLEAVE_BF16, {16, 24});
+  cleave_tensor pre = arena.add(CLEAVE_BF16, {4, 6, 24});
+  cleave_tensor dz = arena.add(CLEAVE_BF16, {4, 6, 24});
+  std::vector<double> dyv = arena.fill(dy, -1, 1, 110);
+  std::vector<double> wv = arena.fill(w, -1, 1, 111);
+  std::vector<double> pv = arena.fill(pre, -3, 3, 112);
+  cleave_rt_matmul_gelu_grad(arena.data(), &dy, &w, &pre, &dz, nullptr, 0,
+                             CLEAVE_ACT_GELU_TANH);
+  expectClose(arena.values(dz),
+              refGeluGrad({4, 6, 16}, dyv, {16, 24}, wv, pv, false,
+                          CLEAVE_ACT_GELU_TANH)
+                  .out,
+              1.0 / 256, 2e-3);
+}
+
+TEST(RuntimeLinear, MatmulGeluGradBadOperandsFail) {
+  TestArena arena;
+  cleave_tensor dy = arena.add(CLEAVE_F32, {4, 8});
+  cleave_tensor w = arena.add(CLEAVE_F32, {8, 6});
+  cleave_tensor pre = arena.add(CLEAVE_F32, {4, 6});
+  cleave_tensor badPre = arena.add(CLEAVE_F32, {4, 5});
+  cleave_tensor dz = arena.add(CLEAVE_F32, {4, 6});
+  cleave_tensor db = arena.add(CLEAVE_F32, {5});
+  char *a = arena.data();
+  EXPECT_RT_FAIL(
+      cleave_rt_matmul_gelu_grad(a, &dy, &w, &badPre, &dz, nullptr, 0, 1),
+      "cleave_rt_matmul_gelu_grad: expects dy \\[..., k\\], w \\[k, "
+      "n\\], pre and dz \\[..., n\\], got dy \\[4, 8\\], w \\[8, "
+      "6\\], pre \\[4, 5\\], dz \\[4, 6\\]");
+  EXPECT_RT_FAIL(cleave_rt_matmul_gelu_grad(a, &dy, &w, &pre, &dz, &db, 0, 1),
+                 "cleave_rt_matmul_gelu_grad: expects dbias with 6 elements "
+                 "along its last dimension, got \\[5\\]");
+  EXPECT_RT_FAIL(
+      cleave_rt_matmul_gelu_grad(a, &dy, &w, &pre, &dz, nullptr, 0, 0),
+      "cleave_rt_matmul_gelu_grad: expects a GELU activation, got 0");
 }
 
 TEST(RuntimeMatmul, ShapeMismatchFails) {

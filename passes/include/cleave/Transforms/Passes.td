@@ -64,7 +64,7 @@ def RaisePass : Pass<"cleave-raise"> {
 }
 
 def FuseLinearPass : Pass<"cleave-fuse-linear"> {
-  let summary = "Fuses matmul, bias and GELU into graph.linear";
+  let summary = "Fuses matmul, bias and GELU (and their gradients) into one kernel";
   let description = [{
     Rewrites `add(matmul(x, W), bias)` (a rank-2 weight, a rank-1 bias
     along the matmul's columns, a matmul with no other use) into one
@@ -76,7 +76,11 @@ def FuseLinearPass : Pass<"cleave-fuse-linear"> {
     bias and GELU epilogues on the GPU; one pass over the GEMM's output on
     the CPU), and the transposed weight copy is gone.
 
-    Run after `-cleave-autodiff`: the fused op has no gradient rule.
+    In the backward, `gelu_grad(pre, matmul(dy, W))` and the sum of it over
+    every dimension but the last (the GELU's bias gradient) become one
+    `graph.matmul_gelu_grad`, cuBLASLt's `DGELU_BGRAD` epilogue on the GPU.
+
+    Run after `-cleave-autodiff`: the fused ops have no gradient rule.
 
     ```mlir
     %wt = graph.transpose %w perm [1, 0] : tensor<128x32xf32>
@@ -96,7 +100,11 @@ def FuseLinearPass : Pass<"cleave-fuse-linear"> {
     Statistic<"numActivations", "num-activations",
               "Activations fused into a linear">,
     Statistic<"numTransposes", "num-transposes",
-              "Weight transposes folded into a linear">
+              "Weight transposes folded into a fused op">,
+    Statistic<"numGeluGrads", "num-gelu-grads",
+              "Matmul and gelu_grad pairs fused">,
+    Statistic<"numBiasGrads", "num-bias-grads",
+              "Bias-gradient sums fused into a matmul_gelu_grad">
   ];
   let dependentDialects = ["::cleave::graph::GraphDialect"];
 }

@@ -131,6 +131,20 @@ void cleave_rt_linear(char *arena, const cleave_tensor *x,
                       const cleave_tensor *w, const cleave_tensor *bias,
                       const cleave_tensor *out, const cleave_tensor *pre,
                       int32_t transpose_w, int32_t activation);
+/* The backward of a GELU linear, seen from the layer after it: dz =
+ * gelu'(pre) * (dy W), with dy [..., k], W as in cleave_rt_linear (w [k, n],
+ * or [n, k] read transposed when transpose_w != 0), pre and dz [..., n].
+ * dbias, when not NULL, has n elements ([n] or [1, ..., 1, n]) and receives
+ * the sum of dz over every dimension but the last, from its unrounded
+ * values. activation is CLEAVE_ACT_GELU_ERF or CLEAVE_ACT_GELU_TANH. The
+ * CUDA backend runs it as one cuBLASLt GEMM with the DGELU(_BGRAD)
+ * epilogue where cuBLASLt offers it. */
+void cleave_rt_matmul_gelu_grad(char *arena, const cleave_tensor *dy,
+                                const cleave_tensor *w,
+                                const cleave_tensor *pre,
+                                const cleave_tensor *dz,
+                                const cleave_tensor *dbias, int32_t transpose_w,
+                                int32_t activation);
 /* Softmax (or log-softmax when `log` != 0) along `dim`. A slice that is
  * all -inf gives NaN, as in NumPy and PyTorch (attention, below, defines
  * its fully masked rows instead). */

@@ -19,30 +19,53 @@ using namespace cleave::graph;
 // LinearOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult LinearOp::verify() {
-  RankedTensorType x = getInput().getType(), w = getWeight().getType(),
-                   bias = getBias().getType(), out = getResult().getType();
-  for (RankedTensorType t : {w, bias, out})
-    if (t.getElementType() != x.getElementType())
-      return emitOpError("expects one element type, got ") << x << " and " << t;
+namespace {
+
+/// Checks `out = x W` for the fused GEMMs: one element type for `x`, the
+/// weight and `others`; x [..., k]; W the rank-2 weight [k, n] (or [n, k]
+/// transposed); out [..., n]. Returns n.
+FailureOr<int64_t> verifyRowsTimesWeight(Operation *op, StringRef xName,
+                                         RankedTensorType x,
+                                         RankedTensorType w, bool transposed,
+                                         RankedTensorType out,
+                                         ArrayRef<Type> others) {
+  SmallVector<Type> types = {w, out};
+  types.append(others.begin(), others.end());
+  for (Type t : types)
+    if (cast<RankedTensorType>(t).getElementType() != x.getElementType())
+      return op->emitOpError("expects one element type, got ")
+             << x << " and " << t;
   if (x.getRank() < 1)
-    return emitOpError("expects an input of rank >= 1, got ") << x;
+    return op->emitOpError("expects ")
+           << xName << " of rank >= 1, got " << x;
   if (w.getRank() != 2)
-    return emitOpError("expects a weight of rank 2, got ") << w;
-  bool transposed = getTransposeWeight();
+    return op->emitOpError("expects a weight of rank 2, got ") << w;
   int64_t k = w.getDimSize(transposed ? 1 : 0),
           n = w.getDimSize(transposed ? 0 : 1);
   if (x.getShape().back() != k)
-    return emitOpError("contracting dimensions differ: input ")
-           << x << " has " << x.getShape().back() << " columns, weight " << w
-           << (transposed ? " (transposed)" : "") << " has " << k << " rows";
-  if (bias.getRank() != 1 || bias.getDimSize(0) != n)
-    return emitOpError("expects a bias of shape [") << n << "], got " << bias;
+    return op->emitOpError("contracting dimensions differ: ")
+           << xName << " " << x << " has " << x.getShape().back()
+           << " columns, weight " << w << (transposed ? " (transposed)" : "")
+           << " has " << k << " rows";
   SmallVector<int64_t> shape(x.getShape().drop_back());
   shape.push_back(n);
   if (out.getShape() != ArrayRef<int64_t>(shape))
-    return emitOpError("expects a result of shape [")
+    return op->emitOpError("expects a result of shape [")
            << shape << "], got " << out;
+  return n;
+}
+
+} // namespace
+
+LogicalResult LinearOp::verify() {
+  RankedTensorType bias = getBias().getType(), out = getResult().getType();
+  FailureOr<int64_t> n = verifyRowsTimesWeight(
+      *this, "input", getInput().getType(), getWeight().getType(),
+      getTransposeWeight(), out, {bias});
+  if (failed(n))
+    return failure();
+  if (bias.getRank() != 1 || bias.getDimSize(0) != *n)
+    return emitOpError("expects a bias of shape [") << *n << "], got " << bias;
   if (Value pre = getPreactivation()) {
     if (getActivation() == Activation::None)
       return emitOpError("has a preactivation result but no activation");
@@ -55,8 +78,9 @@ LogicalResult LinearOp::verify() {
 }
 
 ShardingRule LinearOp::getShardingRule() {
-  // [batch..., k] x [k, n] (+ [n]) -> [batch..., n], k reduced; the
-  // preactivation shares every factor of the result.
+  // [batch..., k] x [k, n] (+ [n]) -> [batch..., n]; the preactivation
+  // shares every factor of the result. k must stay whole: partial products
+  // would each get the bias (and the activation is not linear).
   ShardingRuleBuilder b(*this);
   using B = ShardingRuleBuilder;
   RankedTensorType x = getInput().getType();
@@ -72,10 +96,67 @@ ShardingRule LinearOp::getShardingRule() {
                 withPre({B::operand(0, d), B::result(0, d)}, d));
   b.addFactor(x.getShape().back(),
               {B::operand(0, rank - 1), B::operand(1, transposed ? 1 : 0)},
-              FactorKind::Reduction, ReductionKind::Sum);
+              FactorKind::NeedReplication);
   b.addFactor(getBias().getType().getDimSize(0),
               withPre({B::operand(1, transposed ? 0 : 1), B::operand(2, 0),
                        B::result(0, rank - 1)},
                       rank - 1));
+  return b.take();
+}
+
+//===----------------------------------------------------------------------===//
+// MatmulGeluGradOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatmulGeluGradOp::verify() {
+  RankedTensorType out = getResult().getType();
+  FailureOr<int64_t> n = verifyRowsTimesWeight(
+      *this, "grad", getGrad().getType(), getWeight().getType(),
+      getTransposeWeight(), out, {getPreactivation().getType()});
+  if (failed(n))
+    return failure();
+  if (getPreactivation().getType() != out)
+    return emitOpError("expects the preactivation to have the result's type ")
+           << out << ", got " << getPreactivation().getType();
+  if (Value db = getBiasGrad()) {
+    auto type = cast<RankedTensorType>(db.getType());
+    bool kept = type.getRank() == out.getRank() &&
+                llvm::all_of(type.getShape().drop_back(),
+                             [](int64_t d) { return d == 1; });
+    if (type.getElementType() != out.getElementType() ||
+        (type.getRank() != 1 && !kept) || type.getShape().back() != *n)
+      return emitOpError("expects a bias gradient of shape [")
+             << *n << "] or with the summed dimensions kept, of "
+             << out.getElementType() << ", got " << type;
+  }
+  return success();
+}
+
+ShardingRule MatmulGeluGradOp::getShardingRule() {
+  // [rows..., k] x [k, n] -> [rows..., n], k reduced (gelu_grad is linear
+  // in its gradient, so partial products may be reduced after it); the
+  // bias gradient sums the rows, which makes them reduction factors when it
+  // is present (as layer_norm_grad's parameter gradients).
+  ShardingRuleBuilder b(*this);
+  using B = ShardingRuleBuilder;
+  RankedTensorType grad = getGrad().getType();
+  int64_t rank = grad.getRank();
+  bool transposed = getTransposeWeight();
+  Value db = getBiasGrad();
+  int64_t dbRank = db ? cast<RankedTensorType>(db.getType()).getRank() : 0;
+  for (int64_t d = 0; d + 1 < rank; ++d)
+    b.addFactor(grad.getDimSize(d),
+                {B::operand(0, d), B::operand(2, d), B::result(0, d)},
+                db ? FactorKind::Reduction : FactorKind::Parallel,
+                ReductionKind::Sum);
+  b.addFactor(grad.getShape().back(),
+              {B::operand(0, rank - 1), B::operand(1, transposed ? 1 : 0)},
+              FactorKind::Reduction, ReductionKind::Sum);
+  SmallVector<B::DimRef> columns = {B::operand(1, transposed ? 0 : 1),
+                                    B::operand(2, rank - 1),
+                                    B::result(0, rank - 1)};
+  if (db)
+    columns.push_back(B::result(1, dbRank - 1));
+  b.addFactor(getResult().getType().getShape().back(), columns);
   return b.take();
 }

@@ -1,8 +1,9 @@
 //===- GraphFusedOps.td - fused kernels of the graph ------*- tablegen -*-===//
 //
 // Ops that -cleave-fuse-linear creates after -cleave-autodiff: several graph
-// ops computed by one runtime kernel (a GEMM with its bias and activation as
-// the epilogue, as cuBLASLt offers it). They have sharding rules and
+// ops computed by one runtime kernel (a GEMM with its bias and activation,
+// or the activation's gradient and the bias gradient, as the epilogue, as
+// cuBLASLt offers it). They have sharding rules and
 // verifiers (GraphFusedOps.cpp) and no gradient: fusion runs on the finished
 // training step. Included by GraphOps.td.
 //
@@ -48,6 +49,40 @@ def Graph_LinearOp : Graph_FusedOp<"linear", [Pure]> {
     $input `,` $weight `,` $bias (`transpose_weight` $transpose_weight^)?
     (`activation` $activation^)? attr-dict `:` type($input) `,`
     type($weight) `,` type($bias) `->` type(results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Graph_MatmulGeluGradOp : Graph_FusedOp<"matmul_gelu_grad", [Pure]> {
+  let summary = "matmul, gelu_grad and the bias gradient in one kernel";
+  let description = [{
+    The backward of a `graph.linear` with a GELU, seen from the layer
+    after it: `result = gelu_grad(preactivation, grad x W)`, where `grad` is
+    `[..., k]`, `W` is `weight` (`[k, n]`) or, with `transpose_weight`, its
+    transpose, and `preactivation` and `result` are `[..., n]`. The optional
+    `bias_grad` is the sum of `result` over every dimension but the last
+    (the GELU's bias gradient), as `[n]` or with the summed dimensions kept
+    as 1. cuBLASLt computes this as one matmul with its `DGELU_BGRAD`
+    epilogue. One float element type; sums accumulate in f32.
+
+    ```mlir
+    %dz, %db = graph.matmul_gelu_grad %dy, %w, %pre approximate tanh
+        : tensor<2x8x32xf32>, tensor<32x128xf32>, tensor<2x8x128xf32>
+        -> tensor<2x8x128xf32>, tensor<1x1x128xf32>
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$grad, Graph_FloatTensor:$weight,
+                       Graph_FloatTensor:$preactivation,
+                       UnitAttr:$transpose_weight,
+                       DefaultValuedAttr<Graph_GeluApproximation,
+                                         "GeluApproximation::None">:$approximate);
+  let results = (outs Graph_FloatTensor:$result,
+                      Optional<Graph_FloatTensor>:$bias_grad);
+  let assemblyFormat = [{
+    $grad `,` $weight `,` $preactivation
+    (`transpose_weight` $transpose_weight^)?
+    (`approximate` $approximate^)? attr-dict `:` type($grad) `,`
+    type($weight) `,` type($preactivation) `->` type(results)
   }];
   let hasVerifier = 1;
 }
