@@ -2,12 +2,12 @@
 //
 // matmul (batch dimensions broadcast NumPy-style), expert_matmul, linear
 // (a matmul with its bias and activation applied in one pass over the
-// output) and matmul_gelu_grad (its backward: GELU gradient and bias
-// gradient after the GEMM), all on OpenBLAS sgemm, run single-threaded per call and parallelized
-// with the runtime's own OpenMP threads (over batches, or by splitting one
-// matrix). A batch whose right operand is shared is folded into one sgemm with
-// a taller M, the common case of a linear layer over [B, S, K]. Integer matmuls
-// run a plain i64 loop.
+// output) and matmul_gelu_grad (its backward: the GELU gradient and the
+// bias gradient after the GEMM), all on OpenBLAS sgemm, run single-threaded
+// per call and parallelized with the runtime's own OpenMP threads (over
+// batches, or by splitting one matrix). A batch whose right operand is
+// shared is folded into one sgemm with a taller M, the common case of a
+// linear layer over [B, S, K]. Integer matmuls run a plain i64 loop.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,10 +26,8 @@ using namespace cleave::rt;
 
 namespace {
 
-/// c = a b, or a b^T when `transB` (b then holds n rows of k).
 void sgemmSerial(const float *a, const float *b, float *c, int64_t m, int64_t n,
-                 int64_t k, int64_t lda, int64_t ldb, int64_t ldc,
-                 bool transB = false) {
+                 int64_t k, int64_t lda, int64_t ldb, int64_t ldc) {
   if (m == 0 || n == 0)
     return;
   if (k == 0) {
@@ -37,22 +35,21 @@ void sgemmSerial(const float *a, const float *b, float *c, int64_t m, int64_t n,
       std::memset(c + i * ldc, 0, size_t(n) * sizeof(float));
     return;
   }
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, transB ? CblasTrans : CblasNoTrans,
-              blasint(m), blasint(n), blasint(k), 1.0f, a, blasint(lda), b,
-              blasint(ldb), 0.0f, c, blasint(ldc));
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, blasint(m), blasint(n),
+              blasint(k), 1.0f, a, blasint(lda), b, blasint(ldb), 0.0f, c,
+              blasint(ldc));
 }
 
 /// Below this many multiply-adds a matmul runs on one thread.
 constexpr int64_t kParallelFlops = int64_t(1) << 18;
 
-/// c = a b (a b^T when `transB`) for one matrix, split over the OpenMP
-/// threads along its larger output dimension.
+/// c = a b for one matrix, split over the OpenMP threads along its larger
+/// output dimension.
 void sgemm(const float *a, const float *b, float *c, int64_t m, int64_t n,
-           int64_t k, bool transB = false) {
+           int64_t k) {
   int threads = omp_get_max_threads();
-  int64_t ldb = transB ? k : n;
   if (threads == 1 || m * n * k < kParallelFlops || omp_in_parallel()) {
-    sgemmSerial(a, b, c, m, n, k, k, ldb, n, transB);
+    sgemmSerial(a, b, c, m, n, k, k, n, n);
     return;
   }
   bool splitRows = m >= n;
@@ -64,11 +61,9 @@ void sgemm(const float *a, const float *b, float *c, int64_t m, int64_t n,
   for (int64_t t = 0; t < chunks; ++t) {
     int64_t begin = t * chunk, len = std::min(chunk, size - begin);
     if (splitRows)
-      sgemmSerial(a + begin * k, b, c + begin * n, len, n, k, k, ldb, n,
-                  transB);
+      sgemmSerial(a + begin * k, b, c + begin * n, len, n, k, k, n, n);
     else
-      sgemmSerial(a, b + (transB ? begin * k : begin), c + begin, m, len, k, k,
-                  ldb, n, transB);
+      sgemmSerial(a, b + begin, c + begin, m, len, k, k, n, n);
   }
 }
 
@@ -131,6 +126,28 @@ void matmul(const char *kernel, char *arena, const cleave_tensor *a,
     matmulI64(arena, p, *a, *b, *out);
 }
 
+/// The weight of a fused GEMM as a plain [k, n] f32 matrix: `w` itself, or
+/// for a transposed [n, k] weight a tiled transpose into `buf`. OpenBLAS's
+/// sgemm with CblasTrans ran about 5% slower on the Linear shapes of a GPT
+/// step, more than this pass over the weight costs.
+const float *plainWeight(const float *w, const LinearPlan &p,
+                         PooledBuffer &buf) {
+  if (!p.transposed)
+    return w;
+  int64_t n = p.n, k = p.k;
+  float *t = static_cast<float *>(buf.allocate(size_t(n * k) * sizeof(float)));
+  constexpr int64_t kTile = 32;
+  int64_t tiles = (n + kTile - 1) / kTile;
+  bool parallel = n * k >= kParallelElements;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t ti = 0; ti < tiles; ++ti)
+    for (int64_t j0 = 0; j0 < k; j0 += kTile)
+      for (int64_t i = ti * kTile; i < std::min(n, (ti + 1) * kTile); ++i)
+        for (int64_t j = j0; j < std::min(k, j0 + kTile); ++j)
+          t[j * n + i] = w[i * k + j];
+  return t;
+}
+
 /// out = act(x W + bias) and pre = x W + bias: one sgemm into out's f32
 /// view, then one pass over it while each row is still in cache.
 void linear(char *arena, const LinearPlan &p, const cleave_tensor &x,
@@ -148,7 +165,8 @@ void linear(char *arena, const LinearPlan &p, const cleave_tensor &x,
     pv.emplace(arena, *pre);
   float *op = ov.data(), *pp = pv ? pv->data() : nullptr;
   const float *bp = bv.data();
-  sgemm(xv.data(), wv.data(), op, p.rows, p.n, p.k, p.transposed);
+  PooledBuffer plain;
+  sgemm(xv.data(), plainWeight(wv.data(), p, plain), op, p.rows, p.n, p.k);
   int64_t n = p.n;
   // One plain loop per case, so that each vectorizes (a store under a
   // condition in the loop would not).
@@ -202,24 +220,33 @@ void matmulGeluGrad(char *arena, const LinearPlan &p, const cleave_tensor &dy,
   Output<float> ov(arena, dz);
   float *op = ov.data();
   const float *pp = prev.data();
-  sgemm(dyv.data(), wv.data(), op, p.rows, p.n, p.k, p.transposed);
-  int64_t total = p.rows * p.n;
+  PooledBuffer plain;
+  sgemm(dyv.data(), plainWeight(wv.data(), p, plain), op, p.rows, p.n, p.k);
+  int64_t total = p.rows * p.n, n = p.n;
+  // A plain simd loop per row (a combined `parallel for simd` over the
+  // whole tensor stayed scalar, at the cost of the GEMM itself).
   auto apply = [&](auto grad) {
     bool parallel = total >= kParallelElements;
-#pragma omp parallel for simd schedule(static) if (parallel)
-    for (int64_t i = 0; i < total; ++i)
-      op[i] *= grad(pp[i]);
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t r = 0; r < p.rows; ++r) {
+      float *row = op + r * n;
+      const float *preRow = pp + r * n;
+#pragma omp simd
+      for (int64_t j = 0; j < n; ++j)
+        row[j] *= grad(preRow[j]);
+    }
   };
   if (p.activation == CLEAVE_ACT_GELU_ERF)
     apply([](float v) { return geluErfGrad(v); });
   else
     apply([](float v) { return geluTanhGrad(v); });
   if (dbias) {
-    // Each block of columns is summed over the rows in order by one thread,
-    // in f64: the same bits whatever the thread count.
-    constexpr int64_t kBlock = 64;
+    // Each strip of columns is summed over the rows in order by one thread,
+    // in f64 (as the reduce kernel does): the same bits whatever the thread
+    // count.
+    constexpr int64_t kBlock = 512;
     Output<float> bv(arena, *dbias);
-    int64_t n = p.n, blocks = (n + kBlock - 1) / kBlock;
+    int64_t blocks = (n + kBlock - 1) / kBlock;
     bool parallel = total >= kParallelElements;
 #pragma omp parallel for schedule(static) if (parallel)
     for (int64_t b = 0; b < blocks; ++b) {
@@ -227,6 +254,7 @@ void matmulGeluGrad(char *arena, const LinearPlan &p, const cleave_tensor &dy,
       double sums[kBlock] = {};
       for (int64_t r = 0; r < p.rows; ++r) {
         const float *row = op + r * n + j0;
+#pragma omp simd
         for (int64_t j = 0; j < len; ++j)
           sums[j] += row[j];
       }
