@@ -47,27 +47,36 @@ def program_bytes(prog):
     return size(r"arena:"), params + state
 
 
-def main():
+def compare_variants(doc, variants):
+    """For each model that --only selects and each (label, cleave-compile
+    flags) of `variants`: the planned arena, the part of it that is not
+    parameters or optimizer state, AdamW tokens/s (median step) and the
+    first step's loss, one row each."""
     def add_warmup(parser):
         parser.add_argument("--warmup", type=int, default=2)
 
-    args, gpt = setup(__doc__, repeat=5, add_arguments=add_warmup)
-    print(f"{'model':32} {'precision':>9} {'arena MiB':>10} {'of which not params/state':>26} "
-          f"{'tok/s':>8} {'step-1 loss':>12}")
+    args, gpt = setup(doc, repeat=5, add_arguments=add_warmup)
+    width = max(len(label) for label, _ in variants)
+    print(f"{'model':32} {'variant':>{width}} {'arena MiB':>10} "
+          f"{'of which not params/state':>26} {'tok/s':>8} {'step-1 loss':>12}")
     with tempfile.TemporaryDirectory() as workdir:
         for i, name, config, model in selected_models(args, gpt):
             vocab, _, _, _, seq, batch = config
             idx, labels = training_batches(vocab, seq, batch)
-            for precision in PRECISIONS:
-                tag = f"model{i}-{precision}"
+            for v, (label, flags) in enumerate(variants):
+                tag = f"model{i}-variant{v}"
                 seconds, loss = time_cleave(args.compile, model, idx, labels,
                                             args.repeat, args.warmup, workdir, tag,
-                                            ["--precision", precision])
+                                            flags)
                 arena, persistent = program_bytes(os.path.join(workdir, tag))
-                print(f"{name:32} {precision:>9} {arena / 2 ** 20:10.1f} "
+                print(f"{name:32} {label:>{width}} {arena / 2 ** 20:10.1f} "
                       f"{(arena - persistent) / 2 ** 20:22.1f} MiB "
-                      f"{batch * seq / seconds:8.0f} {loss:12.6f}")
+                      f"{batch * seq / seconds:8.0f} {loss:12.6f}", flush=True)
     return 0
+
+
+def main():
+    return compare_variants(__doc__, [(p, ["--precision", p]) for p in PRECISIONS])
 
 
 if __name__ == "__main__":

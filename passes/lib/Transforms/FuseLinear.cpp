@@ -17,6 +17,8 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
+#include <optional>
+
 namespace cleave {
 #define GEN_PASS_DEF_FUSELINEARPASS
 #include "cleave/Transforms/Passes.h.inc"
@@ -34,17 +36,28 @@ struct FusionCounts {
           biasGrads = 0;
 };
 
-/// The stored weight behind a matmul's right operand: `transpose(V)` with
-/// perm [1, 0] is V read transposed.
-Value storedWeight(Value w, bool &transposed) {
-  transposed = false;
-  if (auto t = w.getDefiningOp<TransposeOp>();
-      t && t.getPerm() == ArrayRef<int64_t>{1, 0}) {
-    transposed = true;
-    return t.getOperand();
+/// A matmul that a fused op may absorb: its product has no other use, and
+/// its right operand is a rank-2 weight, taken as stored or, for
+/// `transpose(V)` with perm [1, 0], as V read transposed.
+struct AbsorbedMatmul {
+  MatmulOp matmul;
+  Value weight;
+  UnitAttr transposed; // the fused op's transpose_weight
+
+  static std::optional<AbsorbedMatmul> match(Value product) {
+    auto matmul = product.getDefiningOp<MatmulOp>();
+    if (!matmul || !matmul->hasOneUse() ||
+        matmul.getRhs().getType().getRank() != 2)
+      return std::nullopt;
+    AbsorbedMatmul m{matmul, matmul.getRhs(), UnitAttr()};
+    if (auto t = m.weight.getDefiningOp<TransposeOp>();
+        t && t.getPerm() == ArrayRef<int64_t>{1, 0}) {
+      m.weight = t.getOperand();
+      m.transposed = UnitAttr::get(matmul.getContext());
+    }
+    return m;
   }
-  return w;
-}
+};
 
 /// add(matmul(x, W), bias) -> linear(x, W, bias), with W = transpose(V)
 /// read as V transposed.
@@ -56,27 +69,22 @@ struct FuseBiasedMatmul : OpRewritePattern<AddOp> {
                                 PatternRewriter &rewriter) const override {
     for (auto [product, bias] : {std::pair(add.getLhs(), add.getRhs()),
                                  std::pair(add.getRhs(), add.getLhs())}) {
-      auto matmul = product.getDefiningOp<MatmulOp>();
-      // The matmul's own result must not be needed elsewhere.
-      if (!matmul || !matmul->hasOneUse() || product.getType() != add.getType())
+      std::optional<AbsorbedMatmul> m = AbsorbedMatmul::match(product);
+      if (!m || product.getType() != add.getType())
         continue;
-      RankedTensorType w = matmul.getRhs().getType(),
+      RankedTensorType w = m->matmul.getRhs().getType(),
                        b = cast<RankedTensorType>(bias.getType());
-      if (w.getRank() != 2 || b.getRank() != 1 ||
-          b.getDimSize(0) != w.getDimSize(1) ||
+      if (b.getRank() != 1 || b.getDimSize(0) != w.getDimSize(1) ||
           b.getElementType() != w.getElementType())
         continue;
-      bool transposed;
-      Value weight = storedWeight(matmul.getRhs(), transposed);
       auto linear = LinearOp::create(
           rewriter, add.getLoc(), add.getType(), /*preactivation=*/Type(),
-          matmul.getLhs(), weight, bias,
-          transposed ? rewriter.getUnitAttr() : UnitAttr(),
+          m->matmul.getLhs(), m->weight, bias, m->transposed,
           ActivationAttr::get(getContext(), Activation::None));
       rewriter.replaceOp(add, linear.getResult());
-      rewriter.eraseOp(matmul);
+      rewriter.eraseOp(m->matmul);
       ++counts.linear;
-      counts.transposes += transposed;
+      counts.transposes += bool(m->transposed);
       return success();
     }
     return failure();
@@ -126,37 +134,32 @@ struct FuseGeluGrad : OpRewritePattern<GeluGradOp> {
 
   LogicalResult matchAndRewrite(GeluGradOp op,
                                 PatternRewriter &rewriter) const override {
-    auto matmul = op.getGrad().getDefiningOp<MatmulOp>();
-    if (!matmul || !matmul->hasOneUse() ||
-        matmul.getRhs().getType().getRank() != 2 ||
-        matmul.getType() != op.getType())
+    std::optional<AbsorbedMatmul> m = AbsorbedMatmul::match(op.getGrad());
+    if (!m || m->matmul.getType() != op.getType())
       return failure();
     RankedTensorType type = op.getType();
     ReduceOp biasGrad;
+    auto rows = llvm::seq<int64_t>(0, type.getRank() - 1);
     for (Operation *user : op->getUsers()) {
       auto reduce = dyn_cast<ReduceOp>(user);
       if (reduce && reduce.getKind() == ReductionKind::Sum &&
-          llvm::equal(reduce.getDims(), llvm::seq<int64_t>(0, type.getRank() -
-                                                                  1))) {
+          llvm::equal(reduce.getDims(), rows)) {
         biasGrad = reduce;
         break;
       }
     }
-    bool transposed;
-    Value weight = storedWeight(matmul.getRhs(), transposed);
     auto fused = MatmulGeluGradOp::create(
         rewriter, op.getLoc(), type, biasGrad ? biasGrad.getType() : Type(),
-        matmul.getLhs(), weight, op.getOperand(),
-        transposed ? rewriter.getUnitAttr() : UnitAttr(),
+        m->matmul.getLhs(), m->weight, op.getOperand(), m->transposed,
         op.getApproximateAttr());
     rewriter.replaceOp(op, fused.getResult());
     if (biasGrad) {
       rewriter.replaceOp(biasGrad, fused.getBiasGrad());
       ++counts.biasGrads;
     }
-    rewriter.eraseOp(matmul);
+    rewriter.eraseOp(m->matmul);
     ++counts.geluGrads;
-    counts.transposes += transposed;
+    counts.transposes += bool(m->transposed);
     return success();
   }
 

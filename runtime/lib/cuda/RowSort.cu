@@ -2,9 +2,9 @@
 //
 // The device-wide primitives of the deterministic scatter-add behind
 // gather_grad (DataMovement.cu), on cub's radix sort and scan. They live in
-// their own file because cub's headers and the nvcc stub refer to the
-// global `::cuda` namespace, which the kernel files' `using namespace
-// cleave::rt::cuda` would make ambiguous.
+// their own file because cub's headers and the host code nvcc generates
+// refer to the global `::cuda` namespace, which the kernel files' `using
+// namespace cleave::rt::cuda` would make ambiguous.
 //
 //===----------------------------------------------------------------------===//
 

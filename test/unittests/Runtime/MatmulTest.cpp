@@ -189,6 +189,24 @@ struct LinearCase {
   bool transposed;
 };
 
+/// x and the stored weight w of a fused GEMM in `arena`, filled with values
+/// in [-1, 1) from seeds `seed` and `seed + 1` (`seed` moves past them), and
+/// the shape of the GEMM's result.
+struct GemmOperands {
+  cleave_tensor x, w;
+  std::vector<double> xv, wv;
+  Shape out;
+
+  GemmOperands(TestArena &arena, int32_t dtype, const LinearCase &c,
+               unsigned &seed)
+      : x(arena.add(dtype, c.x)), w(arena.add(dtype, c.w)), out(c.x) {
+    xv = arena.fill(x, -1, 1, seed++);
+    wv = arena.fill(w, -1, 1, seed++);
+    out.back() = c.transposed ? c.w[0] : c.w[1];
+  }
+  int64_t n() const { return out.back(); }
+};
+
 TEST(RuntimeLinear, F32ShapesAndActivations) {
   const LinearCase cases[] = {
       {{2, 3, 16}, {16, 24}, false},
@@ -203,24 +221,18 @@ TEST(RuntimeLinear, F32ShapesAndActivations) {
   for (const LinearCase &c : cases)
     for (int32_t act :
          {CLEAVE_ACT_NONE, CLEAVE_ACT_GELU_ERF, CLEAVE_ACT_GELU_TANH}) {
-      int64_t n = c.transposed ? c.w[0] : c.w[1];
-      Shape outShape(c.x.begin(), c.x.end() - 1);
-      outShape.push_back(n);
       TestArena arena(size_t(16) << 20);
-      cleave_tensor x = arena.add(CLEAVE_F32, c.x);
-      cleave_tensor w = arena.add(CLEAVE_F32, c.w);
-      cleave_tensor bias = arena.add(CLEAVE_F32, {n});
-      cleave_tensor out = arena.add(CLEAVE_F32, outShape);
-      cleave_tensor pre = arena.add(CLEAVE_F32, outShape);
+      GemmOperands g(arena, CLEAVE_F32, c, seed);
+      cleave_tensor bias = arena.add(CLEAVE_F32, {g.n()});
+      cleave_tensor out = arena.add(CLEAVE_F32, g.out);
+      cleave_tensor pre = arena.add(CLEAVE_F32, g.out);
       arena.fill(out, 5, 6, 99); // must be overwritten
       arena.fill(pre, 5, 6, 98);
-      std::vector<double> xv = arena.fill(x, -1, 1, seed++);
-      std::vector<double> wv = arena.fill(w, -1, 1, seed++);
       std::vector<double> bv = arena.fill(bias, -1, 1, seed++);
       bool withPre = act != CLEAVE_ACT_NONE;
-      cleave_rt_linear(arena.data(), &x, &w, &bias, &out,
+      cleave_rt_linear(arena.data(), &g.x, &g.w, &bias, &out,
                        withPre ? &pre : nullptr, c.transposed, act);
-      LinearRef ref = refLinear(c.x, xv, c.w, wv, bv, c.transposed, act);
+      LinearRef ref = refLinear(c.x, g.xv, c.w, g.wv, bv, c.transposed, act);
       double atol = 1e-4 * std::sqrt(double(c.x.back()) + 1);
       SCOPED_TRACE("x [" + std::to_string(c.x.front()) + ", ..., " +
                    std::to_string(c.x.back()) + "] activation " +
@@ -234,38 +246,36 @@ TEST(RuntimeLinear, F32ShapesAndActivations) {
 
 TEST(RuntimeLinear, WithoutPreLeavesItAlone) {
   TestArena arena;
-  cleave_tensor x = arena.add(CLEAVE_F32, {5, 8});
-  cleave_tensor w = arena.add(CLEAVE_F32, {8, 6});
+  const LinearCase c = {{5, 8}, {8, 6}, false};
+  unsigned seed = 70;
+  GemmOperands g(arena, CLEAVE_F32, c, seed);
   cleave_tensor bias = arena.add(CLEAVE_F32, {6});
-  cleave_tensor out = arena.add(CLEAVE_F32, {5, 6});
-  std::vector<double> xv = arena.fill(x, -1, 1, 70);
-  std::vector<double> wv = arena.fill(w, -1, 1, 71);
-  std::vector<double> bv = arena.fill(bias, -1, 1, 72);
-  cleave_rt_linear(arena.data(), &x, &w, &bias, &out, nullptr, 0,
+  cleave_tensor out = arena.add(CLEAVE_F32, g.out);
+  std::vector<double> bv = arena.fill(bias, -1, 1, seed);
+  cleave_rt_linear(arena.data(), &g.x, &g.w, &bias, &out, nullptr, 0,
                    CLEAVE_ACT_GELU_TANH);
-  expectClose(arena.values(out),
-              refLinear({5, 8}, xv, {8, 6}, wv, bv, false, CLEAVE_ACT_GELU_TANH)
-                  .out,
-              1e-4, 1e-4 * 3);
+  expectClose(
+      arena.values(out),
+      refLinear(c.x, g.xv, c.w, g.wv, bv, false, CLEAVE_ACT_GELU_TANH).out,
+      1e-4, 1e-4 * 3);
 }
 
 TEST(RuntimeLinear, F16AndBf16) {
   for (int32_t dtype : {CLEAVE_F16, CLEAVE_BF16}) {
     TestArena arena;
-    cleave_tensor x = arena.add(dtype, {2, 6, 32});
-    cleave_tensor w = arena.add(dtype, {24, 32});
+    const LinearCase c = {{2, 6, 32}, {24, 32}, true};
+    unsigned seed = 73;
+    GemmOperands g(arena, dtype, c, seed);
     cleave_tensor bias = arena.add(dtype, {24});
-    cleave_tensor out = arena.add(dtype, {2, 6, 24});
-    cleave_tensor pre = arena.add(dtype, {2, 6, 24});
-    std::vector<double> xv = arena.fill(x, -1, 1, 73);
-    std::vector<double> wv = arena.fill(w, -1, 1, 74);
-    std::vector<double> bv = arena.fill(bias, -1, 1, 75);
-    cleave_rt_linear(arena.data(), &x, &w, &bias, &out, &pre, 1,
+    cleave_tensor out = arena.add(dtype, g.out);
+    cleave_tensor pre = arena.add(dtype, g.out);
+    std::vector<double> bv = arena.fill(bias, -1, 1, seed);
+    cleave_rt_linear(arena.data(), &g.x, &g.w, &bias, &out, &pre, 1,
                      CLEAVE_ACT_GELU_TANH);
     // f32 accumulation, one rounding of each output to the 16-bit type.
     double rtol = dtype == CLEAVE_F16 ? 1.0 / 2048 : 1.0 / 256;
-    LinearRef ref = refLinear({2, 6, 32}, xv, {24, 32}, wv, bv, true,
-                              CLEAVE_ACT_GELU_TANH);
+    LinearRef ref =
+        refLinear(c.x, g.xv, c.w, g.wv, bv, true, CLEAVE_ACT_GELU_TANH);
     expectClose(arena.values(out), ref.out, rtol, 1e-3);
     expectClose(arena.values(pre), ref.pre, rtol, 1e-3);
   }
@@ -274,17 +284,15 @@ TEST(RuntimeLinear, F16AndBf16) {
 TEST(RuntimeLinear, OutputMayAliasTheInput) {
   // out over x (k == n): the GEMM must read x before the result lands.
   TestArena arena;
-  cleave_tensor x = arena.add(CLEAVE_F32, {9, 16});
-  cleave_tensor w = arena.add(CLEAVE_F32, {16, 16});
+  const LinearCase c = {{9, 16}, {16, 16}, true};
+  unsigned seed = 76;
+  GemmOperands g(arena, CLEAVE_F32, c, seed);
   cleave_tensor bias = arena.add(CLEAVE_F32, {16});
-  std::vector<double> xv = arena.fill(x, -1, 1, 76);
-  std::vector<double> wv = arena.fill(w, -1, 1, 77);
-  std::vector<double> bv = arena.fill(bias, -1, 1, 78);
-  cleave_rt_linear(arena.data(), &x, &w, &bias, &x, nullptr, 1,
+  std::vector<double> bv = arena.fill(bias, -1, 1, seed);
+  cleave_rt_linear(arena.data(), &g.x, &g.w, &bias, &g.x, nullptr, 1,
                    CLEAVE_ACT_NONE);
-  expectClose(arena.values(x),
-              refLinear({9, 16}, xv, {16, 16}, wv, bv, true, CLEAVE_ACT_NONE)
-                  .out,
+  expectClose(arena.values(g.x),
+              refLinear(c.x, g.xv, c.w, g.wv, bv, true, CLEAVE_ACT_NONE).out,
               1e-4, 1e-4 * 4);
 }
 
@@ -323,15 +331,15 @@ LinearRef refGeluGrad(const Shape &dys, const std::vector<double> &dy,
   r.pre.assign(n, 0.0);
   for (size_t i = 0; i < product.size(); ++i) {
     double g = product[i], v = pre[i], d;
-      if (activation == CLEAVE_ACT_GELU_ERF) {
-        d = 0.5 * (1.0 + std::erf(v / std::sqrt(2.0))) +
-            v * std::exp(-0.5 * v * v) / std::sqrt(2.0 * M_PI);
-      } else {
-        double c = std::sqrt(2.0 / M_PI), u = c * (v + 0.044715 * v * v * v);
-        double t = std::tanh(u);
-        d = 0.5 * (1.0 + t) +
-            0.5 * v * (1.0 - t * t) * c * (1.0 + 3.0 * 0.044715 * v * v);
-      }
+    if (activation == CLEAVE_ACT_GELU_ERF) {
+      d = 0.5 * (1.0 + std::erf(v / std::sqrt(2.0))) +
+          v * std::exp(-0.5 * v * v) / std::sqrt(2.0 * M_PI);
+    } else {
+      double c = std::sqrt(2.0 / M_PI), u = c * (v + 0.044715 * v * v * v);
+      double t = std::tanh(u);
+      d = 0.5 * (1.0 + t) +
+          0.5 * v * (1.0 - t * t) * c * (1.0 + 3.0 * 0.044715 * v * v);
+    }
     r.out.push_back(g * d);
     r.pre[i % n] += g * d;
   }
@@ -349,34 +357,30 @@ TEST(RuntimeLinear, MatmulGeluGrad) {
   for (const LinearCase &c : cases)
     for (int32_t act : {CLEAVE_ACT_GELU_ERF, CLEAVE_ACT_GELU_TANH})
       for (bool keepdim : {false, true}) {
-        int64_t n = c.transposed ? c.w[0] : c.w[1];
-        Shape outShape(c.x);
-        outShape.back() = n;
-        Shape dbShape(outShape.size(), 1);
+        TestArena arena(size_t(16) << 20);
+        GemmOperands g(arena, CLEAVE_F32, c, seed); // x is dy
+        int64_t n = g.n();
+        Shape dbShape(g.out.size(), 1);
         dbShape.back() = n;
         if (!keepdim)
           dbShape = {n};
-        TestArena arena(size_t(16) << 20);
-        cleave_tensor dy = arena.add(CLEAVE_F32, c.x);
-        cleave_tensor w = arena.add(CLEAVE_F32, c.w);
-        cleave_tensor pre = arena.add(CLEAVE_F32, outShape);
-        cleave_tensor dz = arena.add(CLEAVE_F32, outShape);
+        cleave_tensor pre = arena.add(CLEAVE_F32, g.out);
+        cleave_tensor dz = arena.add(CLEAVE_F32, g.out);
         cleave_tensor db = arena.add(CLEAVE_F32, dbShape);
         arena.fill(dz, 5, 6, 99);
         arena.fill(db, 5, 6, 98);
-        std::vector<double> dyv = arena.fill(dy, -1, 1, seed++);
-        std::vector<double> wv = arena.fill(w, -1, 1, seed++);
         std::vector<double> pv = arena.fill(pre, -3, 3, seed++);
-        cleave_rt_matmul_gelu_grad(arena.data(), &dy, &w, &pre, &dz, &db,
+        cleave_rt_matmul_gelu_grad(arena.data(), &g.x, &g.w, &pre, &dz, &db,
                                    c.transposed, act);
-        LinearRef ref = refGeluGrad(c.x, dyv, c.w, wv, pv, c.transposed, act);
+        LinearRef ref =
+            refGeluGrad(c.x, g.xv, c.w, g.wv, pv, c.transposed, act);
         SCOPED_TRACE("dy [" + std::to_string(c.x.front()) + ", ..., " +
                      std::to_string(c.x.back()) + "] activation " +
                      std::to_string(act));
         // gelu' is at most 1.13 in magnitude.
         double atol = 2e-4 * std::sqrt(double(c.x.back()) + 1);
         expectClose(arena.values(dz), ref.out, 1e-4, atol);
-        int64_t rows = product(outShape) / std::max<int64_t>(n, 1);
+        int64_t rows = product(g.out) / std::max<int64_t>(n, 1);
         expectClose(arena.values(db), ref.pre, 1e-4,
                     atol * std::sqrt(double(rows)));
       }
@@ -384,20 +388,18 @@ TEST(RuntimeLinear, MatmulGeluGrad) {
 
 TEST(RuntimeLinear, MatmulGeluGradBf16WithoutBiasGrad) {
   TestArena arena;
-  cleave_tensor dy = arena.add(CLEAVE_BF16, {4, 6, 16});
-  cleave_tensor w = arena.add(CLEAVE_BF16, {16, 24});
-  cleave_tensor pre = arena.add(CLEAVE_BF16, {4, 6, 24});
-  cleave_tensor dz = arena.add(CLEAVE_BF16, {4, 6, 24});
-  std::vector<double> dyv = arena.fill(dy, -1, 1, 110);
-  std::vector<double> wv = arena.fill(w, -1, 1, 111);
-  std::vector<double> pv = arena.fill(pre, -3, 3, 112);
-  cleave_rt_matmul_gelu_grad(arena.data(), &dy, &w, &pre, &dz, nullptr, 0,
+  const LinearCase c = {{4, 6, 16}, {16, 24}, false};
+  unsigned seed = 110;
+  GemmOperands g(arena, CLEAVE_BF16, c, seed); // x is dy
+  cleave_tensor pre = arena.add(CLEAVE_BF16, g.out);
+  cleave_tensor dz = arena.add(CLEAVE_BF16, g.out);
+  std::vector<double> pv = arena.fill(pre, -3, 3, seed);
+  cleave_rt_matmul_gelu_grad(arena.data(), &g.x, &g.w, &pre, &dz, nullptr, 0,
                              CLEAVE_ACT_GELU_TANH);
-  expectClose(arena.values(dz),
-              refGeluGrad({4, 6, 16}, dyv, {16, 24}, wv, pv, false,
-                          CLEAVE_ACT_GELU_TANH)
-                  .out,
-              1.0 / 256, 2e-3);
+  expectClose(
+      arena.values(dz),
+      refGeluGrad(c.x, g.xv, c.w, g.wv, pv, false, CLEAVE_ACT_GELU_TANH).out,
+      1.0 / 256, 2e-3);
 }
 
 TEST(RuntimeLinear, MatmulGeluGradBadOperandsFail) {
