@@ -2,7 +2,7 @@
 """Checks that compiled training matches PyTorch's own training loop, and that
 a checkpoint resumes training exactly.
 
-For each configuration recorded by training/generate.py (mlp and gpt, SGD
+For each configuration recorded by training/generate.py (mlp, gpt and moe, SGD
 with momentum and weight decay, Nesterov, dampening, AdamW with default and
 other betas, MSE, gradient clipping, gradient accumulation), this compiles the example's model.onnx with
 `cleave-compile --train` and the configuration's flags, runs the training

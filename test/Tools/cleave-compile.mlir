@@ -5,6 +5,12 @@
 // RUN: cleave-compile --print-pipeline --no-fusion | FileCheck %s --check-prefix=NOFUSE
 // NOFUSE-NOT: cleave-fuse-linear
 // NOFUSE: cleave-plan-memory
+// RUN: cleave-compile --print-pipeline --precision bf16 | FileCheck %s --check-prefix=ROUTER
+// ROUTER: cleave-mixed-precision{precision=bf16 router-f32=true}
+// RUN: cleave-compile --print-pipeline --precision fp16 --router-f32=false | FileCheck %s --check-prefix=NOROUTER
+// NOROUTER: cleave-mixed-precision{precision=f16 router-f32=false}
+// RUN: not cleave-compile %s --router-f32=false 2>&1 | FileCheck %s --check-prefix=ROUTERFP32
+// ROUTERFP32: cleave-compile: error: --router-f32 applies to --precision bf16 and fp16
 
 // RUN: cleave-compile %s --emit=mlir -o - | FileCheck %s --check-prefix=MLIR
 // MLIR: llvm.func @cleave_rt_unary(!llvm.ptr, i32, !llvm.ptr, !llvm.ptr)

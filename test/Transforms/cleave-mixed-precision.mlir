@@ -1,6 +1,8 @@
 // -cleave-mixed-precision: 16-bit compute, f32 parameters and signature.
 // RUN: cleave-opt %s --split-input-file --cleave-mixed-precision | FileCheck %s --check-prefix=BF16
 // RUN: cleave-opt %s --split-input-file --cleave-mixed-precision=precision=f16 | FileCheck %s --check-prefix=F16
+// RUN: cleave-opt %s --split-input-file --cleave-mixed-precision | FileCheck %s --check-prefix=ROUTER
+// RUN: cleave-opt %s --split-input-file --cleave-mixed-precision=router-f32=false | FileCheck %s --check-prefix=NOROUTER
 // RUN: cleave-opt %s --split-input-file --cleave-mixed-precision=precision=f16 --cleave-autodiff="optimizer=adamw" --canonicalize | FileCheck %s --check-prefix=TRAIN
 // RUN: not cleave-opt %s --split-input-file --cleave-mixed-precision=precision=f8 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // RUN: not cleave-opt %s --split-input-file --cleave-mixed-precision --cleave-mixed-precision 2>&1 | FileCheck %s --check-prefix=TWICE
@@ -62,3 +64,42 @@ func.func @forward(%x: tensor<4x3xf32>, %i: tensor<4xi64>) -> (tensor<4x5xf32>, 
   return %g, %l, %m : tensor<4x5xf32>, tensor<f32>, tensor<f32>
 }
 
+
+// -----
+
+// MoE routing stays f32 (router-f32, the default): the top-k, and the
+// softmax, matmul, transpose and weight read that only feed it, compute in
+// f32 from the tokens cast up; the tokens, which feed the experts too, are
+// 16-bit; the top-k values are cast down for their uses outside. With
+// router-f32=false everything is 16-bit.
+// ROUTER-LABEL: func.func @forward
+// ROUTER: %[[XL:.*]] = graph.cast %{{.*}} : tensor<6x4xf32> -> tensor<6x4xbf16>
+// ROUTER: %[[T:.*]] = graph.tanh %[[XL]] : tensor<6x4xbf16>
+// ROUTER: %[[WR:.*]] = graph.read_param @wr : tensor<3x4xf32>
+// ROUTER: %[[WRT:.*]] = graph.transpose %[[WR]] perm [1, 0] : tensor<3x4xf32>
+// ROUTER: %[[TF:.*]] = graph.cast %[[T]] : tensor<6x4xbf16> -> tensor<6x4xf32>
+// ROUTER: %[[L:.*]] = graph.matmul %[[TF]], %[[WRT]] : tensor<6x4xf32>, tensor<4x3xf32>
+// ROUTER: %[[P:.*]] = graph.softmax %[[L]] dim 1 : tensor<6x3xf32>
+// ROUTER: %[[V:.*]], %[[I:.*]] = graph.topk %[[P]] k 2 dim 1 : tensor<6x3xf32>
+// ROUTER: %[[VL:.*]] = graph.cast %[[V]] : tensor<6x2xf32> -> tensor<6x2xbf16>
+// ROUTER: %[[S:.*]] = graph.reduce sum %[[VL]] dims [1] keepdim : tensor<6x2xbf16>
+// ROUTER: %[[W1:.*]] = graph.read_param @w1 : tensor<4x5xf32>
+// ROUTER: %[[W1L:.*]] = graph.cast %[[W1]] : tensor<4x5xf32> -> tensor<4x5xbf16>
+// ROUTER: graph.matmul %[[T]], %[[W1L]] : tensor<6x4xbf16>, tensor<4x5xbf16>
+// NOROUTER-LABEL: func.func @forward
+// NOROUTER: graph.matmul %{{.*}}, %{{.*}} : tensor<6x4xbf16>, tensor<4x3xbf16>
+// NOROUTER: graph.topk %{{.*}} k 2 dim 1 : tensor<6x3xbf16>
+graph.param @wr : tensor<3x4xf32>
+graph.param @w1 : tensor<4x5xf32>
+func.func @forward(%x: tensor<6x4xf32>) -> (tensor<6x1xf32>, tensor<6x5xf32>, tensor<6x2xi64>) {
+  %t = graph.tanh %x : tensor<6x4xf32>
+  %wr = graph.read_param @wr : tensor<3x4xf32>
+  %wrt = graph.transpose %wr perm [1, 0] : tensor<3x4xf32>
+  %logits = graph.matmul %t, %wrt : tensor<6x4xf32>, tensor<4x3xf32>
+  %p = graph.softmax %logits dim 1 : tensor<6x3xf32>
+  %v, %i = graph.topk %p k 2 dim 1 : tensor<6x3xf32>
+  %s = graph.reduce sum %v dims [1] keepdim : tensor<6x2xf32>
+  %w1 = graph.read_param @w1 : tensor<4x5xf32>
+  %h = graph.matmul %t, %w1 : tensor<6x4xf32>, tensor<4x5xf32>
+  return %s, %h, %i : tensor<6x1xf32>, tensor<6x5xf32>, tensor<6x2xi64>
+}

@@ -159,6 +159,13 @@ static cl::opt<std::string> precision(
              "their gradients and the optimizer state stay f32 (master "
              "weights). fp16 training adds dynamic loss scaling"),
     cl::value_desc("type"), cl::init("fp32"), cl::cat(trainCategory));
+static cl::opt<bool> routerF32(
+    "router-f32",
+    cl::desc("With --precision bf16|fp16, keep the routing decision in f32: "
+             "each top-k selection (the MoE router) and the ops that only "
+             "feed it, such as the router's matmul and softmax (default on; "
+             "--router-f32=false computes them in 16 bits too)"),
+    cl::init(true), cl::cat(trainCategory));
 static cl::opt<double> lossScale(
     "loss-scale",
     cl::desc("Initial dynamic loss scale, as torch.cuda.amp.GradScaler: a "
@@ -239,6 +246,8 @@ std::string checkTrainingOptions() {
   if (precision != "fp32" && precision != "bf16" && precision != "fp16")
     return "unknown --precision '" + precision +
            "' (available: fp32, bf16, fp16)";
+  if (routerF32.getNumOccurrences() && precision == "fp32")
+    return "--router-f32 applies to --precision bf16 and fp16";
   if (!(lossScale >= 0.0) || std::isinf(lossScale))
     return "--loss-scale must be finite and >= 0";
   if (lossScaleGrowthInterval < 1)
@@ -251,6 +260,7 @@ void buildPipeline(PassManager &pm) {
   if (precision != "fp32") {
     cleave::MixedPrecisionPassOptions options;
     options.precision = precision == "bf16" ? "bf16" : "f16";
+    options.routerF32 = routerF32;
     pm.addPass(cleave::createMixedPrecisionPass(options));
   }
   if (train || !loss.empty()) {

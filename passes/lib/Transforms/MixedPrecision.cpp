@@ -6,7 +6,9 @@
 // activations and activation gradients, f32 master weights, f32 parameter
 // gradients and f32 optimizer state (the gradient of each parameter's cast
 // is the cast back). Kernels accumulate in f32 whatever their operand types
-// (cleave_rt.h), so only stored values are rounded.
+// (cleave_rt.h), so only stored values are rounded. With `router-f32` the
+// MoE routing decision stays f32: each top-k selection and the ops that only
+// feed it (the router's weight, matmul and softmax).
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +17,7 @@
 #include "cleave/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseSet.h"
 
 namespace cleave {
 #define GEN_PASS_DEF_MIXEDPRECISIONPASS
@@ -32,6 +35,31 @@ bool isF32Tensor(Type t) {
   return tensor && tensor.getElementType().isF32();
 }
 
+/// The ops that keep computing in f32 with `router-f32`: each top-k
+/// selection (graph.topk, graph.router_topk) and every op all of whose
+/// results feed only such ops. In an MoE layer that is the router: its
+/// weight read, matmul and softmax, but not the tokens it reads, which feed
+/// the experts too. Logits rounded to 16 bits turn near ties into different
+/// expert choices; Switch Transformer (Fedus et al. 2021, section 2.4) keeps
+/// the router in float32 for stability and trainers followed.
+llvm::DenseSet<Operation *> routingOps(Block &block) {
+  llvm::DenseSet<Operation *> kept;
+  for (Operation &op : llvm::reverse(block)) {
+    if (isa<TopKOp, RouterTopKOp>(op)) {
+      kept.insert(&op);
+      continue;
+    }
+    bool used = false, onlyKept = true;
+    for (Operation *user : op.getUsers()) {
+      used = true;
+      onlyKept &= kept.contains(user);
+    }
+    if (used && onlyKept)
+      kept.insert(&op);
+  }
+  return kept;
+}
+
 struct MixedPrecisionPass
     : cleave::impl::MixedPrecisionPassBase<MixedPrecisionPass> {
   using MixedPrecisionPassBase::MixedPrecisionPassBase;
@@ -40,21 +68,51 @@ struct MixedPrecisionPass
 
 private:
   LogicalResult rewrite(func::FuncOp func, FloatType low);
-  /// `v` cast to `elem` right after its definition, for every other use.
-  Value castAfterDef(OpBuilder &b, Value v, Type elem);
+  /// `v` cast to `elem` right after its definition, for every use but the
+  /// ops in `keep`.
+  Value castAfterDef(OpBuilder &b, Value v, Type elem,
+                     const llvm::DenseSet<Operation *> &keep = {});
+  /// Makes `op` read f32: a 16-bit operand that this pass cast from an f32
+  /// value is read as that value, any other is cast up.
+  void readF32(OpBuilder &b, Operation &op, FloatType low);
+
+  /// The f32 -> 16-bit casts this pass made.
+  llvm::DenseSet<Operation *> narrowed;
 };
 
-Value MixedPrecisionPass::castAfterDef(OpBuilder &b, Value v, Type elem) {
+Value MixedPrecisionPass::castAfterDef(OpBuilder &b, Value v, Type elem,
+                                       const llvm::DenseSet<Operation *> &keep) {
   OpBuilder::InsertionGuard guard(b);
   if (Operation *def = v.getDefiningOp())
     b.setInsertionPointAfter(def);
   else
     b.setInsertionPointToStart(cast<BlockArgument>(v).getOwner());
   auto type = cast<RankedTensorType>(v.getType()).clone(elem);
-  Value c = CastOp::create(b, v.getLoc(), type, v);
-  v.replaceAllUsesExcept(c, c.getDefiningOp());
+  auto c = CastOp::create(b, v.getLoc(), type, v);
+  v.replaceUsesWithIf(c, [&](OpOperand &use) {
+    return use.getOwner() != c && !keep.contains(use.getOwner());
+  });
+  if (!elem.isF32())
+    narrowed.insert(c);
   ++numCasts;
   return c;
+}
+
+void MixedPrecisionPass::readF32(OpBuilder &b, Operation &op, FloatType low) {
+  b.setInsertionPoint(&op);
+  for (OpOperand &operand : op.getOpOperands()) {
+    auto type = dyn_cast<RankedTensorType>(operand.get().getType());
+    if (!type || type.getElementType() != low)
+      continue;
+    Operation *def = operand.get().getDefiningOp();
+    if (def && narrowed.contains(def)) {
+      operand.set(def->getOperand(0));
+      continue;
+    }
+    operand.set(CastOp::create(b, op.getLoc(), type.clone(b.getF32Type()),
+                               operand.get()));
+    ++numCasts;
+  }
 }
 
 LogicalResult MixedPrecisionPass::rewrite(func::FuncOp func, FloatType low) {
@@ -63,9 +121,16 @@ LogicalResult MixedPrecisionPass::rewrite(func::FuncOp func, FloatType low) {
                             "functions");
   OpBuilder b(func.getContext());
   Block &entry = func.front();
+  llvm::DenseSet<Operation *> keep;
+  if (routerF32)
+    keep = routingOps(entry);
+  auto usedOutside = [&](Value v) {
+    return llvm::any_of(v.getUsers(),
+                        [&](Operation *user) { return !keep.contains(user); });
+  };
   for (BlockArgument arg : entry.getArguments())
-    if (isF32Tensor(arg.getType()) && !arg.use_empty())
-      castAfterDef(b, arg, low);
+    if (isF32Tensor(arg.getType()) && usedOutside(arg))
+      castAfterDef(b, arg, low, keep);
 
   FunctionType fnType = func.getFunctionType();
   for (Operation &op : llvm::make_early_inc_range(entry)) {
@@ -82,6 +147,16 @@ LogicalResult MixedPrecisionPass::rewrite(func::FuncOp func, FloatType low) {
           ++numCasts;
         }
       }
+      continue;
+    }
+    if (keep.contains(&op)) {
+      // Routing: reads f32, computes f32; the uses outside it read its
+      // results in 16 bits.
+      readF32(b, op, low);
+      for (Value result : op.getResults())
+        if (isF32Tensor(result.getType()) && usedOutside(result))
+          castAfterDef(b, result, low, keep);
+      ++numKept;
       continue;
     }
     if (isa<ReadParamOp>(op)) {
@@ -119,16 +194,7 @@ LogicalResult MixedPrecisionPass::rewrite(func::FuncOp func, FloatType low) {
     if (isa<MseOp>(op)) {
       // An mse inside the model is computed in f32 (its result has its
       // operands' type), as the loss that -cleave-autodiff adds.
-      b.setInsertionPoint(&op);
-      for (OpOperand &operand : op.getOpOperands()) {
-        auto type = dyn_cast<RankedTensorType>(operand.get().getType());
-        if (type && type.getElementType() == low) {
-          operand.set(CastOp::create(b, op.getLoc(),
-                                     type.clone(b.getF32Type()),
-                                     operand.get()));
-          ++numCasts;
-        }
-      }
+      readF32(b, op, low);
       continue;
     }
     for (Value result : op.getResults())

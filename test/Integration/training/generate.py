@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""PyTorch's own training loop on the mlp and gpt examples, recorded as the
+"""PyTorch's own training loop on the mlp, gpt and moe examples, recorded as the
 reference for check_training.py.
 
 For each configuration in CONFIGS this builds the example's PyTorch module
@@ -43,8 +43,10 @@ rounds its floating-point arguments and results to the 16-bit type (values
 stay float32 tensors, so every op computes in float32 from 16-bit inputs and
 stores a 16-bit output, as Cleave's kernels do), and the gradient reaching
 each rounding is rounded too (so a 16-bit backward overflows to inf where
-Cleave's does). Parameters, their .grad and the optimizer stay float32; the
-loss is float32 cross-entropy on the rounded logits. With "loss_scale", the
+Cleave's does). An MoE router (its Linear, softmax and top-k) is not
+rounded: it computes in float32 from the rounded tokens and the float32
+router weight, as cleave-compile --router-f32 does. Parameters, their .grad
+and the optimizer stay float32; the loss is float32 cross-entropy on the rounded logits. With "loss_scale", the
 loop is torch.cuda.amp.GradScaler's, written out (GradScaler itself needs
 CUDA): the backward starts from loss * scale; a step with a non-finite
 gradient is skipped (no optimizer step, the scale halves, the growth count
@@ -70,7 +72,7 @@ from onnx import numpy_helper
 import torch
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
-from torch.utils._pytree import tree_map
+from torch.utils._pytree import tree_flatten, tree_map
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
@@ -112,6 +114,17 @@ CONFIGS = {
     "gpt_adamw_bf16": dict(model="gpt", loss="cross-entropy", optimizer="adamw",
                            lr=0.01, weight_decay=0.01, precision="bf16",
                            state=["ln_f.weight"]),
+    # The moe example: top-2 routing by torch.topk. Under bf16 the router
+    # (its Linear, softmax and top-k) stays float32 (--router-f32, the
+    # default). Rounded to bf16 (--router-f32=false), its probabilities tie
+    # exactly on 2 of the 320 top-k choices of these 10 steps, which the two
+    # programs break differently, and the losses part by 2e-2.
+    "moe_adamw": dict(model="moe", loss="cross-entropy", optimizer="adamw",
+                      lr=0.01, weight_decay=0.01,
+                      state=["blocks.0.moe.router.weight"]),
+    "moe_adamw_bf16": dict(model="moe", loss="cross-entropy", optimizer="adamw",
+                           lr=0.01, weight_decay=0.01, precision="bf16",
+                           state=["blocks.0.moe.router.weight"]),
     # A scale far too large: the first steps overflow and are skipped; with a
     # growth interval of 3 it doubles again, overflows again, and so on.
     "gpt_adamw_fp16": dict(model="gpt", loss="cross-entropy", optimizer="adamw",
@@ -136,23 +149,47 @@ class _Round(torch.autograd.Function):
         return grad.to(ctx.low).to(grad.dtype), None
 
 
+# The functions of an MoE router: its Linear, the softmax and the top-k.
+ROUTING_FUNCS = (F.linear, torch.softmax, torch.Tensor.softmax, F.softmax,
+                 torch.topk, torch.Tensor.topk)
+
+
 class LowPrecision(TorchFunctionMode):
     """Every torch function called under this mode reads 16-bit-rounded
     floating-point arguments and returns 16-bit-rounded results (see the
-    module docstring)."""
+    module docstring).
 
-    def __init__(self, low):
+    Except the router: a routing function (ROUTING_FUNCS) that reads one of
+    `router_weights`, or a result of such a call, runs in float32 on its
+    arguments as they are and returns float32 results, which the next
+    function outside the router rounds. That is cleave-compile
+    --router-f32: the top-k and the ops that only feed it stay f32."""
+
+    def __init__(self, low, router_weights=()):
         super().__init__()
         self.low = low
+        self.f32 = list(router_weights)  # router weights and results
 
     def _round(self, value):
         if isinstance(value, torch.Tensor) and value.is_floating_point():
             return _Round.apply(value, self.low)
         return value
 
+    def _in_router(self, func, args, kwargs):
+        if func not in ROUTING_FUNCS:
+            return False
+        tensors = tree_flatten((args, kwargs))[0]
+        return any(t is r for t in tensors for r in self.f32)
+
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if self._in_router(func, args, kwargs):
+            out = func(*args, **kwargs)
+            self.f32 += [t for t in tree_flatten(out)[0]
+                         if isinstance(t, torch.Tensor) and t.is_floating_point()]
+            return out
         args = tree_map(self._round, args)
-        kwargs = tree_map(self._round, kwargs or {})
+        kwargs = tree_map(self._round, kwargs)
         return tree_map(self._round, func(*args, **kwargs))
 
 
@@ -189,7 +226,7 @@ def build_module(model, inits, dtype):
     is the name the exporter keeps.
     """
     module = load_example(model)
-    net = module.GPT() if model == "gpt" else module.MLP()
+    net = getattr(module, {"gpt": "GPT", "mlp": "MLP", "moe": "MoEDecoder"}[model])()
     params = dict(net.named_parameters())
     names = [name for name, _ in inits]
     if sorted(names) != sorted(params):
@@ -208,8 +245,8 @@ def build_module(model, inits, dtype):
 
 def make_data(model, loss, batch, input_shape, n):
     """n samples of inputs and targets, sample dimension first."""
-    rng = np.random.default_rng({"mlp": 1, "gpt": 2}[model])
-    if model == "gpt":
+    rng = np.random.default_rng({"mlp": 1, "gpt": 2, "moe": 3}[model])
+    if model in ("gpt", "moe"):
         seq = input_shape[1]
         stream = rng.integers(0, 64, size=(n, seq + 1)).astype(np.int64)
         return {"idx": stream[:, :-1].copy()}, stream[:, 1:].copy()
@@ -278,7 +315,9 @@ def train(cfg, inits, batch, data, targets, dtype, emulate=True):
         for j in range(micro):
             part = rows[j * size:(j + 1) * size]
             if low is not None:
-                with LowPrecision(low):
+                router = [p for name, p in params.items()
+                          if name.endswith(".router.weight")]
+                with LowPrecision(low, router):
                     out = net(*[t[part] for t in inputs])
             else:
                 out = net(*[t[part] for t in inputs])

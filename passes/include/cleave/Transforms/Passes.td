@@ -206,14 +206,25 @@ def MixedPrecisionPass : Pass<"cleave-mixed-precision", "::mlir::ModuleOp"> {
     ```
     The module gets `cleave.precision`, which the training configuration
     records.
+
+    With `router-f32` (the default), the routing decision stays f32: each
+    `graph.topk` / `graph.router_topk` and every op whose results feed only
+    such ops (an MoE router's weight read, matmul and softmax) compute in
+    f32 from f32 operands (a 16-bit operand is cast up, a parameter read
+    directly), and the uses outside read the top-k values cast to 16 bits.
+    Rounded logits turn near ties into other experts.
   }];
   let options = [
     Option<"precision", "precision", "std::string", /*default=*/"\"bf16\"",
-           "The compute type: bf16 or f16">
+           "The compute type: bf16 or f16">,
+    Option<"routerF32", "router-f32", "bool", /*default=*/"true",
+           "Keep each top-k selection (the MoE router) and the ops that only "
+           "feed it in f32">
   ];
   let statistics = [
     Statistic<"numCasts", "num-casts", "Casts inserted">,
-    Statistic<"numRetyped", "num-retyped", "Op results changed to 16 bits">
+    Statistic<"numRetyped", "num-retyped", "Op results changed to 16 bits">,
+    Statistic<"numKept", "num-kept", "Ops kept in f32 for routing">
   ];
   let dependentDialects = ["::cleave::graph::GraphDialect"];
 }
