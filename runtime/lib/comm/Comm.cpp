@@ -50,8 +50,7 @@ void abortJob() {
                "every rank\n",
                s.worldRank, s.worldSize);
   std::fflush(stderr);
-  if (s.engine)
-    s.engine->abort();
+  abortEngine();
   MPI_Abort(MPI_COMM_WORLD, 1);
 }
 

@@ -115,6 +115,9 @@ public:
 std::unique_ptr<Engine> createEngine();
 /// The engine in use, or null before cleave_comm_init (Comm.cpp).
 Engine *currentEngine();
+/// Engine::abort on the engine in use, given at most a few seconds: the job
+/// is aborted next whether or not the engine's abort returned.
+void abortEngine();
 /// This rank in the job (-1 before cleave_comm_init).
 int worldRank();
 

@@ -20,6 +20,8 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <algorithm>
+#include <cstring>
 #include <vector>
 
 using namespace cleave::rt;
@@ -76,13 +78,12 @@ public:
       cleave_rt_fail("%s: no CUDA device for the NCCL engine (%s)", fn,
                      status != cudaSuccess ? cudaGetErrorString(status)
                                            : "0 devices");
-    // NCCL needs a device of its own per rank of a communicator.
-    if (localSize > devices)
-      cleave_rt_fail("%s: %d ranks run on this node but it has %d CUDA "
-                     "devices; the NCCL engine needs one device per rank",
-                     fn, localSize, devices);
-    device = localRank;
+    // The node-local rank modulo the devices this process sees: all of the
+    // node's GPUs, or the one a launcher left visible to each rank
+    // (CUDA_VISIBLE_DEVICES per task).
+    device = localRank % devices;
     checkCuda(cudaSetDevice(device), fn, "selecting the device");
+    requireOwnDevice(local, localRank, localSize);
     // The backend creates its stream on the current device, unless it was
     // initialized before this (on device 0).
     cleave_rt_backend_init();
@@ -218,6 +219,16 @@ public:
   }
 
   void abort() override {
+    // The communicator whose call is stuck first: its kernel may still
+    // spin on the device, and freeing another communicator's memory first
+    // would wait for that kernel forever. The others are idle (each call
+    // completes before it returns).
+    for (Entry &e : comms)
+      if (e.comm && e.comm == active) {
+        ncclCommAbort(e.comm);
+        e.comm = nullptr;
+      }
+    active = nullptr;
     for (Entry &e : comms)
       if (e.comm) {
         ncclCommAbort(e.comm);
@@ -245,6 +256,32 @@ private:
 
   ncclComm_t commOf(const Group &g) const { return comms[g.id].comm; }
 
+  /// NCCL needs a GPU of its own per rank: fails, naming both ranks, when
+  /// two ranks of this node selected the same device (by PCI bus id).
+  void requireOwnDevice(MPI_Comm local, int localRank, int localSize) {
+    const char *fn = "cleave_comm_init";
+    constexpr int kIdBytes = 32;
+    std::vector<char> ids(size_t(localSize) * kIdBytes, '\0');
+    char *mine = ids.data() + size_t(localRank) * kIdBytes;
+    checkCuda(cudaDeviceGetPCIBusId(mine, kIdBytes - 1, device), fn,
+              "querying the device's PCI bus id");
+    MPI_Allgather(MPI_IN_PLACE, 0, MPI_BYTE, ids.data(), kIdBytes, MPI_BYTE,
+                  local);
+    for (int r = 0; r < localSize; ++r)
+      if (r != localRank &&
+          std::strncmp(ids.data() + size_t(r) * kIdBytes, mine, kIdBytes) == 0)
+        cleave_rt_fail("%s: local ranks %d and %d would share the GPU at %s "
+                       "(%d ranks on this node, %d devices visible to this "
+                       "one); the NCCL engine needs one GPU per rank",
+                       fn, std::min(r, localRank), std::max(r, localRank),
+                       mine, localSize, devicesVisible());
+  }
+
+  static int devicesVisible() {
+    int n = 0;
+    return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
+  }
+
   void checkNccl(ncclResult_t result, const char *fn, const Group &g,
                  ncclComm_t comm) {
     if (result == ncclSuccess || result == ncclInProgress)
@@ -260,6 +297,7 @@ private:
   void complete(const char *fn, const Group &g, ncclComm_t comm,
                 ncclResult_t issued, Watchdog &watchdog,
                 bool onStream = true) {
+    active = comm;
     checkNccl(issued, fn, g, comm);
     for (;;) {
       ncclResult_t state = ncclSuccess;
@@ -283,6 +321,8 @@ private:
 
   int device = -1;
   cudaStream_t stream = nullptr;
+  /// The communicator of the call in progress (or of the last one).
+  ncclComm_t active = nullptr;
   /// By group id.
   std::vector<Entry> comms;
 };

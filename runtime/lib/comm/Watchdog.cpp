@@ -14,6 +14,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <atomic>
+#include <memory>
 #include <thread>
 
 using namespace cleave::rt::comm;
@@ -66,10 +68,34 @@ void Watchdog::fire() const {
                worldRank(), what, group.label.c_str(), group.rank, group.size,
                timeoutSeconds(), elapsed.count());
   std::fflush(stderr);
-  if (Engine *engine = currentEngine())
-    engine->abort();
+  abortEngine();
   MPI_Abort(MPI_COMM_WORLD, 1);
   std::_Exit(1);
+}
+
+void cleave::rt::comm::abortEngine() {
+  Engine *engine = currentEngine();
+  if (!engine)
+    return;
+  // An abort can itself block on a device that a stuck kernel keeps busy;
+  // it runs on a thread of its own so that the job's abort still comes.
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  std::thread aborter([engine, done] {
+    engine->abort();
+    done->store(true);
+  });
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!done->load() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (done->load()) {
+    aborter.join();
+    return;
+  }
+  std::fprintf(stderr, "note: rank %d: the communication engine's abort did "
+                       "not return within 10 s; aborting the job anyway\n",
+               worldRank());
+  std::fflush(stderr);
+  aborter.detach();
 }
 
 void cleave::rt::comm::waitRequests(int count, MPI_Request *requests,

@@ -155,6 +155,12 @@ extern "C" void cleave_rt_backend_init(void) {
         "creating the stream");
   checkBlas(cublasCreate(&s.blas), "creating the handle");
   checkBlas(cublasSetStream(s.blas, s.stream), "binding the stream");
+  // Split-K partial sums in the compute type (f32), never in a 16-bit
+  // output type: the ABI's kernels accumulate in f32 and round once.
+  checkBlas(cublasSetMathMode(s.blas,
+                              cublasMath_t(CUBLAS_DEFAULT_MATH |
+                                           CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)),
+            "setting the math mode");
   check(cudaMalloc(&s.error, sizeof(DeviceError)), "allocating the error slot");
   check(cudaMemset(s.error, 0, sizeof(DeviceError)),
         "clearing the error slot");

@@ -154,6 +154,28 @@ bool runLt(const char *kernel, const LinearPlan &p, int32_t dtype,
                   call.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                   &workspace, sizeof(workspace)),
               "setting the cuBLASLt workspace");
+    // Split-K partial sums only in f32 (the default also allows adding
+    // them in a 16-bit output type), so out, pre, dz and dbias are rounded
+    // once, as the ABI says.
+    uint32_t reduction = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+    checkBlas(cublasLtMatmulPreferenceSetAttribute(
+                  call.pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
+                  &reduction, sizeof(reduction)),
+              "setting the cuBLASLt reduction scheme");
+    // Tensors are 64-byte aligned (cleave_rt.h), less than the 256 bytes
+    // cuBLASLt assumes by default; the choice is cached per shape, so it
+    // must hold for any 64-byte-aligned operands.
+    for (cublasLtMatmulPreferenceAttributes_t attr :
+         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+          CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+          CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+          CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
+      uint32_t alignment = 64;
+      checkBlas(cublasLtMatmulPreferenceSetAttribute(call.pref, attr,
+                                                     &alignment,
+                                                     sizeof(alignment)),
+                "setting the cuBLASLt alignment");
+    }
     int count = 0;
     cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
         ltHandle(), call.op, call.a, call.b, call.d, call.d, call.pref, 1,
@@ -169,11 +191,18 @@ bool runLt(const char *kernel, const LinearPlan &p, int32_t dtype,
   const cublasLtMatmulHeuristicResult_t &chosen = it->second.result;
   ScratchBuffer workspace(chosen.workspaceSize, kernel);
   float alpha = 1.0f, beta = 0.0f;
-  checkBlas(cublasLtMatmul(ltHandle(), call.op, &alpha, w, call.a, x, call.b,
-                           &beta, d, call.d, d, call.d, &chosen.algo,
-                           workspace.as<void>(), chosen.workspaceSize,
-                           stream()),
-            kernel);
+  cublasStatus_t status = cublasLtMatmul(
+      ltHandle(), call.op, &alpha, w, call.a, x, call.b, &beta, d, call.d, d,
+      call.d, &chosen.algo, workspace.as<void>(), chosen.workspaceSize,
+      stream());
+  if (status == CUBLAS_STATUS_NOT_SUPPORTED ||
+      status == CUBLAS_STATUS_INVALID_VALUE) {
+    // Refused at launch (the heuristic's check does not promise that the
+    // algorithm runs): this shape takes the unfused path from now on.
+    it->second.found = false;
+    return false;
+  }
+  checkBlas(status, kernel);
   return true;
 }
 

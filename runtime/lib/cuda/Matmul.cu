@@ -65,13 +65,26 @@ int toInt(const char *kernel, int64_t value) {
   return static_cast<int>(value);
 }
 
+/// Whether the batches are rows of one taller GEMM (one matrix on the
+/// right).
+bool isTallGemm(const MatmulPlan &p) {
+  return p.bShared && p.aDense && p.batches * p.m <= INT_MAX;
+}
+
+/// Whether matmulFloat needs pointer arrays: a broadcast pattern no single
+/// stride describes.
+bool needsPointerArrays(const MatmulPlan &p) {
+  int64_t strideA, strideB;
+  return !isTallGemm(p) && !(uniformStride(p, p.aStrides, strideA) &&
+                             uniformStride(p, p.bStrides, strideB));
+}
+
 /// out = a b for float operands already in `type` (a, b, c device
 /// pointers with the plan's batch layout, c dense).
 void matmulFloat(const char *kernel, const MatmulPlan &p, cudaDataType_t type,
                  size_t elemSize, const void *a, const void *b, void *c) {
   int64_t m = p.m, n = p.n, k = p.k;
-  if (p.bShared && p.aDense && p.batches * m <= INT_MAX) {
-    // One matrix on the right: the batches are rows of one taller GEMM.
+  if (isTallGemm(p)) {
     gemm(kernel, type, false, false, p.batches * m, n, k, 1.0f, a, k, 0, b, n,
          0, 0.0f, c, n, 0, 1);
     return;
@@ -108,14 +121,21 @@ void matmulF32(const char *kernel, char *arena, const MatmulPlan &p,
                const cleave_tensor &out) {
   // cuBLAS must not write over its inputs: copy an input that aliases out.
   bool aAliased = overlaps(a, out), bAliased = overlaps(b, out);
-  if (a.dtype == out.dtype && b.dtype == out.dtype &&
+  // cuBLAS needs 16-bit matrices in pointer arrays aligned to 16 bytes
+  // (its alignment rule for the pointer-array GEMMs): a batch stride that
+  // breaks it goes through f32 buffers.
+  size_t elem = elementSize(out.dtype);
+  bool aligned = !needsPointerArrays(p) ||
+                 (p.m * p.k * elem % 16 == 0 && p.k * p.n * elem % 16 == 0 &&
+                  p.m * p.n * elem % 16 == 0);
+  if (a.dtype == out.dtype && b.dtype == out.dtype && aligned &&
       (out.dtype == CLEAVE_F16 || out.dtype == CLEAVE_BF16)) {
     // One 16-bit type: the GEMM reads and writes it, accumulating in f32.
     ScratchBuffer aCopy, bCopy;
     const char *ap = bytesInput(arena, a, aAliased, aCopy, kernel);
     const char *bp = bytesInput(arena, b, bAliased, bCopy, kernel);
     matmulFloat(kernel, p, out.dtype == CLEAVE_F16 ? CUDA_R_16F : CUDA_R_16BF,
-                elementSize(out.dtype), ap, bp, dataOf(arena, out));
+                elem, ap, bp, dataOf(arena, out));
     return;
   }
   ScratchBuffer aBuf, bBuf, outBuf;

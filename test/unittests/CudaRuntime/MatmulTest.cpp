@@ -27,7 +27,11 @@ struct MatmulCase {
 const MatmulCase kShapes[] = {
     {{17, 33}, {33, 9}, {17, 9}},
     {{3, 8, 16}, {3, 16, 5}, {3, 8, 5}},
-    {{2, 1, 4, 6}, {3, 6, 7}, {2, 3, 4, 7}}, // broadcast batches
+    // Broadcast batches (pointer arrays): 16-bit C batches 56 bytes apart
+    // go through f32 (cuBLAS's pointer-array alignment); 128 bytes apart
+    // run in 16 bits.
+    {{2, 1, 4, 6}, {3, 6, 7}, {2, 3, 4, 7}},
+    {{2, 1, 8, 8}, {3, 8, 8}, {2, 3, 8, 8}},
     {{4, 10, 12}, {12, 20}, {4, 10, 20}},    // shared b
     {{12, 20}, {4, 20, 3}, {4, 12, 3}},      // shared a
     {{5}, {5, 3}, {3}},                      // rank-1 a
