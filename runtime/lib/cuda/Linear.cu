@@ -7,8 +7,9 @@
 // works on the f32 accumulators before the store: BIAS, GELU_BIAS or
 // GELU_AUX_BIAS (which stores the GELU input as the aux matrix) forward,
 // DGELU or DGELU_BGRAD (which read it, and sum the bias gradient) backward.
-// cuBLASLt's GELU is the tanh form and its aux leading dimension must be a
-// multiple of 8, so the exact (erf) GELU, such shapes, mixed dtypes,
+// cuBLASLt's GELU is the tanh form (used for 16-bit outputs only) and its
+// aux leading dimension must be a multiple of 8, so the exact (erf) GELU,
+// f32 GELU layers, such shapes, mixed dtypes,
 // aliased operands, an empty contraction and anything cuBLASLt declines
 // take the unfused path: one GEMM into f32 scratch, then one epilogue kernel
 // (and a column sum in f64 for the bias gradient). Both round each output
@@ -207,16 +208,20 @@ bool runLt(const char *kernel, const LinearPlan &p, int32_t dtype,
 }
 
 /// Whether cuBLASLt may run a fused GEMM over these operands: the tanh
-/// GELU if any (cuBLASLt's GELU is that form), a nonempty contraction, one
-/// dtype, no input overlapping an output, and an aux row length that is a
-/// multiple of 8 (its leading-dimension rule).
+/// GELU if any (cuBLASLt's GELU is that form) and only into 16-bit
+/// outputs, a nonempty contraction, one dtype, no input overlapping an
+/// output, and an aux row length that is a multiple of 8 (its
+/// leading-dimension rule). cuBLASLt does not document how it evaluates
+/// tanh; a hardware approximation (about 2^-11 relative) is below 16-bit
+/// rounding but not below f32's, so f32 GELU layers take the unfused path.
 bool ltApplies(const LinearPlan &p, bool hasAux,
                std::initializer_list<const cleave_tensor *> inputs,
                std::initializer_list<const cleave_tensor *> outputs) {
-  if (p.activation == CLEAVE_ACT_GELU_ERF || p.k == 0 ||
-      (hasAux && p.n % 8 != 0))
-    return false;
   int32_t dtype = (*outputs.begin())->dtype;
+  if (p.activation == CLEAVE_ACT_GELU_ERF || p.k == 0 ||
+      (hasAux && p.n % 8 != 0) ||
+      (p.activation != CLEAVE_ACT_NONE && dtype == CLEAVE_F32))
+    return false;
   for (auto list : {inputs, outputs})
     for (const cleave_tensor *t : list)
       if (t && t->dtype != dtype)
