@@ -19,6 +19,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <limits>
 
 namespace cleave {
 #define GEN_PASS_DEF_AUTODIFFPASS
@@ -246,7 +247,9 @@ FailureOr<Operation *> AutodiffPass::updateLossScale(OpBuilder &b,
     return failure();
   // torch.cuda.amp.GradScaler's update: after a non-finite step the scale
   // halves and the count restarts; a finite step counts, and the
-  // growth-interval-th one in a row doubles the scale and restarts it.
+  // growth-interval-th one in a row doubles the scale (unless the double
+  // overflows f32: an infinite scale would make every later step
+  // non-finite) and restarts the count.
   Type f32 = b.getF32Type(), i64 = b.getI64Type();
   Value count = AddOp::create(
       b, loc, i64Scalar,
@@ -262,9 +265,16 @@ FailureOr<Operation *> AutodiffPass::updateLossScale(OpBuilder &b,
         .getResult();
   };
   Value zero = scalarConstant(b, loc, i64, 0.0);
+  Value grown = times(2.0);
+  Value grownFinite = CompareOp::create(
+      b, loc, RankedTensorType::get({}, b.getI1Type()),
+      CompareDirectionAttr::get(b.getContext(), CompareDirection::LT), grown,
+      scalarConstant(b, loc, f32, std::numeric_limits<double>::infinity()));
+  Value grownScale =
+      WhereOp::create(b, loc, f32Scalar, grownFinite, grown, scale);
   Value nextScale = WhereOp::create(
       b, loc, f32Scalar, finite,
-      WhereOp::create(b, loc, f32Scalar, grow, times(2.0), scale),
+      WhereOp::create(b, loc, f32Scalar, grow, grownScale, scale),
       times(0.5));
   Value nextCount = WhereOp::create(
       b, loc, i64Scalar, finite,
