@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# test/gpu/pack.sh - everything the GPU checks run, built on a machine
+# without a GPU into one archive, for a GPU machine that has nothing else:
+#
+#   bash test/gpu/pack.sh [OUT]        (from the repository root; OUT
+#                                       defaults to .gpu-pack)
+#
+# then, on the GPU machine, with the repository beside it:
+#
+#   bash test/gpu/run-packed.sh OUT/pack.tar.xz
+#
+# The GPU machines lent to this project have a driver, CUDA 13's libraries,
+# and python3 with numpy, but neither MLIR nor the Debian packages of
+# scripts/setup.sh, and no network: so cleave-compile runs here, and the
+# archive holds compiled programs, not models. Needs the build of
+# scripts/setup.sh with the CUDA backend ($CLEAVE_BUILD_DIR, default build;
+# CUDA is on by default where /usr/local/cuda has nvcc and NCCL). OUT gets:
+#
+#   pack.tar.xz   (about 20 MB) with
+#     bin/CleaveCudaRuntimeTests     every kernel against the CPU backend
+#     mlp/                           the mlp example for --target cuda
+#     gpt/<config>/                  the gpt example compiled with --train
+#                                    and the flags of
+#                                    test/Integration/training/<config>, for
+#                                    cuda; cpu.jsonl: the losses of the same
+#                                    program for the CPU, run here
+#     gpt2s/                         a GPT-2-small-sized model (12 layers,
+#                                    hidden 768, sequence 1024, batch 8) for
+#                                    cuda in bf16 and fp32; its weights are
+#                                    not packed (500 MB): manifest.json says
+#                                    where the programs read them and how
+#                                    run-packed.sh fills them
+#     lib/                           the shared libraries these programs
+#                                    need beyond glibc, libstdc++, zlib and
+#                                    CUDA's (OpenBLAS, protobuf, ...)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+BUILD=${CLEAVE_BUILD_DIR:-build}
+OUT=${1:-.gpu-pack}
+PY=/usr/bin/python3
+# The GPT-2-small programs read their weights from this absolute path (the
+# import records external data by absolute path); run-packed.sh writes them
+# there.
+GPT2S_DIR=/tmp/cleave-gpt2s
+STAGE=$(mktemp -d /tmp/cleave-pack.XXXXXX)
+trap 'rm -rf "$STAGE"' EXIT
+PACK=$STAGE/pack
+
+die() { echo "error: $*" >&2; exit 2; }
+step() { printf '=== [%3ds] %s\n' "$SECONDS" "$*"; }
+
+[ -f "$BUILD/CMakeCache.txt" ] || die "no build in $BUILD (run scripts/setup.sh)"
+grep -q "^CLEAVE_ENABLE_CUDA:BOOL=ON" "$BUILD/CMakeCache.txt" ||
+  die "$BUILD is configured without the CUDA backend (-DCLEAVE_ENABLE_CUDA=ON)"
+step "build cleave-compile and CleaveCudaRuntimeTests in $BUILD"
+cmake --build "$BUILD" --target cleave-compile CleaveCudaRuntimeTests >/dev/null
+COMPILE=$ROOT/$BUILD/bin/cleave-compile
+mkdir -p "$PACK"/{bin,lib,mlp,gpt,gpt2s}
+cp "$BUILD/test/unittests/CudaRuntime/CleaveCudaRuntimeTests" "$PACK/bin/"
+grep "^CLEAVE_CUDA_ARCHITECTURES" "$BUILD/CMakeCache.txt" |
+  sed 's/.*=/cuda architectures: /' >"$PACK/build.txt"
+git rev-parse HEAD >>"$PACK/build.txt" 2>/dev/null || true
+
+step "mlp example (inference) for cuda"
+"$COMPILE" examples/mlp/model.onnx --target cuda -o "$PACK/mlp/mlp"
+
+for config in gpt_adamw gpt_adamw_bf16 gpt_adamw_fp16; do
+  step "gpt example, $config: cuda program, cpu losses"
+  data=test/Integration/training/$config
+  readarray -t flags < <("$PY" -c '
+import json, sys
+for f in json.load(open(sys.argv[1]))["flags"]:
+    print(f)' "$data/config.json")
+  dir=$PACK/gpt/$config
+  mkdir -p "$dir"
+  "$COMPILE" examples/gpt/model.onnx "${flags[@]}" --target cuda -o "$dir/train"
+  "$COMPILE" examples/gpt/model.onnx "${flags[@]}" --target cpu -o "$STAGE/cpu"
+  "$STAGE/cpu" --inputs "$data/idx.npy" --targets "$data/targets.npy" \
+    --steps 10 --log-json "$dir/cpu.jsonl" --quiet
+done
+
+step "GPT-2 small: export (weights in $GPT2S_DIR) and compile, bf16 and fp32"
+rm -rf "$GPT2S_DIR"
+mkdir -p "$GPT2S_DIR"
+"$PY" - "$GPT2S_DIR" "$PACK/gpt2s" <<'EOF'
+import json, os, sys, time
+import numpy as np
+import onnx
+import torch
+
+src, out = sys.argv[1:3]
+sys.path.insert(0, os.path.join(os.getcwd(), "test", "bench"))
+from bench_forward import build_model, load_gpt_module  # noqa: E402
+from bench_train import train_flops  # noqa: E402
+
+VOCAB, LAYERS, HIDDEN, HEADS, SEQ, BATCH = 50304, 12, 768, 12, 1024, 8
+t0 = time.time()
+model = build_model(load_gpt_module(), VOCAB, LAYERS, HIDDEN, HEADS, SEQ)
+onnx_path = os.path.join(src, "gpt2s.onnx")
+idx = torch.randint(0, VOCAB, (1, SEQ), dtype=torch.long)
+with torch.no_grad():
+    torch.onnx.export(model, (idx,), onnx_path, input_names=["idx"],
+                      output_names=["logits"], opset_version=17,
+                      do_constant_folding=False,
+                      dynamic_axes={"idx": {0: "batch"}, "logits": {0: "batch"}})
+m = onnx.load(onnx_path)
+onnx.save_model(m, onnx_path, save_as_external_data=True,
+                all_tensors_to_one_file=True, location="gpt2s.weights",
+                size_threshold=0)
+# Where each float initializer lies in the weights file, and how the GPU
+# machine fills it: layer-norm scales 1, biases 0, the rest N(0, 0.02).
+tensors = []
+for t in onnx.load(onnx_path, load_external_data=False).graph.initializer:
+    if t.data_location != onnx.TensorProto.EXTERNAL:
+        continue
+    info = {e.key: e.value for e in t.external_data}
+    name = t.name
+    fill = ("one" if ("ln" in name or "norm" in name) and name.endswith("weight")
+            else "zero" if name.endswith("bias") else "normal")
+    tensors.append({"name": name, "offset": int(info.get("offset", 0)),
+                    "length": int(info["length"]), "dtype": t.data_type,
+                    "fill": fill})
+params = sum(p.numel() for p in model.parameters())
+weights = os.path.join(src, "gpt2s.weights")
+manifest = {
+    "weights": weights, "bytes": os.path.getsize(weights), "tensors": tensors,
+    "vocab": VOCAB, "layers": LAYERS, "hidden": HIDDEN, "heads": HEADS,
+    "seq": SEQ, "batch": BATCH, "params": params,
+    "flops": train_flops(VOCAB, LAYERS, HIDDEN, SEQ, BATCH),
+}
+with open(os.path.join(out, "manifest.json"), "w") as f:
+    json.dump(manifest, f, indent=1)
+rng = np.random.default_rng(0)
+stream = rng.integers(0, VOCAB, (2 * BATCH, SEQ + 1), dtype=np.int64)
+np.save(os.path.join(out, "idx.npy"), stream[:, :-1])
+np.save(os.path.join(out, "labels.npy"), stream[:, 1:])
+print(f"exported {params / 1e6:.1f}M parameters, {len(tensors)} tensors, "
+      f"in {time.time() - t0:.0f} s")
+EOF
+for precision in bf16 fp32; do
+  "$COMPILE" "$GPT2S_DIR/gpt2s.onnx" --input-shape idx=8x1024 --train \
+    --loss cross-entropy --optimizer adamw --lr 6e-4 --precision "$precision" \
+    --target cuda -o "$PACK/gpt2s/train-$precision"
+done
+rm -rf "$GPT2S_DIR"
+
+step "shared libraries"
+# What the programs load beyond the base system and CUDA's own libraries.
+base='^(linux-vdso|ld-linux|libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|libz)\.so'
+for exe in "$PACK"/bin/* "$PACK"/mlp/mlp "$PACK"/gpt/*/train "$PACK"/gpt2s/train-*; do
+  ldd "$exe" | awk '$3 ~ /^\// {print $1, $3}'
+done | sort -u | while read -r soname path; do
+  [[ "$soname" =~ $base ]] && continue
+  [[ "$path" == *cuda* ]] && continue
+  cp -L "$path" "$PACK/lib/$soname"
+done
+ls "$PACK/lib"
+
+step "archive"
+mkdir -p "$OUT"
+tar -C "$STAGE" -cf - pack | xz -T0 -6 >"$OUT/pack.tar.xz"
+ls -la "$OUT/pack.tar.xz"
+echo "run on a GPU machine: bash test/gpu/run-packed.sh $OUT/pack.tar.xz"

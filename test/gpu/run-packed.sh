@@ -1,0 +1,255 @@
+#!/usr/bin/env bash
+# test/gpu/run-packed.sh - the GPU checks, from the archive of
+# test/gpu/pack.sh, on a machine with an NVIDIA GPU:
+#
+#   bash test/gpu/run-packed.sh PACK.tar.xz    (from the repository root)
+#
+# Needs nvidia-smi, CUDA 13's runtime and cuBLAS libraries (under
+# /usr/local/cuda, $CLEAVE_CUDA_LIB, or python3's nvidia-* packages) and
+# python3 with numpy ($CLEAVE_PYTHON); builds and downloads nothing. In
+# order:
+#
+#   1. CleaveCudaRuntimeTests: every kernel of the runtime ABI on the GPU
+#      against the CPU backend (none may be skipped);
+#   2. the mlp example on the GPU against its PyTorch logits (1e-4);
+#   3. the gpt example trained 10 steps on the GPU for gpt_adamw (fp32),
+#      gpt_adamw_bf16 and gpt_adamw_fp16 (dynamic loss scaling, with skipped
+#      steps), on the data of test/Integration/training/<config>: every
+#      step's loss within 1e-4 relative of the CPU program's in fp32,
+#      1.5e-2 in bf16 and 2e-3 in fp16 (check_training.py's bounds; cuBLAS
+#      sums in another order), PyTorch's losses printed beside;
+#   4. a GPT-2-small-sized model's training step timed in bf16 (also with
+#      CLEAVE_CUDA_LINEAR=unfused: the cuBLASLt epilogues against GEMM +
+#      epilogue kernel) and fp32: tokens/s and the model FLOP utilization
+#      against the card's peaks.
+#
+# Exits 1 when a check fails, 2 when the machine lacks what it needs.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+START=$SECONDS
+ARCHIVE=${1:-}
+# python3 with numpy: $CLEAVE_PYTHON, else python3, else /usr/bin/python3.
+PY=${CLEAVE_PYTHON:-}
+if [ -z "$PY" ]; then
+  for candidate in python3 /usr/bin/python3; do
+    if "$candidate" -c "import numpy" 2>/dev/null; then
+      PY=$candidate
+      break
+    fi
+  done
+fi
+WORK=$(mktemp -d /tmp/cleave-gpu.XXXXXX)
+trap 'rm -rf "$WORK" /tmp/cleave-gpt2s' EXIT
+
+failures=()
+phase() { printf '\n=== [%3ds] %s\n' $((SECONDS - START)) "$*"; }
+fail() { echo "FAIL: $*"; failures+=("$*"); }
+die() { echo "error: $*" >&2; exit 2; }
+
+[ -n "$ARCHIVE" ] || die "usage: run-packed.sh PACK.tar.xz (made by test/gpu/pack.sh)"
+[ -f "$ARCHIVE" ] || die "$ARCHIVE: no such file"
+
+#===--- The machine ------------------------------------------------------===#
+phase "GPU"
+command -v nvidia-smi >/dev/null || die "nvidia-smi not found: no NVIDIA driver"
+nvidia-smi || die "nvidia-smi failed: no usable GPU"
+GPU_NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+[ -n "$PY" ] && "$PY" -c "import numpy" 2>/dev/null ||
+  die "no python3 with numpy (set CLEAVE_PYTHON)"
+tar -C "$WORK" -xJf "$ARCHIVE" || die "cannot unpack $ARCHIVE"
+PACK=$WORK/pack
+cat "$PACK/build.txt"
+
+# CUDA's libraries: the toolkit's, or those of python3's nvidia-* wheels.
+cuda_dirs=()
+for d in ${CLEAVE_CUDA_LIB:-} /usr/local/cuda/lib64 /usr/local/cuda/lib \
+  /usr/local/cuda/targets/x86_64-linux/lib; do
+  [ -n "$d" ] && [ -e "$d/libcublasLt.so.13" ] && cuda_dirs+=("$d")
+done
+if [ ${#cuda_dirs[@]} -eq 0 ]; then
+  while read -r d; do cuda_dirs+=("$d"); done < <("$PY" - <<'EOF' 2>/dev/null
+import glob, os, site
+for base in site.getsitepackages():
+    for lib in ("libcublasLt.so.13", "libcudart.so.13"):
+        for path in glob.glob(os.path.join(base, "nvidia", "**", lib), recursive=True):
+            print(os.path.dirname(path))
+EOF
+  )
+fi
+[ ${#cuda_dirs[@]} -gt 0 ] || die "no libcublasLt.so.13 found (set CLEAVE_CUDA_LIB)"
+LIBS="$PACK/lib$(printf ':%s' "${cuda_dirs[@]}")"
+echo "libraries: $LIBS"
+# Only the packed programs see these libraries (python3 keeps its own).
+packed() { LD_LIBRARY_PATH="$LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"; }
+for exe in "$PACK"/bin/* "$PACK"/mlp/mlp "$PACK"/gpt/*/train "$PACK"/gpt2s/train-*; do
+  missing=$(packed ldd "$exe" | grep "not found")
+  [ -z "$missing" ] || die "$exe: $missing"
+done
+
+#===--- 1. Kernels: CUDA against the CPU backend --------------------------===#
+phase "CleaveCudaRuntimeTests"
+if timeout 300 env LD_LIBRARY_PATH="$LIBS" "$PACK/bin/CleaveCudaRuntimeTests" \
+  --gtest_color=no >"$WORK/gtest.log" 2>&1; then
+  grep -E "^\[(==========|  PASSED  |  SKIPPED |  FAILED  )\] [0-9]" "$WORK/gtest.log"
+  if grep -q "^\[  SKIPPED \]" "$WORK/gtest.log"; then
+    grep "^\[  SKIPPED \]\|no CUDA device" "$WORK/gtest.log" | head -5
+    fail "CleaveCudaRuntimeTests skipped tests on a machine with a GPU"
+  fi
+else
+  rc=$?
+  grep -E "Failure|error|^\[  FAILED|Expected|Which is|element" "$WORK/gtest.log" |
+    head -60
+  tail -5 "$WORK/gtest.log"
+  fail "CleaveCudaRuntimeTests (exit $rc)"
+fi
+
+#===--- 2. The mlp example's inference -----------------------------------===#
+phase "mlp example on the GPU against PyTorch's logits"
+if timeout 60 env LD_LIBRARY_PATH="$LIBS" "$PACK/mlp/mlp" \
+  --input examples/mlp/input_x.npy --output-dir "$WORK/mlp-out"; then
+  "$PY" - "$WORK/mlp-out/logits.npy" examples/mlp/expected_logits.npy <<'EOF' ||
+import sys
+import numpy as np
+got, want = np.load(sys.argv[1]), np.load(sys.argv[2])
+err = float(np.max(np.abs(got - want)) / max(float(np.max(np.abs(want))), 1e-30))
+print(f"logits {got.shape}: max |cuda - pytorch| / max |pytorch| = {err:.2e} (bound 1e-4)")
+sys.exit(0 if got.shape == want.shape and err <= 1e-4 else 1)
+EOF
+  fail "mlp logits on the GPU differ from PyTorch's"
+else
+  fail "running the mlp example on the GPU"
+fi
+
+#===--- 3. The gpt example: cuda against cpu ------------------------------===#
+for config in gpt_adamw:1e-4 gpt_adamw_bf16:1.5e-2 gpt_adamw_fp16:2e-3; do
+  CASE=${config%%:*}
+  BOUND=${config#*:}
+  phase "gpt example ($CASE), 10 AdamW steps on the GPU"
+  DATA=test/Integration/training/$CASE
+  DIR=$PACK/gpt/$CASE
+  if ! timeout 120 env LD_LIBRARY_PATH="$LIBS" "$DIR/train" --inputs "$DATA/idx.npy" \
+    --targets "$DATA/targets.npy" --steps 10 --log-json "$WORK/$CASE.jsonl" --quiet; then
+    fail "training the gpt example ($CASE) on the GPU"
+    continue
+  fi
+  "$PY" - "$WORK/$CASE.jsonl" "$DIR/cpu.jsonl" "$DATA/expected.json" "$BOUND" <<'EOF' ||
+import json, sys
+def losses(path):
+    with open(path) as f:
+        return {r["step"]: r["loss"] for r in map(json.loads, filter(str.strip, f))
+                if "step" in r}
+cuda, cpu = losses(sys.argv[1]), losses(sys.argv[2])
+torch = json.load(open(sys.argv[3]))["loss"]
+bound = float(sys.argv[4])
+print("step        cuda loss        cpu loss  |cuda-cpu|/|cpu|   pytorch loss")
+worst = 0.0
+for k in range(1, 11):
+    if k not in cuda or k not in cpu:
+        print(f"step {k}: missing from a log"); sys.exit(1)
+    err = abs(cuda[k] - cpu[k]) / abs(cpu[k])
+    worst = max(worst, err) if err == err else float("inf")
+    print(f"{k:4d} {cuda[k]:15.9g} {cpu[k]:15.9g} {err:17.2e} {torch[k - 1]:14.9g}")
+print(f"max relative difference {worst:.2e} (bound {bound:g})")
+sys.exit(0 if worst <= bound else 1)
+EOF
+  fail "gpt losses ($CASE): cuda and cpu differ by more than $BOUND relative"
+done
+
+#===--- 4. GPT-2 small: one training step timed ---------------------------===#
+phase "GPT-2 small training step on the GPU (bf16 and fp32)"
+# Peaks from NVIDIA's H200 datasheet (the H100 SXM's are the same): FP32
+# 67 TFLOP/s; BF16 Tensor Core 989 TFLOP/s dense (1,979 with sparsity).
+PEAK_FP32=${CLEAVE_PEAK_FP32_TFLOPS:-67}
+PEAK_BF16=${CLEAVE_PEAK_BF16_TFLOPS:-989}
+if ! timeout 420 "$PY" - "$PACK/gpt2s" "$LIBS" "$GPU_NAME" "$PEAK_FP32" \
+  "$PEAK_BF16" <<'EOF'; then
+import json, os, subprocess, sys, time
+import numpy as np
+
+pack, libs, gpu, peak_fp32, peak_bf16 = sys.argv[1:6]
+peak_fp32, peak_bf16 = float(peak_fp32), float(peak_bf16)
+WARMUP, STEPS = 2, 3
+m = json.load(open(os.path.join(pack, "manifest.json")))
+# The weights the programs read (pack.sh's export, not packed): layer-norm
+# scales 1, biases 0, the rest N(0, 0.02), as GPT-2 initializes them.
+t0 = time.time()
+os.makedirs(os.path.dirname(m["weights"]), exist_ok=True)
+rng = np.random.default_rng(0)
+with open(m["weights"], "wb") as f:
+    f.truncate(m["bytes"])
+    for t in m["tensors"]:
+        if t["dtype"] != 1:  # float32
+            sys.exit(f"error: {t['name']}: ONNX dtype {t['dtype']}, expected float")
+        n = t["length"] // 4
+        value = (np.ones(n, np.float32) if t["fill"] == "one" else
+                 np.zeros(n, np.float32) if t["fill"] == "zero" else
+                 (rng.standard_normal(n, dtype=np.float32) * 0.02))
+        f.seek(t["offset"])
+        f.write(value.tobytes())
+print(f"wrote {m['bytes'] / 1e6:.0f} MB of weights in {time.time() - t0:.0f} s")
+tokens = m["batch"] * m["seq"]
+print(f"GPU: {gpu}")
+print(f"model: {m['layers']} layers, hidden {m['hidden']}, {m['heads']} heads, "
+      f"seq {m['seq']}, batch {m['batch']}, vocab {m['vocab']} "
+      f"({m['params'] / 1e6:.1f}M parameters), AdamW")
+print(f"model FLOPs per step: {m['flops'] / 1e12:.2f} TFLOP (6 P T + 12 L B S^2 H, "
+      f"matmuls only, as test/bench/bench_train.py counts them)")
+env = dict(os.environ, LD_LIBRARY_PATH=libs)
+
+
+def run_steps(prog, label, extra):
+    """Losses and the median step time (ms), or (None, None) when a loss is
+    not finite."""
+    log = os.path.join(os.path.dirname(m["weights"]), label.replace(" ", "_") + ".jsonl")
+    t0 = time.time()
+    subprocess.run([prog, "--inputs", os.path.join(pack, "idx.npy"), "--targets",
+                    os.path.join(pack, "labels.npy"), "--steps",
+                    str(WARMUP + STEPS), "--log-json", log, "--quiet"], check=True,
+                   env=dict(env, **extra))
+    print(f"[{label}] ran {WARMUP + STEPS} steps in {time.time() - t0:.0f} s "
+          "(with start-up)")
+    with open(log) as f:
+        records = [json.loads(line) for line in f if line.strip()]
+    records = [r for r in records if "step" in r]
+    losses = [r["loss"] for r in records]
+    print(f"[{label}] losses: {', '.join(f'{x:.4f}' for x in losses)}")
+    if not all(np.isfinite(losses)):
+        print(f"[{label}] non-finite loss")
+        return None, None
+    return losses, float(np.median([r["ms"] for r in records[WARMUP:]]))
+
+
+failed = False
+for precision in ("bf16", "fp32"):
+    prog = os.path.join(pack, "train-" + precision)
+    losses, ms = run_steps(prog, precision, {})
+    if losses is None:
+        failed = True
+        continue
+    if precision == "bf16":
+        unfused_losses, unfused_ms = run_steps(prog, precision + " unfused linear",
+                                               {"CLEAVE_CUDA_LINEAR": "unfused"})
+        if unfused_losses is None:
+            failed = True
+        else:
+            print(f"[{precision}] cuBLASLt epilogues: {ms:.1f} ms per step, "
+                  f"unfused: {unfused_ms:.1f} ms ({unfused_ms / ms:.3f}x)")
+    achieved = m["flops"] / (ms / 1000) / 1e12
+    peak = peak_bf16 if precision == "bf16" else peak_fp32
+    kind = "dense BF16 Tensor Core" if precision == "bf16" else "FP32"
+    print(f"[{precision}] step: {ms:.1f} ms (median of steps {WARMUP + 1}.."
+          f"{WARMUP + STEPS}), {tokens / (ms / 1000):,.0f} tokens/s, "
+          f"{achieved:.1f} TFLOP/s: MFU {100 * achieved / peak:.1f}% of the "
+          f"{kind} peak ({peak:g} TFLOP/s)")
+sys.exit(1 if failed else 0)
+EOF
+  fail "the GPT-2-small training step"
+fi
+
+phase "done"
+if [ ${#failures[@]} -gt 0 ]; then
+  printf 'FAILED: %s\n' "${failures[@]}"
+  exit 1
+fi
+echo "every GPU check passed"
