@@ -365,17 +365,70 @@ __global__ void geluGradEpilogueKernel(float *acc, int64_t total,
   }
 }
 
-/// dbias[j] = the sum of acc's column j over the rows, in row order and in
-/// f64 (the CPU backend's sum), one thread per column.
-__global__ void columnSumKernel(const float *acc, int64_t rows, int64_t n,
-                                char *dbias, int32_t dbiasType) {
+constexpr int kSumColumns = 32, kSumLanes = 8;
+/// Rows per split of the bias-gradient sum: enough splits for the whole GPU
+/// on a few columns, a fixed function of the shape (so the sum's order, and
+/// its bits, are too).
+constexpr int64_t kSumRowsPerSplit = 512;
+
+/// The bias gradient's partial sums: a block of 32 x 8 threads per (32
+/// columns, split of kSumRowsPerSplit rows); the 8 lanes of a column take
+/// every 8th row, in f64, and are added in lane order. partial[split, j].
+__global__ void __launch_bounds__(kSumColumns *kSumLanes)
+    columnPartialSumKernel(const float *acc, int64_t rows, int64_t n,
+                           double *partial) {
+  __shared__ double lanes[kSumLanes][kSumColumns + 1];
+  int tx = threadIdx.x, ty = threadIdx.y;
+  int64_t tiles = (n + kSumColumns - 1) / kSumColumns;
+  int64_t splits = (rows + kSumRowsPerSplit - 1) / kSumRowsPerSplit;
+  for (int64_t task = blockIdx.x; task < tiles * splits; task += gridDim.x) {
+    int64_t tile = task % tiles, split = task / tiles;
+    int64_t j = tile * kSumColumns + tx;
+    int64_t end = min(rows, (split + 1) * kSumRowsPerSplit);
+    double sum = 0;
+    if (j < n)
+      for (int64_t r = split * kSumRowsPerSplit + ty; r < end; r += kSumLanes)
+        sum += acc[r * n + j];
+    lanes[ty][tx] = sum;
+    __syncthreads();
+    if (ty == 0 && j < n) {
+      for (int lane = 1; lane < kSumLanes; ++lane)
+        sum += lanes[lane][tx];
+      partial[split * n + j] = sum;
+    }
+    __syncthreads();
+  }
+}
+
+/// dbias[j] = the partial sums of column j added in split order.
+__global__ void columnSumKernel(const double *partial, int64_t splits,
+                                int64_t n, char *dbias, int32_t dbiasType) {
   for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < n;
        j += int64_t(gridDim.x) * blockDim.x) {
     double sum = 0;
-    for (int64_t r = 0; r < rows; ++r)
-      sum += acc[r * n + j];
+    for (int64_t s = 0; s < splits; ++s)
+      sum += partial[s * n + j];
     storeF32(dbias, dbiasType, j, float(sum));
   }
+}
+
+/// dbias = the column sums of acc [rows, n], in f64, in an order fixed by
+/// the shape.
+void biasGradient(const float *acc, int64_t rows, int64_t n,
+                  const cleave_tensor &dbias, char *arena) {
+  if (n == 0)
+    return;
+  int64_t splits = std::max<int64_t>(
+      1, (rows + kSumRowsPerSplit - 1) / kSumRowsPerSplit);
+  ScratchBuffer partial(size_t(splits * n) * sizeof(double), kGradKernel);
+  int64_t tasks = splits * ((n + kSumColumns - 1) / kSumColumns);
+  columnPartialSumKernel<<<unsigned(std::min<int64_t>(tasks, 65535 * 8)),
+                           dim3(kSumColumns, kSumLanes), 0, stream()>>>(
+      acc, rows, n, partial.as<double>());
+  checkLaunchOf(kGradKernel);
+  columnSumKernel<<<blocksFor(n), kThreads, 0, stream()>>>(
+      partial.as<double>(), splits, n, dataOf(arena, dbias), dbias.dtype);
+  checkLaunchOf(kGradKernel);
 }
 
 void geluGradUnfused(char *arena, const LinearPlan &p, const cleave_tensor &dy,
@@ -396,11 +449,8 @@ void geluGradUnfused(char *arena, const LinearPlan &p, const cleave_tensor &dy,
   kernel<<<blocksFor(total), kThreads, 0, stream()>>>(
       acc, total, pp, pre.dtype, dataOf(arena, dz), dz.dtype);
   checkLaunchOf(kGradKernel);
-  if (dbias) {
-    columnSumKernel<<<blocksFor(p.n), kThreads, 0, stream()>>>(
-        acc, p.rows, p.n, dataOf(arena, *dbias), dbias->dtype);
-    checkLaunchOf(kGradKernel);
-  }
+  if (dbias)
+    biasGradient(acc, p.rows, p.n, *dbias, arena);
 }
 
 /// Fails unless cuBLAS's int dimensions can hold the GEMM.

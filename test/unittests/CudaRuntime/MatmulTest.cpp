@@ -186,6 +186,7 @@ void runGeluGradCases(const char *implementation) {
       {{2, 8, 32}, {128, 32}, true},   // DGELU_BGRAD
       {{40, 33}, {33, 90}, false},     // n % 8 != 0: unfused
       {{512, 3072}, {768, 3072}, true}, // GPT-2 small's MLP, backward
+      {{2, 700, 24}, {24, 72}, false}, // 1400 rows: 3 splits of the bias sum
       {{3, 0}, {0, 16}, false},
   };
   unsigned seed = 120;
