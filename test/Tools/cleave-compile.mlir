@@ -6,11 +6,11 @@
 // NOFUSE-NOT: cleave-fuse-linear
 // NOFUSE: cleave-plan-memory
 // RUN: cleave-compile --print-pipeline --precision bf16 | FileCheck %s --check-prefix=ROUTER
-// ROUTER: cleave-mixed-precision{precision=bf16 router-f32=true}
-// RUN: cleave-compile --print-pipeline --precision fp16 --router-f32=false | FileCheck %s --check-prefix=NOROUTER
-// NOROUTER: cleave-mixed-precision{precision=f16 router-f32=false}
+// ROUTER: cleave-mixed-precision{{[{] *}}precision=bf16 router-f32=true}
+// RUN: cleave-compile --print-pipeline --precision fp16 --router-f32=false --keep-f32 softmax,layer_norm | FileCheck %s --check-prefix=NOROUTER
+// NOROUTER: cleave-mixed-precision{keep-f32={softmax,layer_norm} precision=f16 router-f32=false}
 // RUN: not cleave-compile %s --router-f32=false 2>&1 | FileCheck %s --check-prefix=ROUTERFP32
-// ROUTERFP32: cleave-compile: error: --router-f32 applies to --precision bf16 and fp16
+// ROUTERFP32: cleave-compile: error: --router-f32 and --keep-f32 apply to --precision bf16 and fp16
 
 // RUN: cleave-compile %s --emit=mlir -o - | FileCheck %s --check-prefix=MLIR
 // MLIR: llvm.func @cleave_rt_unary(!llvm.ptr, i32, !llvm.ptr, !llvm.ptr)

@@ -3,6 +3,8 @@
 // RUN: cleave-opt %s --split-input-file --cleave-mixed-precision=precision=f16 | FileCheck %s --check-prefix=F16
 // RUN: cleave-opt %s --split-input-file --cleave-mixed-precision | FileCheck %s --check-prefix=ROUTER
 // RUN: cleave-opt %s --split-input-file --cleave-mixed-precision=router-f32=false | FileCheck %s --check-prefix=NOROUTER
+// RUN: cleave-opt %s --split-input-file --cleave-mixed-precision="keep-f32=softmax,graph.layer_norm" | FileCheck %s --check-prefix=KEEP
+// RUN: not cleave-opt %s --split-input-file --cleave-mixed-precision="keep-f32=softmax,lyer_norm" 2>&1 | FileCheck %s --check-prefix=KEEPBAD
 // RUN: cleave-opt %s --split-input-file --cleave-mixed-precision=precision=f16 --cleave-autodiff="optimizer=adamw" --canonicalize | FileCheck %s --check-prefix=TRAIN
 // RUN: not cleave-opt %s --split-input-file --cleave-mixed-precision=precision=f8 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // RUN: not cleave-opt %s --split-input-file --cleave-mixed-precision --cleave-mixed-precision 2>&1 | FileCheck %s --check-prefix=TWICE
@@ -11,6 +13,7 @@
 // UNKNOWN: error: unknown precision 'f8' (available: bf16, f16)
 // TWICE: error: the module already computes in bf16 (-cleave-mixed-precision ran before)
 // AFTER: error: 'graph.assign' op updates a parameter: run -cleave-mixed-precision before -cleave-autodiff
+// KEEPBAD: error: keep-f32: 'lyer_norm' is not a graph op (give mnemonics such as softmax, layer_norm)
 
 // The parameter stays f32 and is cast where read; the f32 argument is cast
 // on entry, the constant converted, the integer cast retargeted, the
@@ -102,4 +105,40 @@ func.func @forward(%x: tensor<6x4xf32>) -> (tensor<6x1xf32>, tensor<6x5xf32>, te
   %w1 = graph.read_param @w1 : tensor<4x5xf32>
   %h = graph.matmul %t, %w1 : tensor<6x4xf32>, tensor<4x5xf32>
   return %s, %h, %i : tensor<6x1xf32>, tensor<6x5xf32>, tensor<6x2xi64>
+}
+
+// -----
+
+// keep-f32 (by mnemonic, with or without "graph."), and the cleave.keep_f32
+// attribute: the op reads its operands cast up to f32 (the f32 value itself
+// where this pass narrowed one: the argument, the parameters) and stores
+// f32; the ops after it read its result cast down, and a return reads the
+// f32 result itself.
+// KEEP: graph.param @b : tensor<8xf32>
+// KEEP: func.func @forward
+// KEEP-SAME: (%[[X:.*]]: tensor<2x8xf32>)
+// KEEP: %[[G:.*]] = graph.read_param @g : tensor<8xf32>
+// KEEP: %[[B:.*]] = graph.read_param @b : tensor<8xf32>
+// KEEP: %[[LN:.*]] = graph.layer_norm %[[X]], %[[G]], %[[B]] dim 1 : tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>
+// KEEP: %[[LNL:.*]] = graph.cast %[[LN]] : tensor<2x8xf32> -> tensor<2x8xbf16>
+// KEEP: %[[T:.*]] = graph.tanh %[[LNL]] : tensor<2x8xbf16>
+// KEEP: %[[TF:.*]] = graph.cast %[[T]] : tensor<2x8xbf16> -> tensor<2x8xf32>
+// KEEP: %[[S:.*]] = graph.softmax %[[TF]] dim 1 : tensor<2x8xf32>
+// KEEP: %[[SL:.*]] = graph.cast %[[S]] : tensor<2x8xf32> -> tensor<2x8xbf16>
+// KEEP: %[[E:.*]] = graph.exp %[[X]] {cleave.keep_f32} : tensor<2x8xf32>
+// KEEP: %[[EL:.*]] = graph.cast %[[E]] : tensor<2x8xf32> -> tensor<2x8xbf16>
+// KEEP: %[[SUM:.*]] = graph.add %[[SL]], %[[EL]] : tensor<2x8xbf16>, tensor<2x8xbf16>
+// KEEP: %[[OUT:.*]] = graph.cast %[[SUM]] : tensor<2x8xbf16> -> tensor<2x8xf32>
+// KEEP: return %[[OUT]], %[[S]] : tensor<2x8xf32>, tensor<2x8xf32>
+graph.param @g : tensor<8xf32>
+graph.param @b : tensor<8xf32>
+func.func @forward(%x: tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>) {
+  %g = graph.read_param @g : tensor<8xf32>
+  %b = graph.read_param @b : tensor<8xf32>
+  %ln = graph.layer_norm %x, %g, %b dim 1 : tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>
+  %t = graph.tanh %ln : tensor<2x8xf32>
+  %s = graph.softmax %t dim 1 : tensor<2x8xf32>
+  %e = graph.exp %x {cleave.keep_f32} : tensor<2x8xf32>
+  %sum = graph.add %s, %e : tensor<2x8xf32>, tensor<2x8xf32>
+  return %sum, %s : tensor<2x8xf32>, tensor<2x8xf32>
 }

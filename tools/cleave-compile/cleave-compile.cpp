@@ -166,6 +166,12 @@ static cl::opt<bool> routerF32(
              "feed it, such as the router's matmul and softmax (default on; "
              "--router-f32=false computes them in 16 bits too)"),
     cl::init(true), cl::cat(trainCategory));
+static cl::list<std::string> keepF32(
+    "keep-f32",
+    cl::desc("With --precision bf16|fp16, graph ops that compute and store "
+             "in f32 (mnemonics, comma-separated, e.g. softmax,layer_norm; "
+             "their consumers read them cast to 16 bits)"),
+    cl::CommaSeparated, cl::value_desc("ops"), cl::cat(trainCategory));
 static cl::opt<double> lossScale(
     "loss-scale",
     cl::desc("Initial dynamic loss scale, as torch.cuda.amp.GradScaler: a "
@@ -246,8 +252,9 @@ std::string checkTrainingOptions() {
   if (precision != "fp32" && precision != "bf16" && precision != "fp16")
     return "unknown --precision '" + precision +
            "' (available: fp32, bf16, fp16)";
-  if (routerF32.getNumOccurrences() && precision == "fp32")
-    return "--router-f32 applies to --precision bf16 and fp16";
+  if ((routerF32.getNumOccurrences() || !keepF32.empty()) &&
+      precision == "fp32")
+    return "--router-f32 and --keep-f32 apply to --precision bf16 and fp16";
   if (!(lossScale >= 0.0) || std::isinf(lossScale))
     return "--loss-scale must be finite and >= 0";
   if (lossScaleGrowthInterval < 1)
@@ -261,6 +268,7 @@ void buildPipeline(PassManager &pm) {
     cleave::MixedPrecisionPassOptions options;
     options.precision = precision == "bf16" ? "bf16" : "f16";
     options.routerF32 = routerF32;
+    options.keepF32.assign(keepF32.begin(), keepF32.end());
     pm.addPass(cleave::createMixedPrecisionPass(options));
   }
   if (train || !loss.empty()) {

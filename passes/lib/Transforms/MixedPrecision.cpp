@@ -30,6 +30,9 @@ using namespace cleave::graph;
 
 namespace {
 
+/// Marks an op that computes in f32 under -cleave-mixed-precision.
+constexpr llvm::StringLiteral kKeepF32Attr = "cleave.keep_f32";
+
 bool isF32Tensor(Type t) {
   auto tensor = dyn_cast<RankedTensorType>(t);
   return tensor && tensor.getElementType().isF32();
@@ -68,6 +71,8 @@ struct MixedPrecisionPass
 
 private:
   LogicalResult rewrite(func::FuncOp func, FloatType low);
+  /// The ops of `keep-f32`, checked against the registered graph ops.
+  LogicalResult parseKeepF32(ModuleOp module);
   /// `v` cast to `elem` right after its definition, for every use but the
   /// ops in `keep`.
   Value castAfterDef(OpBuilder &b, Value v, Type elem,
@@ -78,7 +83,25 @@ private:
 
   /// The f32 -> 16-bit casts this pass made.
   llvm::DenseSet<Operation *> narrowed;
+  /// The op names of `keep-f32`.
+  llvm::DenseSet<OperationName> keptNames;
 };
+
+LogicalResult MixedPrecisionPass::parseKeepF32(ModuleOp module) {
+  MLIRContext *ctx = module.getContext();
+  for (const std::string &name : keepF32) {
+    StringRef mnemonic = StringRef(name).trim();
+    mnemonic.consume_front("graph.");
+    std::optional<RegisteredOperationName> op =
+        RegisteredOperationName::lookup(("graph." + mnemonic).str(), ctx);
+    if (!op)
+      return module.emitError("keep-f32: '")
+             << name << "' is not a graph op (give mnemonics such as "
+             << "softmax, layer_norm)";
+    keptNames.insert(*op);
+  }
+  return success();
+}
 
 Value MixedPrecisionPass::castAfterDef(OpBuilder &b, Value v, Type elem,
                                        const llvm::DenseSet<Operation *> &keep) {
@@ -124,6 +147,9 @@ LogicalResult MixedPrecisionPass::rewrite(func::FuncOp func, FloatType low) {
   llvm::DenseSet<Operation *> keep;
   if (routerF32)
     keep = routingOps(entry);
+  for (Operation &op : entry)
+    if (keptNames.contains(op.getName()) || op.hasAttr(kKeepF32Attr))
+      keep.insert(&op);
   auto usedOutside = [&](Value v) {
     return llvm::any_of(v.getUsers(),
                         [&](Operation *user) { return !keep.contains(user); });
@@ -142,6 +168,13 @@ LogicalResult MixedPrecisionPass::rewrite(func::FuncOp func, FloatType low) {
       b.setInsertionPoint(ret);
       for (OpOperand &operand : ret->getOpOperands()) {
         Type declared = fnType.getResult(operand.getOperandNumber());
+        // A value this pass narrowed is returned as it was.
+        Operation *def = operand.get().getDefiningOp();
+        if (def && narrowed.contains(def) &&
+            def->getOperand(0).getType() == declared) {
+          operand.set(def->getOperand(0));
+          continue;
+        }
         if (operand.get().getType() != declared) {
           operand.set(CastOp::create(b, ret.getLoc(), declared, operand.get()));
           ++numCasts;
@@ -150,8 +183,8 @@ LogicalResult MixedPrecisionPass::rewrite(func::FuncOp func, FloatType low) {
       continue;
     }
     if (keep.contains(&op)) {
-      // Routing: reads f32, computes f32; the uses outside it read its
-      // results in 16 bits.
+      // Routing and keep-f32: reads f32, computes f32; the other uses
+      // read its results in 16 bits.
       readF32(b, op, low);
       for (Value result : op.getResults())
         if (isF32Tensor(result.getType()) && usedOutside(result))
@@ -224,6 +257,8 @@ void MixedPrecisionPass::runOnOperation() {
         << existing.getValue() << " (-cleave-mixed-precision ran before)";
     return signalPassFailure();
   }
+  if (failed(parseKeepF32(module)))
+    return signalPassFailure();
   for (auto func : module.getOps<func::FuncOp>())
     if (!func.isExternal() && failed(rewrite(func, low)))
       return signalPassFailure();

@@ -125,6 +125,12 @@ CONFIGS = {
     "moe_adamw_bf16": dict(model="moe", loss="cross-entropy", optimizer="adamw",
                            lr=0.01, weight_decay=0.01, precision="bf16",
                            state=["blocks.0.moe.router.weight"]),
+    # --keep-f32 layer_norm: the layer norms compute and store float32 from
+    # the bf16 activations and the float32 scales and shifts.
+    "gpt_adamw_bf16_keep_ln": dict(model="gpt", loss="cross-entropy",
+                                   optimizer="adamw", lr=0.01, weight_decay=0.01,
+                                   precision="bf16", keep_f32=["layer_norm"],
+                                   state=["ln_f.weight"]),
     # A scale far too large: the first steps overflow and are skipped; with a
     # growth interval of 3 it doubles again, overflows again, and so on.
     "gpt_adamw_fp16": dict(model="gpt", loss="cross-entropy", optimizer="adamw",
@@ -152,6 +158,8 @@ class _Round(torch.autograd.Function):
 # The functions of an MoE router: its Linear, the softmax and the top-k.
 ROUTING_FUNCS = (F.linear, torch.softmax, torch.Tensor.softmax, F.softmax,
                  torch.topk, torch.Tensor.topk)
+# The torch functions of the graph ops that --keep-f32 names.
+KEEP_F32_FUNCS = {"layer_norm": (F.layer_norm,)}
 
 
 class LowPrecision(TorchFunctionMode):
@@ -163,12 +171,14 @@ class LowPrecision(TorchFunctionMode):
     `router_weights`, or a result of such a call, runs in float32 on its
     arguments as they are and returns float32 results, which the next
     function outside the router rounds. That is cleave-compile
-    --router-f32: the top-k and the ops that only feed it stay f32."""
+    --router-f32: the top-k and the ops that only feed it stay f32. The
+    functions in `keep` (cleave-compile --keep-f32) run so too."""
 
-    def __init__(self, low, router_weights=()):
+    def __init__(self, low, router_weights=(), keep=()):
         super().__init__()
         self.low = low
         self.f32 = list(router_weights)  # router weights and results
+        self.keep = keep
 
     def _round(self, value):
         if isinstance(value, torch.Tensor) and value.is_floating_point():
@@ -176,6 +186,8 @@ class LowPrecision(TorchFunctionMode):
         return value
 
     def _in_router(self, func, args, kwargs):
+        if func in self.keep:
+            return True
         if func not in ROUTING_FUNCS:
             return False
         tensors = tree_flatten((args, kwargs))[0]
@@ -279,6 +291,8 @@ def cli_flags(cfg):
         flags.append("--nesterov")
     if "precision" in cfg:
         flags += ["--precision", cfg["precision"]]
+    if "keep_f32" in cfg:
+        flags += ["--keep-f32", ",".join(cfg["keep_f32"])]
     if "loss_scale" in cfg:
         flags += ["--loss-scale", repr(cfg["loss_scale"]),
                   "--loss-scale-growth-interval", str(cfg["growth_interval"])]
@@ -317,7 +331,8 @@ def train(cfg, inits, batch, data, targets, dtype, emulate=True):
             if low is not None:
                 router = [p for name, p in params.items()
                           if name.endswith(".router.weight")]
-                with LowPrecision(low, router):
+                keep = sum((KEEP_F32_FUNCS[op] for op in cfg.get("keep_f32", [])), ())
+                with LowPrecision(low, router, keep):
                     out = net(*[t[part] for t in inputs])
             else:
                 out = net(*[t[part] for t in inputs])

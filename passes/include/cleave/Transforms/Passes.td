@@ -213,13 +213,20 @@ def MixedPrecisionPass : Pass<"cleave-mixed-precision", "::mlir::ModuleOp"> {
     f32 from f32 operands (a 16-bit operand is cast up, a parameter read
     directly), and the uses outside read the top-k values cast to 16 bits.
     Rounded logits turn near ties into other experts.
+
+    `keep-f32` lists further ops by mnemonic (as autocast's fp32 list): each
+    such op, and each op with the unit attribute `cleave.keep_f32`, reads
+    f32 and stores f32 results, which the other ops read cast to 16 bits.
   }];
   let options = [
     Option<"precision", "precision", "std::string", /*default=*/"\"bf16\"",
            "The compute type: bf16 or f16">,
     Option<"routerF32", "router-f32", "bool", /*default=*/"true",
            "Keep each top-k selection (the MoE router) and the ops that only "
-           "feed it in f32">
+           "feed it in f32">,
+    ListOption<"keepF32", "keep-f32", "std::string",
+               "graph ops that compute in f32 whatever the precision "
+               "(mnemonics, e.g. softmax,layer_norm)">
   ];
   let statistics = [
     Statistic<"numCasts", "num-casts", "Casts inserted">,
