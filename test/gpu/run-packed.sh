@@ -42,10 +42,7 @@ fi
 WORK=$(mktemp -d /tmp/cleave-gpu.XXXXXX)
 trap 'rm -rf "$WORK" /tmp/cleave-gpt2s' EXIT
 
-failures=()
-phase() { printf '\n=== [%3ds] %s\n' $((SECONDS - START)) "$*"; }
-fail() { echo "FAIL: $*"; failures+=("$*"); }
-die() { echo "error: $*" >&2; exit 2; }
+source test/gpu/checks.sh
 
 [ -n "$ARCHIVE" ] || die "usage: run-packed.sh PACK.tar.xz (made by test/gpu/pack.sh)"
 [ -f "$ARCHIVE" ] || die "$ARCHIVE: no such file"
@@ -247,9 +244,4 @@ EOF
   fail "the GPT-2-small training step"
 fi
 
-phase "done"
-if [ ${#failures[@]} -gt 0 ]; then
-  printf 'FAILED: %s\n' "${failures[@]}"
-  exit 1
-fi
-echo "every GPU check passed"
+finish

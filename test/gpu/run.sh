@@ -35,10 +35,7 @@ CUDA_ROOT=${CLEAVE_CUDA_ROOT:-/usr/local/cuda}
 WORK=$(mktemp -d /tmp/cleave-gpu.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 
-failures=()
-phase() { printf '\n=== [%3ds] %s\n' $((SECONDS - START)) "$*"; }
-fail() { echo "FAIL: $*"; failures+=("$*"); }
-die() { echo "error: $*" >&2; exit 2; }
+source test/gpu/checks.sh
 
 #===--- 1. The machine and the build --------------------------------------===#
 phase "GPU"
@@ -105,10 +102,4 @@ else
   fail "CleaveCommNcclTests (exit $rc)"
 fi
 
-#===--- Summary ------------------------------------------------------------===#
-phase "done"
-if [ ${#failures[@]} -gt 0 ]; then
-  printf 'FAILED: %s\n' "${failures[@]}"
-  exit 1
-fi
-echo "all GPU checks passed in $((SECONDS - START)) s"
+finish
