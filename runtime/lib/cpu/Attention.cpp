@@ -123,9 +123,12 @@ void AttentionProblem::block(int64_t b, int64_t h, int64_t i0, float *s,
       max = sr[j] > max ? sr[j] : max;
     std::fill(sr + live, sr + keys, 0.0f); // causally masked: p = 0
     if (max == negInf) {
-      // Every key masked: p = 0, a row of zeros.
-      std::fill(sr, sr + live, 0.0f);
-      inv[r] = 0.0f;
+      // Every key masked: p = 0, a row of zeros. The max skips NaN, so a
+      // NaN score among masked keys lands here too; it makes the row NaN,
+      // as with any NaN score (an overflow must not turn into zeros).
+      bool nan = std::any_of(sr, sr + live, [](float x) { return x != x; });
+      std::fill(sr, sr + live, nan ? std::nanf("") : 0.0f);
+      inv[r] = nan ? 1.0f : 0.0f;
       continue;
     }
     float sum = 0.0f;

@@ -84,9 +84,11 @@ __global__ void maskedSoftmaxKernel(float *s, int64_t rows, RowGeometry g,
     }
     max = blockReduce(max, negInf, MaxOp());
     if (max == negInf) {
-      // Every key masked: p = 0, so the row of the output is zeros.
+      // Every key masked: p = 0, so the row of the output is zeros. The max
+      // skips NaN: a NaN score among masked keys makes the row NaN, as any
+      // NaN score does (the CPU backend's rule).
       for (int64_t j = threadIdx.x; j < g.Sk; j += blockDim.x)
-        sr[j] = 0.0f;
+        sr[j] = sr[j] != sr[j] ? sr[j] : 0.0f;
       continue;
     }
     float sum = 0.0f;

@@ -92,6 +92,35 @@ TEST(RuntimeAttention, FullyMaskedRowsAreZero) {
   }
 }
 
+// A NaN score makes its row NaN, also when every other key is masked (the
+// row max skips NaN): an overflow upstream must reach the loss, not turn
+// into a row of zeros.
+TEST(RuntimeAttention, NaNScoresMakeTheRowNaN) {
+  TestArena arena;
+  cleave_tensor q = arena.add(CLEAVE_F32, {1, 1, 3, 4});
+  cleave_tensor k = arena.add(CLEAVE_F32, {1, 1, 5, 4});
+  cleave_tensor v = arena.add(CLEAVE_F32, {1, 1, 5, 4});
+  cleave_tensor mask = arena.add(CLEAVE_I1, {3, 5});
+  cleave_tensor out = arena.add(CLEAVE_F32, {1, 1, 3, 4});
+  arena.fill(k, -1, 1, 15);
+  arena.fill(v, -1, 1, 16);
+  // Row 0: a NaN query; row 1: one live key, whose score is NaN (a NaN in
+  // k's key 2 would touch every row, so the NaN comes from q); row 2: finite.
+  std::vector<double> qv(12, 0.25);
+  for (int d = 0; d < 4; ++d)
+    qv[size_t(d)] = NAN;
+  qv[4] = NAN;
+  arena.setValues(q, qv);
+  arena.setValues(mask, {1, 1, 1, 1, 1, 0, 0, 1, 0, 0, 1, 1, 1, 1, 1});
+  cleave_rt_attention(arena.data(), &q, &k, &v, &mask, &out, 0, 0.5);
+  std::vector<double> got = arena.values(out);
+  for (int d = 0; d < 4; ++d) {
+    EXPECT_TRUE(std::isnan(got[size_t(d)])) << d;
+    EXPECT_TRUE(std::isnan(got[size_t(4 + d)])) << d;
+    EXPECT_FALSE(std::isnan(got[size_t(8 + d)])) << d;
+  }
+}
+
 TEST(RuntimeAttention, LargerParallel) {
   runCase({2, 8, 4, 128, 128, 64, 64, {}, -1, true}, CLEAVE_F32, 13, 1e-4);
 }

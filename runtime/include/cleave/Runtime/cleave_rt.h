@@ -196,7 +196,8 @@ void cleave_rt_topk(char *arena, const cleave_tensor *x,
  * uses kv head h / (H / Hkv). mask (may be NULL) broadcasts to [B,H,Sq,Sk]:
  * i1 keeps where true, float is added. causal masks key j > query i.
  * `scale` is used as given. A query row whose keys are all masked (by the
- * mask, causal, or a -inf float mask) is defined as zeros, not NaN. */
+ * mask, causal, or a -inf float mask) is defined as zeros, not NaN; a NaN
+ * score of a live key makes its row NaN. */
 void cleave_rt_attention(char *arena, const cleave_tensor *q,
                          const cleave_tensor *k, const cleave_tensor *v,
                          const cleave_tensor *mask, const cleave_tensor *out,
