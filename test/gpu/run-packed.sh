@@ -20,8 +20,9 @@
 #      sums in another order), PyTorch's losses printed beside;
 #   4. a GPT-2-small-sized model's training step timed in bf16 (also with
 #      CLEAVE_CUDA_LINEAR=unfused: the cuBLASLt epilogues against GEMM +
-#      epilogue kernel) and fp32: tokens/s and the model FLOP utilization
-#      against the card's peaks.
+#      epilogue kernel, and with CLEAVE_CUDA_ATTENTION=materialized: the
+#      fused attention kernels against TF32 cuBLAS) and fp32: tokens/s and
+#      the model FLOP utilization against the card's peaks.
 #
 # Exits 1 when a check fails, 2 when the machine lacks what it needs.
 set -uo pipefail
@@ -225,13 +226,20 @@ for precision in ("bf16", "fp32"):
         failed = True
         continue
     if precision == "bf16":
-        unfused_losses, unfused_ms = run_steps(prog, precision + " unfused linear",
-                                               {"CLEAVE_CUDA_LINEAR": "unfused"})
-        if unfused_losses is None:
-            failed = True
-        else:
-            print(f"[{precision}] cuBLASLt epilogues: {ms:.1f} ms per step, "
-                  f"unfused: {unfused_ms:.1f} ms ({unfused_ms / ms:.3f}x)")
+        # The same program with each fused linear as GEMM + epilogue kernel,
+        # and with the materialized (TF32 cuBLAS) attention instead of the
+        # fused kernels.
+        for label, env_var, value in (
+                ("unfused linear", "CLEAVE_CUDA_LINEAR", "unfused"),
+                ("materialized attention", "CLEAVE_CUDA_ATTENTION", "materialized")):
+            other_losses, other_ms = run_steps(prog, f"{precision} {label}",
+                                               {env_var: value})
+            if other_losses is None:
+                failed = True
+            else:
+                print(f"[{precision}] default: {ms:.1f} ms per step; {label} "
+                      f"({env_var}={value}): {other_ms:.1f} ms "
+                      f"({other_ms / ms:.3f}x)")
     achieved = m["flops"] / (ms / 1000) / 1e12
     peak = peak_bf16 if precision == "bf16" else peak_fp32
     kind = "dense BF16 Tensor Core" if precision == "bf16" else "FP32"

@@ -22,7 +22,12 @@
 // kScoreBudget bytes. attention_grad recomputes P the same way, then
 // dP = dO v^T, dS = P (dP - rowsum(P dP)), dq = scale dS k,
 // dk = scale dS^T q and dv = P^T dO; in the stacked layout the last two
-// sum over the query heads of a kv head inside the GEMM.
+// sum over the query heads of a kv head inside the GEMM. When every tensor
+// is 16-bit these GEMMs run in TF32 on the tensor cores: the 16-bit
+// operands are exact in TF32, and only the f32 P and dS lose bits (2^-11
+// relative), below the outputs' own rounding. The fused kernels compute on
+// the CUDA cores in f32; test/gpu/run-packed.sh times a 16-bit training
+// step with both.
 //
 //===----------------------------------------------------------------------===//
 
@@ -143,16 +148,27 @@ int64_t chunkHeads(const AttentionShape &s) {
 /// ([nb, group * Sq, Sk]): p = scale q k^T, masked, softmax per row.
 void probabilities(const char *kn, const AttentionShape &s, const float *q,
                    const float *k, AttentionMask mask, bool causal, float scale,
-                   int64_t c0, int64_t nb, float *p) {
+                   int64_t c0, int64_t nb, float *p, bool tf32) {
   int64_t gq = s.group() * s.Sq;
   gemmF32(kn, false, true, gq, s.Sk, s.D, scale, q + c0 * gq * s.D, s.D,
           gq * s.D, k + c0 * s.Sk * s.D, s.D, s.Sk * s.D, 0.0f, p, s.Sk,
-          gq * s.Sk, nb);
+          gq * s.Sk, nb, tf32);
   int64_t rows = nb * gq;
   RowGeometry g{s.H, s.Sq, s.Sk, c0 * gq, causal};
   maskedSoftmaxKernel<<<rowBlocks(rows), rowThreads(s.Sk), 0, stream()>>>(
       p, rows, g, mask);
   checkLaunchOf(kn);
+}
+
+/// Whether the materialized path's GEMMs may use TF32: every tensor is
+/// 16-bit, so the operands read from them are exact in TF32 and the f32
+/// intermediates (probabilities, their gradients) lose less than the
+/// 16-bit outputs round away.
+bool tf32Applies(std::initializer_list<const cleave_tensor *> tensors) {
+  for (const cleave_tensor *t : tensors)
+    if (t->dtype != CLEAVE_BF16 && t->dtype != CLEAVE_F16)
+      return false;
+  return true;
 }
 
 /// Whether the fused kernels run for `s`: where they support it, unless
@@ -224,15 +240,17 @@ void cleave_rt_attention(char *arena, const cleave_tensor *q,
   float *op = f32Output(arena, *out, outBuf, kn);
   int64_t heads = s.B * s.Hkv, chunk = chunkHeads(s);
   int64_t gq = s.group() * s.Sq;
+  bool tf32 = tf32Applies({q, k, v, out});
   ScratchBuffer scores(size_t(chunk * gq * s.Sk) * sizeof(float), kn);
   float *p = scores.as<float>();
   for (int64_t c0 = 0; c0 < heads; c0 += chunk) {
     int64_t nb = std::min(chunk, heads - c0);
-    probabilities(kn, s, qp, kp, m, causal != 0, float(scale), c0, nb, p);
+    probabilities(kn, s, qp, kp, m, causal != 0, float(scale), c0, nb, p,
+                  tf32);
     // out = P v, [group * Sq, Sk] x [Sk, Dv] per kv head.
     gemmF32(kn, false, false, gq, s.Dv, s.Sk, 1.0f, p, s.Sk, gq * s.Sk,
             vp + c0 * s.Sk * s.Dv, s.Dv, s.Sk * s.Dv, 0.0f, op + c0 * gq * s.Dv,
-            s.Dv, gq * s.Dv, nb);
+            s.Dv, gq * s.Dv, nb, tf32);
   }
   commitF32Output(arena, *out, op, kn);
 }
@@ -276,6 +294,7 @@ void cleave_rt_attention_grad(char *arena, const cleave_tensor *q,
   int64_t gq = s.group() * s.Sq;
   int64_t D = s.D, Dv = s.Dv, Sk = s.Sk;
   float fscale = float(scale);
+  bool tf32 = tf32Applies({q, k, v, dout, dq, dk, dv});
   if (gq * Sk == 0) {
     // No scores: dq is zeros (no keys) and dk, dv are zeros (no queries),
     // whichever of them has elements.
@@ -290,10 +309,10 @@ void cleave_rt_attention_grad(char *arena, const cleave_tensor *q,
       int64_t nb = std::min(chunk, heads - c0);
       const float *qc = qp + c0 * gq * D, *kc = kp + c0 * Sk * D;
       const float *vc = vp + c0 * Sk * Dv, *doc = dop + c0 * gq * Dv;
-      probabilities(kn, s, qp, kp, m, causal != 0, fscale, c0, nb, p);
+      probabilities(kn, s, qp, kp, m, causal != 0, fscale, c0, nb, p, tf32);
       // dP = dO v^T, then dS in place.
       gemmF32(kn, false, true, gq, Sk, Dv, 1.0f, doc, Dv, gq * Dv, vc, Dv,
-              Sk * Dv, 0.0f, ds, Sk, gq * Sk, nb);
+              Sk * Dv, 0.0f, ds, Sk, gq * Sk, nb, tf32);
       int64_t rows = nb * gq;
       softmaxBackwardKernel<<<rowBlocks(rows), rowThreads(Sk), 0, stream()>>>(
           p, ds, rows, Sk);
@@ -301,12 +320,12 @@ void cleave_rt_attention_grad(char *arena, const cleave_tensor *q,
       // dv = P^T dO and dk = scale dS^T q: the stacked query heads of a kv
       // head are the inner dimension, so the GEMM sums over them.
       gemmF32(kn, true, false, Sk, Dv, gq, 1.0f, p, Sk, gq * Sk, doc, Dv,
-              gq * Dv, 0.0f, dvp + c0 * Sk * Dv, Dv, Sk * Dv, nb);
+              gq * Dv, 0.0f, dvp + c0 * Sk * Dv, Dv, Sk * Dv, nb, tf32);
       gemmF32(kn, true, false, Sk, D, gq, fscale, ds, Sk, gq * Sk, qc, D,
-              gq * D, 0.0f, dkp + c0 * Sk * D, D, Sk * D, nb);
+              gq * D, 0.0f, dkp + c0 * Sk * D, D, Sk * D, nb, tf32);
       // dq = scale dS k.
       gemmF32(kn, false, false, gq, D, Sk, fscale, ds, Sk, gq * Sk, kc, D,
-              Sk * D, 0.0f, dqp + c0 * gq * D, D, gq * D, nb);
+              Sk * D, 0.0f, dqp + c0 * gq * D, D, gq * D, nb, tf32);
     }
   }
   commitF32Output(arena, *dq, dqp, kn);

@@ -164,7 +164,7 @@ void cuda::gemm(const char *kernel, cudaDataType_t type, bool transA,
                 bool transB, int64_t m, int64_t n, int64_t k, float alpha,
                 const void *a, int64_t lda, int64_t strideA, const void *b,
                 int64_t ldb, int64_t strideB, float beta, void *c, int64_t ldc,
-                int64_t strideC, int64_t batches) {
+                int64_t strideC, int64_t batches, bool tf32) {
   if (m <= 0 || n <= 0 || batches <= 0)
     return;
   if (k <= 0) {
@@ -197,7 +197,9 @@ void cuda::gemm(const char *kernel, cudaDataType_t type, bool transA,
                 toInt(kernel, ldb, "ldb"), strideB, a, type,
                 toInt(kernel, lda, "lda"), strideA, &beta, c, type,
                 toInt(kernel, ldc, "ldc"), strideC,
-                toInt(kernel, batches, "batch count"), CUBLAS_COMPUTE_32F,
+                toInt(kernel, batches, "batch count"),
+                tf32 && type == CUDA_R_32F ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                           : CUBLAS_COMPUTE_32F,
                 CUBLAS_GEMM_DEFAULT),
             kernel);
 }

@@ -87,20 +87,22 @@ const char *bytesInput(char *arena, const cleave_tensor &t, bool copy,
 /// op(A) [m, k], op(B) [k, n], C [m, n], leading dimensions in elements and
 /// batch strides in elements (0 for a shared matrix). `type` is CUDA_R_32F,
 /// CUDA_R_16F or CUDA_R_16BF for A, B and C alike; products accumulate in
-/// f32 (CUBLAS_COMPUTE_32F: no TF32). An empty inner dimension (k = 0)
-/// gives C = beta C.
+/// f32 (CUBLAS_COMPUTE_32F: no TF32, unless `tf32`, which lets f32 operands
+/// be read with a 10-bit mantissa on the tensor cores: exact for values
+/// that came from bf16 or f16, whose mantissas fit in TF32's 10 bits).
+/// An empty inner dimension (k = 0) gives C = beta C.
 void gemm(const char *kernel, cudaDataType_t type, bool transA, bool transB,
           int64_t m, int64_t n, int64_t k, float alpha, const void *a,
           int64_t lda, int64_t strideA, const void *b, int64_t ldb,
           int64_t strideB, float beta, void *c, int64_t ldc, int64_t strideC,
-          int64_t batches);
+          int64_t batches, bool tf32 = false);
 inline void gemmF32(const char *kernel, bool transA, bool transB, int64_t m,
                     int64_t n, int64_t k, float alpha, const float *a,
                     int64_t lda, int64_t strideA, const float *b, int64_t ldb,
                     int64_t strideB, float beta, float *c, int64_t ldc,
-                    int64_t strideC, int64_t batches) {
+                    int64_t strideC, int64_t batches, bool tf32 = false) {
   gemm(kernel, CUDA_R_32F, transA, transB, m, n, k, alpha, a, lda, strideA, b,
-       ldb, strideB, beta, c, ldc, strideC, batches);
+       ldb, strideB, beta, c, ldc, strideC, batches, tf32);
 }
 
 /// Grids of at most this many blocks for the row-per-block kernels (which
