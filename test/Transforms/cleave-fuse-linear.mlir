@@ -140,3 +140,63 @@ func.func @gelu_grad_not_fused(%dy: tensor<4x16xf32>, %w: tensor<16x8xf32>, %pre
   %3 = graph.gelu_grad %2, %pre : tensor<4x8xf32>
   return %0, %1, %3 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+// A weight gradient as -cleave-autodiff writes it, transpose(x^T dy): one
+// gemm reading dy transposed, dy^T x, whichever transpose folds first.
+// CHECK-LABEL: func.func @gemm_weight_gradient
+// CHECK-SAME: (%[[X:.*]]: tensor<16x32xf32>, %[[DY:.*]]: tensor<16x64xf32>)
+// CHECK-NEXT: %[[DW:.*]] = graph.gemm %[[DY]], %[[X]] transpose_lhs : tensor<16x64xf32>, tensor<16x32xf32> -> tensor<64x32xf32>
+// CHECK-NEXT: return %[[DW]]
+func.func @gemm_weight_gradient(%x: tensor<16x32xf32>, %dy: tensor<16x64xf32>) -> tensor<64x32xf32> {
+  %xt = graph.transpose %x perm [1, 0] : tensor<16x32xf32>
+  %0 = graph.matmul %xt, %dy : tensor<32x16xf32>, tensor<16x64xf32>
+  %1 = graph.transpose %0 perm [1, 0] : tensor<32x64xf32>
+  return %1 : tensor<64x32xf32>
+}
+
+// -----
+
+// A tied LM head, x W^T without a bias, over [batch, seq] rows; the
+// transpose stays for its other use.
+// CHECK-LABEL: func.func @gemm_transposed_rhs
+// CHECK-SAME: (%[[X:.*]]: tensor<2x8x32xbf16>, %[[W:.*]]: tensor<64x32xbf16>)
+// CHECK-NEXT: %[[WT:.*]] = graph.transpose %[[W]] perm [1, 0]
+// CHECK-NEXT: %[[Y:.*]] = graph.gemm %[[X]], %[[W]] transpose_rhs : tensor<2x8x32xbf16>, tensor<64x32xbf16> -> tensor<2x8x64xbf16>
+// CHECK-NEXT: return %[[Y]], %[[WT]]
+func.func @gemm_transposed_rhs(%x: tensor<2x8x32xbf16>, %w: tensor<64x32xbf16>) -> (tensor<2x8x64xbf16>, tensor<32x64xbf16>) {
+  %wt = graph.transpose %w perm [1, 0] : tensor<64x32xbf16>
+  %0 = graph.matmul %x, %wt : tensor<2x8x32xbf16>, tensor<32x64xbf16>
+  return %0, %wt : tensor<2x8x64xbf16>, tensor<32x64xbf16>
+}
+
+// -----
+
+// The transpose of a plain rank-2 product: (a b)^T = b^T a^T.
+// CHECK-LABEL: func.func @gemm_transposed_product
+// CHECK-SAME: (%[[A:.*]]: tensor<4x8xf32>, %[[B:.*]]: tensor<8x6xf32>)
+// CHECK-NEXT: %[[Y:.*]] = graph.gemm %[[B]], %[[A]] transpose_lhs transpose_rhs : tensor<8x6xf32>, tensor<4x8xf32> -> tensor<6x4xf32>
+// CHECK-NEXT: return %[[Y]]
+func.func @gemm_transposed_product(%a: tensor<4x8xf32>, %b: tensor<8x6xf32>) -> tensor<6x4xf32> {
+  %0 = graph.matmul %a, %b : tensor<4x8xf32>, tensor<8x6xf32>
+  %1 = graph.transpose %0 perm [1, 0] : tensor<4x6xf32>
+  return %1 : tensor<6x4xf32>
+}
+
+// -----
+
+// Left alone: a transpose of a rank-3 operand (with a batched right
+// operand), an integer matmul, and a product that is also read untransposed.
+// CHECK-LABEL: func.func @gemm_not_fused
+// CHECK-NOT: graph.gemm
+// CHECK: return
+func.func @gemm_not_fused(%a: tensor<2x4x8xf32>, %c: tensor<2x4x6xf32>, %i: tensor<8x4xi64>, %j: tensor<8x6xi64>, %x: tensor<4x8xf32>, %b: tensor<8x6xf32>) -> (tensor<2x8x6xf32>, tensor<4x6xi64>, tensor<4x6xf32>, tensor<6x4xf32>) {
+  %at = graph.transpose %a perm [0, 2, 1] : tensor<2x4x8xf32>
+  %0 = graph.matmul %at, %c : tensor<2x8x4xf32>, tensor<2x4x6xf32>
+  %it = graph.transpose %i perm [1, 0] : tensor<8x4xi64>
+  %1 = graph.matmul %it, %j : tensor<4x8xi64>, tensor<8x6xi64>
+  %2 = graph.matmul %x, %b : tensor<4x8xf32>, tensor<8x6xf32>
+  %3 = graph.transpose %2 perm [1, 0] : tensor<4x6xf32>
+  return %0, %1, %2, %3 : tensor<2x8x6xf32>, tensor<4x6xi64>, tensor<4x6xf32>, tensor<6x4xf32>
+}

@@ -2,7 +2,8 @@
 // when absent), transpose_w, activation (cleave_activation: 2 is the tanh
 // GELU). In the training step the pre-activation is kept, and the backward
 // of the GELU layer is one cleave_rt_matmul_gelu_grad call: dy, w, pre, dz,
-// dbias, transpose_w, activation.
+// dbias, transpose_w, activation. The weight gradients are cleave_rt_gemm
+// calls: a, b, out, transpose_a, transpose_b.
 // RUN: cleave-opt %s --cleave-fuse-linear --cleave-plan-memory --cleave-lower-to-runtime | FileCheck %s --check-prefix=INFER
 // RUN: cleave-opt %s --cleave-autodiff="optimizer=sgd lr=0.1" --canonicalize --cse --cleave-fuse-linear --cleave-plan-memory=entry=train_step --cleave-lower-to-runtime=entry=train_step | FileCheck %s --check-prefix=TRAIN
 
@@ -28,9 +29,18 @@
 // TRAIN-NEXT: %[[ACT:.*]] = llvm.mlir.constant(2 : i32) : i32
 // TRAIN-NEXT: llvm.call @cleave_rt_linear(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[T]], %[[ACT]])
 // TRAIN: llvm.call @cleave_rt_cross_entropy_grad(
+// Each weight gradient dy^T x is one cleave_rt_gemm reading dy transposed
+// (transpose_a 1, transpose_b 0); no transposed copy is made.
+// TRAIN-NOT: cleave_rt_transpose
+// TRAIN: %[[TA:.*]] = llvm.mlir.constant(1 : i32) : i32
+// TRAIN-NEXT: %[[TB:.*]] = llvm.mlir.constant(0 : i32) : i32
+// TRAIN-NEXT: llvm.call @cleave_rt_gemm(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[TA]], %[[TB]])
 // TRAIN: %[[GACT:.*]] = llvm.mlir.constant(2 : i32) : i32
 // TRAIN-NEXT: llvm.call @cleave_rt_matmul_gelu_grad(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[GACT]])
 // TRAIN-NOT: cleave_rt_unary_grad
+// TRAIN-NOT: cleave_rt_transpose
+// TRAIN: llvm.call @cleave_rt_gemm(
+// TRAIN-NOT: cleave_rt_transpose
 // TRAIN: llvm.call @cleave_rt_sgd(
 
 graph.param @w1 : tensor<6x3xf32> = dense<0.5> : tensor<6x3xf32>

@@ -8,6 +8,9 @@
 // registers or cache (cuBLASLt epilogues on the GPU). In the backward, the
 // GEMM that produces a GELU's incoming gradient, the gelu_grad and the bias
 // gradient's sum become one graph.matmul_gelu_grad (cuBLASLt's DGELU_BGRAD).
+// The rank-2 transposes left around matmuls (the weight gradients' x^T dy,
+// a tied LM head's x W^T) are then folded into graph.gemm, which reads its
+// operands transposed as BLAS does.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,7 +36,7 @@ namespace {
 /// Counters the patterns update (the pass's statistics).
 struct FusionCounts {
   int64_t linear = 0, activations = 0, transposes = 0, geluGrads = 0,
-          biasGrads = 0;
+          biasGrads = 0, gemmTransposes = 0;
 };
 
 /// A matmul that a fused op may absorb: its product has no other use, and
@@ -166,6 +169,110 @@ struct FuseGeluGrad : OpRewritePattern<GeluGradOp> {
   FusionCounts &counts;
 };
 
+/// The operand of a rank-2 `transpose` with perm [1, 0].
+Value transposedFrom(Value v) {
+  auto t = v.getDefiningOp<TransposeOp>();
+  return t && t.getPerm() == ArrayRef<int64_t>{1, 0} ? t.getOperand()
+                                                     : Value();
+}
+
+/// matmul(transpose(A), B) and matmul(A, transpose(B)) -> gemm reading A
+/// or B transposed (A rank 2 to be read transposed; B rank 2).
+struct FuseTransposedOperands : OpRewritePattern<MatmulOp> {
+  FuseTransposedOperands(MLIRContext *ctx, FusionCounts &counts)
+      : OpRewritePattern(ctx), counts(counts) {}
+
+  LogicalResult matchAndRewrite(MatmulOp op,
+                                PatternRewriter &rewriter) const override {
+    RankedTensorType lhs = op.getLhs().getType(), rhs = op.getRhs().getType();
+    if (rhs.getRank() != 2 || !isa<FloatType>(rhs.getElementType()))
+      return failure();
+    Value a = op.getLhs(), b = op.getRhs();
+    Value ta = lhs.getRank() == 2 ? transposedFrom(a) : Value();
+    Value tb = transposedFrom(b);
+    if (!ta && !tb)
+      return failure();
+    UnitAttr unit = rewriter.getUnitAttr();
+    rewriter.replaceOpWithNewOp<GemmOp>(op, op.getType(), ta ? ta : a,
+                                        tb ? tb : b, ta ? unit : UnitAttr(),
+                                        tb ? unit : UnitAttr());
+    counts.gemmTransposes += bool(ta) + bool(tb);
+    return success();
+  }
+
+  FusionCounts &counts;
+};
+
+/// gemm(transpose(A), ...) and gemm(..., transpose(B)) -> the gemm reading
+/// A or B with its transpose flag flipped (rank-2 operands).
+struct FoldGemmTransposes : OpRewritePattern<GemmOp> {
+  FoldGemmTransposes(MLIRContext *ctx, FusionCounts &counts)
+      : OpRewritePattern(ctx), counts(counts) {}
+
+  LogicalResult matchAndRewrite(GemmOp op,
+                                PatternRewriter &rewriter) const override {
+    Value ta = op.getLhs().getType().getRank() == 2
+                   ? transposedFrom(op.getLhs())
+                   : Value();
+    Value tb = transposedFrom(op.getRhs());
+    if (!ta && !tb)
+      return failure();
+    UnitAttr unit = rewriter.getUnitAttr();
+    bool transposeLhs = op.getTransposeLhs() != bool(ta),
+         transposeRhs = op.getTransposeRhs() != bool(tb);
+    rewriter.replaceOpWithNewOp<GemmOp>(
+        op, op.getType(), ta ? ta : op.getLhs(), tb ? tb : op.getRhs(),
+        transposeLhs ? unit : UnitAttr(), transposeRhs ? unit : UnitAttr());
+    counts.gemmTransposes += bool(ta) + bool(tb);
+    return success();
+  }
+
+  FusionCounts &counts;
+};
+
+/// transpose(op(A) op(B)) for a rank-2 product with no other use ->
+/// op(B)^T op(A)^T as one gemm.
+struct FuseTransposedResult : OpRewritePattern<TransposeOp> {
+  FuseTransposedResult(MLIRContext *ctx, FusionCounts &counts)
+      : OpRewritePattern(ctx), counts(counts) {}
+
+  LogicalResult matchAndRewrite(TransposeOp op,
+                                PatternRewriter &rewriter) const override {
+    if (op.getPerm() != ArrayRef<int64_t>{1, 0})
+      return failure();
+    Operation *product = op.getOperand().getDefiningOp();
+    if (!product || !product->hasOneUse())
+      return failure();
+    Value a, b;
+    bool ta = false, tb = false;
+    if (auto gemm = dyn_cast<GemmOp>(product)) {
+      a = gemm.getLhs();
+      b = gemm.getRhs();
+      ta = gemm.getTransposeLhs();
+      tb = gemm.getTransposeRhs();
+    } else if (auto matmul = dyn_cast<MatmulOp>(product)) {
+      a = matmul.getLhs();
+      b = matmul.getRhs();
+    } else {
+      return failure();
+    }
+    auto at = cast<RankedTensorType>(a.getType());
+    auto bt = cast<RankedTensorType>(b.getType());
+    if (at.getRank() != 2 || bt.getRank() != 2 ||
+        !isa<FloatType>(at.getElementType()))
+      return failure();
+    UnitAttr unit = rewriter.getUnitAttr();
+    rewriter.replaceOpWithNewOp<GemmOp>(op, op.getType(), b, a,
+                                        tb ? UnitAttr() : unit,
+                                        ta ? UnitAttr() : unit);
+    rewriter.eraseOp(product);
+    ++counts.gemmTransposes;
+    return success();
+  }
+
+  FusionCounts &counts;
+};
+
 struct FuseLinearPass : cleave::impl::FuseLinearPassBase<FuseLinearPass> {
   void runOnOperation() override {
     FusionCounts counts;
@@ -174,6 +281,14 @@ struct FuseLinearPass : cleave::impl::FuseLinearPassBase<FuseLinearPass> {
         &getContext(), counts);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
+    // Then the transposes the fused ops did not absorb (after them, so that
+    // a linear's weight transpose goes into the linear).
+    RewritePatternSet gemmPatterns(&getContext());
+    gemmPatterns.add<FuseTransposedOperands, FoldGemmTransposes,
+                     FuseTransposedResult>(&getContext(), counts);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(gemmPatterns))))
+      return signalPassFailure();
+    numGemmTransposes += counts.gemmTransposes;
     numLinear += counts.linear;
     numActivations += counts.activations;
     numTransposes += counts.transposes;

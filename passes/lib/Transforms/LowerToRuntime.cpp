@@ -365,6 +365,13 @@ LogicalResult Lowering::lowerOp(Operation *op) {
               constI32(enumValue(l.getActivation()))});
         return success();
       })
+      .Case<GemmOp>([&](GemmOp g) {
+        call("cleave_rt_gemm",
+             {arena, in[0], in[1], out[0],
+              constI32(g.getTransposeLhs() ? 1 : 0),
+              constI32(g.getTransposeRhs() ? 1 : 0)});
+        return success();
+      })
       .Case<MatmulGeluGradOp>([&](MatmulGeluGradOp g) {
         Value dbias = g.getBiasGrad() ? out[1] : null();
         int64_t activation =

@@ -128,6 +128,46 @@ LinearPlan planRowsGemm(const char *k,
 
 } // namespace
 
+GemmPlan planGemm(const char *k, const cleave_tensor *a,
+                  const cleave_tensor *b, const cleave_tensor *out,
+                  int32_t transposeA, int32_t transposeB) {
+  GemmPlan p;
+  p.transposeA = transposeA != 0;
+  p.transposeB = transposeB != 0;
+  bool ok;
+  if (!p.transposeA) {
+    // a [..., m, k]: the rows of a linear without bias.
+    LinearPlan rows = planRowsGemm(k, {{"a", a}, {"b", b}, {"out", out}}, *a,
+                                   *b, *out, transposeB, CLEAVE_ACT_NONE, ok);
+    p.m = rows.rows;
+    p.k = rows.k;
+    p.n = rows.n;
+  } else {
+    for (auto [name, t] : {std::pair("a", a), std::pair("b", b),
+                           std::pair("out", out)}) {
+      checkTensor(k, name, t);
+      if (!isFloatType(t->dtype))
+        cleave_rt_fail("%s: expects float operands, got %s", k,
+                       dtypeName(t->dtype));
+    }
+    ok = a->rank == 2 && b->rank == 2 && out->rank == 2;
+    if (ok) {
+      p.k = a->shape[0];
+      p.m = a->shape[1];
+      p.n = b->shape[p.transposeB ? 0 : 1];
+      ok = b->shape[p.transposeB ? 1 : 0] == p.k && out->shape[0] == p.m &&
+           out->shape[1] == p.n;
+    }
+  }
+  if (!ok)
+    cleave_rt_fail("%s: expects a %s, b %s, out [..., m, n], got a %s, b %s, "
+                   "out %s",
+                   k, p.transposeA ? "[k, m]" : "[..., m, k]",
+                   p.transposeB ? "[n, k]" : "[k, n]", shapeString(*a).c_str(),
+                   shapeString(*b).c_str(), shapeString(*out).c_str());
+  return p;
+}
+
 LinearPlan planLinear(const char *k, const cleave_tensor *x,
                       const cleave_tensor *w, const cleave_tensor *bias,
                       const cleave_tensor *out, const cleave_tensor *pre,

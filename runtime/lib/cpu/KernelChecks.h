@@ -68,6 +68,15 @@ MatmulPlan planMatmul(const char *kernel, const cleave_tensor *a,
 
 /// The GEMM of one linear: out [rows, n] = x [rows, k] W [k, n] (W read
 /// transposed from w [n, k] when `transposed`).
+/// cleave_rt_gemm: out [m, n] = op(a) [m, k] x op(b) [k, n].
+struct GemmPlan {
+  int64_t m = 0, k = 0, n = 0;
+  bool transposeA = false, transposeB = false;
+};
+GemmPlan planGemm(const char *kernel, const cleave_tensor *a,
+                  const cleave_tensor *b, const cleave_tensor *out,
+                  int32_t transposeA, int32_t transposeB);
+
 struct LinearPlan {
   int64_t rows = 0, k = 0, n = 0;
   bool transposed = false;

@@ -1,6 +1,7 @@
 //===- Matmul.cpp - matrix multiplication CPU kernels ---------------------===//
 //
-// matmul (batch dimensions broadcast NumPy-style), expert_matmul, linear
+// matmul (batch dimensions broadcast NumPy-style), expert_matmul, gemm (a
+// matmul reading its operands transposed), linear
 // (a matmul with its bias and activation applied in one pass over the
 // output) and matmul_gelu_grad (its backward: the GELU gradient and the
 // bias gradient after the GEMM), all on OpenBLAS sgemm, run single-threaded
@@ -26,8 +27,11 @@ using namespace cleave::rt;
 
 namespace {
 
-void sgemmSerial(const float *a, const float *b, float *c, int64_t m, int64_t n,
-                 int64_t k, int64_t lda, int64_t ldb, int64_t ldc) {
+/// c = op(a) op(b) for one row-major matrix: op(a) [m, k], op(b) [k, n],
+/// c [m, n] with leading dimension ldc.
+void sgemmSerial(bool ta, bool tb, const float *a, const float *b, float *c,
+                 int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb,
+                 int64_t ldc) {
   if (m == 0 || n == 0)
     return;
   if (k == 0) {
@@ -35,21 +39,29 @@ void sgemmSerial(const float *a, const float *b, float *c, int64_t m, int64_t n,
       std::memset(c + i * ldc, 0, size_t(n) * sizeof(float));
     return;
   }
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, blasint(m), blasint(n),
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+              tb ? CblasTrans : CblasNoTrans, blasint(m), blasint(n),
               blasint(k), 1.0f, a, blasint(lda), b, blasint(ldb), 0.0f, c,
               blasint(ldc));
+}
+
+void sgemmSerial(const float *a, const float *b, float *c, int64_t m, int64_t n,
+                 int64_t k, int64_t lda, int64_t ldb, int64_t ldc) {
+  sgemmSerial(false, false, a, b, c, m, n, k, lda, ldb, ldc);
 }
 
 /// Below this many multiply-adds a matmul runs on one thread.
 constexpr int64_t kParallelFlops = int64_t(1) << 18;
 
-/// c = a b for one matrix, split over the OpenMP threads along its larger
-/// output dimension.
-void sgemm(const float *a, const float *b, float *c, int64_t m, int64_t n,
-           int64_t k) {
+/// c = op(a) op(b) for one dense matrix (a [m, k] or [k, m], b [k, n] or
+/// [n, k]), split over the OpenMP threads along its larger output
+/// dimension.
+void sgemm(bool ta, bool tb, const float *a, const float *b, float *c,
+           int64_t m, int64_t n, int64_t k) {
+  int64_t lda = ta ? m : k, ldb = tb ? k : n;
   int threads = omp_get_max_threads();
   if (threads == 1 || m * n * k < kParallelFlops || omp_in_parallel()) {
-    sgemmSerial(a, b, c, m, n, k, k, n, n);
+    sgemmSerial(ta, tb, a, b, c, m, n, k, lda, ldb, n);
     return;
   }
   bool splitRows = m >= n;
@@ -60,11 +72,20 @@ void sgemm(const float *a, const float *b, float *c, int64_t m, int64_t n,
 #pragma omp parallel for schedule(static) num_threads(int(chunks))
   for (int64_t t = 0; t < chunks; ++t) {
     int64_t begin = t * chunk, len = std::min(chunk, size - begin);
+    // Rows of c are rows of op(a): rows of a, or columns of a transposed;
+    // columns of c are columns of op(b).
     if (splitRows)
-      sgemmSerial(a + begin * k, b, c + begin * n, len, n, k, k, n, n);
+      sgemmSerial(ta, tb, a + (ta ? begin : begin * lda), b, c + begin * n, len,
+                  n, k, lda, ldb, n);
     else
-      sgemmSerial(a, b + begin, c + begin, m, len, k, k, n, n);
+      sgemmSerial(ta, tb, a, b + (tb ? begin * ldb : begin), c + begin, m, len,
+                  k, lda, ldb, n);
   }
+}
+
+void sgemm(const float *a, const float *b, float *c, int64_t m, int64_t n,
+           int64_t k) {
+  sgemm(false, false, a, b, c, m, n, k);
 }
 
 void matmulF32(char *arena, const MatmulPlan &p, const cleave_tensor &a,
@@ -285,6 +306,20 @@ extern "C" {
 void cleave_rt_matmul(char *arena, const cleave_tensor *a,
                       const cleave_tensor *b, const cleave_tensor *out) {
   matmul("cleave_rt_matmul", arena, a, b, out);
+}
+
+void cleave_rt_gemm(char *arena, const cleave_tensor *a,
+                    const cleave_tensor *b, const cleave_tensor *out,
+                    int32_t transpose_a, int32_t transpose_b) {
+  GemmPlan p = planGemm("cleave_rt_gemm", a, b, out, transpose_a, transpose_b);
+  useSingleThreadedBlas();
+  // sgemm must not write over its inputs: copy an input that aliases out.
+  Input<float> av(arena, *a, overlaps(*a, *out)),
+      bv(arena, *b, overlaps(*b, *out));
+  Output<float> ov(arena, *out);
+  sgemm(p.transposeA, p.transposeB, av.data(), bv.data(), ov.data(), p.m, p.n,
+        p.k);
+  ov.commit();
 }
 
 void cleave_rt_linear(char *arena, const cleave_tensor *x,

@@ -207,6 +207,35 @@ void cleave_rt_matmul(char *arena, const cleave_tensor *a,
   matmul("cleave_rt_matmul", arena, a, b, out);
 }
 
+void cleave_rt_gemm(char *arena, const cleave_tensor *a,
+                    const cleave_tensor *b, const cleave_tensor *out,
+                    int32_t transpose_a, int32_t transpose_b) {
+  const char *k = "cleave_rt_gemm";
+  GemmPlan p = planGemm(k, a, b, out, transpose_a, transpose_b);
+  if (p.m == 0 || p.n == 0)
+    return;
+  int64_t lda = p.transposeA ? p.m : p.k, ldb = p.transposeB ? p.k : p.n;
+  bool aAliased = overlaps(*a, *out), bAliased = overlaps(*b, *out);
+  if (a->dtype == out->dtype && b->dtype == out->dtype &&
+      (out->dtype == CLEAVE_F16 || out->dtype == CLEAVE_BF16)) {
+    // One 16-bit type: cuBLAS reads and writes it, accumulating in f32.
+    ScratchBuffer aCopy, bCopy;
+    const char *ap = bytesInput(arena, *a, aAliased, aCopy, k);
+    const char *bp = bytesInput(arena, *b, bAliased, bCopy, k);
+    gemm(k, out->dtype == CLEAVE_F16 ? CUDA_R_16F : CUDA_R_16BF, p.transposeA,
+         p.transposeB, p.m, p.n, p.k, 1.0f, ap, lda, 0, bp, ldb, 0, 0.0f,
+         dataOf(arena, *out), p.n, 0, 1);
+    return;
+  }
+  ScratchBuffer aBuf, bBuf, outBuf;
+  const float *ap = f32Input(arena, *a, aAliased, aBuf, k);
+  const float *bp = f32Input(arena, *b, bAliased, bBuf, k);
+  float *op = f32Output(arena, *out, outBuf, k);
+  gemmF32(k, p.transposeA, p.transposeB, p.m, p.n, p.k, 1.0f, ap, lda, 0, bp,
+          ldb, 0, 0.0f, op, p.n, 0, 1);
+  commitF32Output(arena, *out, op, k);
+}
+
 void cleave_rt_expert_matmul(char *arena, const cleave_tensor *x,
                              const cleave_tensor *w, const cleave_tensor *out) {
   const char *k = "cleave_rt_expert_matmul";

@@ -838,3 +838,43 @@ func.func @matmul_gelu_grad_bias_grad(%dy: tensor<2x4x8xf32>, %w: tensor<8x6xf32
   %0:2 = graph.matmul_gelu_grad %dy, %w, %pre : tensor<2x4x8xf32>, tensor<8x6xf32>, tensor<2x4x6xf32> -> tensor<2x4x6xf32>, tensor<2x1x6xf32>
   return
 }
+
+// -----
+
+func.func @gemm_element_types(%a: tensor<4x8xf32>, %b: tensor<8x6xbf16>) {
+  // expected-error @+1 {{expects one element type, got 'tensor<4x8xf32>' and 'tensor<8x6xbf16>'}}
+  %0 = graph.gemm %a, %b : tensor<4x8xf32>, tensor<8x6xbf16> -> tensor<4x6xf32>
+  return
+}
+
+// -----
+
+func.func @gemm_transposed_lhs_rank(%a: tensor<2x8x4xf32>, %b: tensor<8x6xf32>) {
+  // expected-error @+1 {{expects rank-2 operands with transpose_lhs, got 'tensor<2x8x4xf32>' and 'tensor<8x6xf32>'}}
+  %0 = graph.gemm %a, %b transpose_lhs : tensor<2x8x4xf32>, tensor<8x6xf32> -> tensor<4x6xf32>
+  return
+}
+
+// -----
+
+func.func @gemm_contraction(%a: tensor<8x4xf32>, %b: tensor<8x6xf32>) {
+  // expected-error @+1 {{contracting dimensions differ: lhs 'tensor<8x4xf32>' (transposed) has 8 columns, rhs 'tensor<8x6xf32>' (transposed) has 6 rows}}
+  %0 = graph.gemm %a, %b transpose_lhs transpose_rhs : tensor<8x4xf32>, tensor<8x6xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @gemm_contraction_rows(%a: tensor<4x8xf32>, %b: tensor<6x8xf32>) {
+  // expected-error @+1 {{contracting dimensions differ: lhs 'tensor<4x8xf32>' has 8 columns, weight 'tensor<6x8xf32>' has 6 rows}}
+  %0 = graph.gemm %a, %b : tensor<4x8xf32>, tensor<6x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @gemm_result(%a: tensor<8x4xf32>, %b: tensor<8x6xf32>) {
+  // expected-error @+1 {{expects a result of shape [4, 6], got 'tensor<6x4xf32>'}}
+  %0 = graph.gemm %a, %b transpose_lhs : tensor<8x4xf32>, tensor<8x6xf32> -> tensor<6x4xf32>
+  return
+}

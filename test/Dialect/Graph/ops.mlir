@@ -255,6 +255,17 @@ func.func @fused_backward(%dy: tensor<2x8x32xf32>, %w: tensor<128x32xf32>, %pre:
   return %0#0, %0#1, %1 : tensor<2x8x128xf32>, tensor<128xf32>, tensor<2x8x128xf32>
 }
 
+// CHECK-LABEL: func.func @gemm
+func.func @gemm(%x: tensor<2x8x32xf32>, %w: tensor<64x32xf32>, %dy: tensor<16x64xf32>, %x2: tensor<16x32xf32>) -> (tensor<2x8x64xf32>, tensor<64x32xf32>, tensor<32x16xf32>) {
+  // CHECK: graph.gemm %{{.*}}, %{{.*}} transpose_rhs : tensor<2x8x32xf32>, tensor<64x32xf32> -> tensor<2x8x64xf32>
+  %0 = graph.gemm %x, %w transpose_rhs : tensor<2x8x32xf32>, tensor<64x32xf32> -> tensor<2x8x64xf32>
+  // CHECK: graph.gemm %{{.*}}, %{{.*}} transpose_lhs : tensor<16x64xf32>, tensor<16x32xf32> -> tensor<64x32xf32>
+  %1 = graph.gemm %dy, %x2 transpose_lhs : tensor<16x64xf32>, tensor<16x32xf32> -> tensor<64x32xf32>
+  // CHECK: graph.gemm %{{.*}}, %{{.*}} transpose_lhs transpose_rhs : tensor<64x32xf32>, tensor<16x64xf32> -> tensor<32x16xf32>
+  %2 = graph.gemm %w, %dy transpose_lhs transpose_rhs : tensor<64x32xf32>, tensor<16x64xf32> -> tensor<32x16xf32>
+  return %0, %1, %2 : tensor<2x8x64xf32>, tensor<64x32xf32>, tensor<32x16xf32>
+}
+
 {-#
   dialect_resources: {
     builtin: {

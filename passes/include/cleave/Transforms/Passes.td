@@ -80,6 +80,13 @@ def FuseLinearPass : Pass<"cleave-fuse-linear"> {
     every dimension but the last (the GELU's bias gradient) become one
     `graph.matmul_gelu_grad`, cuBLASLt's `DGELU_BGRAD` epilogue on the GPU.
 
+    Then the rank-2 transposes that remain around matmuls are folded into
+    `graph.gemm`, which reads its operands transposed as BLAS does: a
+    matmul of a transposed operand, and the transpose of a rank-2 product
+    (`(A B)^T = B^T A^T`). A weight gradient `transpose(matmul(transpose(x),
+    dy))` becomes `gemm dy, x transpose_lhs`, with no transposed copy of
+    the activations.
+
     Run after `-cleave-autodiff`: the fused ops have no gradient rule.
 
     ```mlir
@@ -103,6 +110,8 @@ def FuseLinearPass : Pass<"cleave-fuse-linear"> {
               "Weight transposes folded into a fused op">,
     Statistic<"numGeluGrads", "num-gelu-grads",
               "Matmul and gelu_grad pairs fused">,
+    Statistic<"numGemmTransposes", "num-gemm-transposes",
+              "Transposes of matmul operands and results folded into a gemm">,
     Statistic<"numBiasGrads", "num-bias-grads",
               "Bias-gradient sums fused into a matmul_gelu_grad">
   ];

@@ -114,6 +114,14 @@ void cleave_rt_cast(char *arena, const cleave_tensor *x,
  * dimension absent from out. Integer operands multiply in i64. */
 void cleave_rt_matmul(char *arena, const cleave_tensor *a,
                       const cleave_tensor *b, const cleave_tensor *out);
+/* out = op(a) op(b), BLAS's GEMM: a is [..., m, k] (its leading dims are
+ * rows) or, with transpose_a != 0, the rank-2 [k, m] read transposed; b is
+ * the rank-2 [k, n] or, with transpose_b != 0, [n, k] read transposed; out
+ * is [..., m, n]. Float operands; the product accumulates in f32 and out is
+ * rounded once. */
+void cleave_rt_gemm(char *arena, const cleave_tensor *a,
+                    const cleave_tensor *b, const cleave_tensor *out,
+                    int32_t transpose_a, int32_t transpose_b);
 /* The activations of cleave_rt_linear (graph.linear's `activation`). */
 enum cleave_activation {
   CLEAVE_ACT_NONE = 0,

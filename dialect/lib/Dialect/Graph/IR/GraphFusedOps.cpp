@@ -160,3 +160,58 @@ ShardingRule MatmulGeluGradOp::getShardingRule() {
   b.addFactor(getResult().getType().getShape().back(), columns);
   return b.take();
 }
+
+//===----------------------------------------------------------------------===//
+// GemmOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult GemmOp::verify() {
+  RankedTensorType lhs = getLhs().getType(), rhs = getRhs().getType(),
+                   out = getResult().getType();
+  bool transposeRhs = getTransposeRhs();
+  if (!getTransposeLhs())
+    return verifyRowsTimesWeight(*this, "lhs", lhs, rhs, transposeRhs, out,
+                                 {});
+  // [k, m]^T x op(rhs): the rank-2 case.
+  for (Type t : {Type(rhs), Type(out)})
+    if (cast<RankedTensorType>(t).getElementType() != lhs.getElementType())
+      return emitOpError("expects one element type, got ")
+             << lhs << " and " << t;
+  if (lhs.getRank() != 2 || rhs.getRank() != 2)
+    return emitOpError("expects rank-2 operands with transpose_lhs, got ")
+           << lhs << " and " << rhs;
+  int64_t k = rhs.getDimSize(transposeRhs ? 1 : 0),
+          n = rhs.getDimSize(transposeRhs ? 0 : 1);
+  if (lhs.getDimSize(0) != k)
+    return emitOpError("contracting dimensions differ: lhs ")
+           << lhs << " (transposed) has " << lhs.getDimSize(0)
+           << " columns, rhs " << rhs << (transposeRhs ? " (transposed)" : "")
+           << " has " << k << " rows";
+  if (out.getShape() != ArrayRef<int64_t>{lhs.getDimSize(1), n})
+    return emitOpError("expects a result of shape [")
+           << lhs.getDimSize(1) << ", " << n << "], got " << out;
+  return success();
+}
+
+ShardingRule GemmOp::getShardingRule() {
+  // op(lhs) [rows..., k] x op(rhs) [k, n] -> [rows..., n], k reduced.
+  ShardingRuleBuilder b(*this);
+  using B = ShardingRuleBuilder;
+  RankedTensorType lhs = getLhs().getType();
+  int64_t rank = lhs.getRank();
+  bool tl = getTransposeLhs(), tr = getTransposeRhs();
+  if (tl) {
+    b.addFactor(lhs.getDimSize(1), {B::operand(0, 1), B::result(0, 0)});
+  } else {
+    for (int64_t d = 0; d + 1 < rank; ++d)
+      b.addFactor(lhs.getDimSize(d), {B::operand(0, d), B::result(0, d)});
+  }
+  int64_t kDim = tl ? 0 : rank - 1;
+  b.addFactor(lhs.getDimSize(kDim),
+              {B::operand(0, kDim), B::operand(1, tr ? 1 : 0)},
+              FactorKind::Reduction, ReductionKind::Sum);
+  RankedTensorType out = getResult().getType();
+  b.addFactor(out.getShape().back(),
+              {B::operand(1, tr ? 0 : 1), B::result(0, out.getRank() - 1)});
+  return b.take();
+}

@@ -3,7 +3,7 @@
 // Ops that -cleave-fuse-linear creates after -cleave-autodiff: several graph
 // ops computed by one runtime kernel (a GEMM with its bias and activation,
 // or the activation's gradient and the bias gradient, as the epilogue, as
-// cuBLASLt offers it). They have sharding rules and
+// cuBLASLt offers it; a GEMM that reads its operands transposed). They have sharding rules and
 // verifiers (GraphFusedOps.cpp) and no gradient: fusion runs on the finished
 // training step. Included by GraphOps.td.
 //
@@ -83,6 +83,35 @@ def Graph_MatmulGeluGradOp : Graph_FusedOp<"matmul_gelu_grad", [Pure]> {
     (`transpose_weight` $transpose_weight^)?
     (`approximate` $approximate^)? attr-dict `:` type($grad) `,`
     type($weight) `,` type($preactivation) `->` type(results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Graph_GemmOp : Graph_FusedOp<"gemm", [Pure]> {
+  let summary = "matmul that reads either operand transposed";
+  let description = [{
+    `result = op(lhs) x op(rhs)`, as BLAS's GEMM: `lhs` is `[..., m, k]`
+    (its leading dimensions are rows of one matrix) or, with
+    `transpose_lhs`, the rank-2 `[k, m]`; `rhs` is the rank-2 `[k, n]` or,
+    with `transpose_rhs`, `[n, k]`; `result` is `[..., m, n]`. One float
+    element type; the product accumulates in f32 and is rounded once.
+    `-cleave-fuse-linear` folds the rank-2 transposes around matmuls into
+    it: a weight gradient `transpose(transpose(x) dy)` becomes
+    `gemm dy, x transpose_lhs`, a tied LM head's `x transpose(W)` becomes
+    `gemm x, W transpose_rhs`. No transposed copy is stored.
+
+    ```mlir
+    %dw = graph.gemm %dy, %x transpose_lhs
+        : tensor<16x64xf32>, tensor<16x32xf32> -> tensor<64x32xf32>
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$lhs, Graph_FloatTensor:$rhs,
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+  let results = (outs Graph_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs (`transpose_lhs` $transpose_lhs^)?
+    (`transpose_rhs` $transpose_rhs^)? attr-dict `:` type($lhs) `,`
+    type($rhs) `->` type($result)
   }];
   let hasVerifier = 1;
 }
