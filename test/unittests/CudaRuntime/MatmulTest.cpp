@@ -66,6 +66,44 @@ TEST_F(CudaMatmul, FloatShapes) {
     }
 }
 
+/// cleave_rt_gemm in every transpose combination (a weight gradient's
+/// dy^T x, a tied LM head's x W^T with folded rows), every float dtype and
+/// a mixed one, against the CPU backend.
+TEST_F(CudaMatmul, GemmTransposedOperands) {
+  struct GemmCase {
+    Shape a, b;
+    int32_t ta, tb;
+  };
+  const GemmCase cases[] = {
+      {{17, 33}, {33, 9}, 0, 0},
+      {{33, 17}, {33, 9}, 1, 0},
+      {{2, 8, 96}, {50, 96}, 0, 1},
+      {{33, 17}, {9, 33}, 1, 1},
+      {{1024, 768}, {1024, 256}, 1, 0}, // dy^T x, long K
+      {{0, 5}, {0, 4}, 1, 0},           // K = 0: zeros
+  };
+  unsigned seed = 300;
+  for (const GemmCase &c : cases)
+    for (int32_t dtype : {CLEAVE_F32, CLEAVE_BF16, CLEAVE_F16}) {
+      int64_t n = c.tb ? c.b[0] : c.b[1];
+      Shape outShape = c.ta ? Shape{c.a[1], n} : c.a;
+      outShape.back() = n;
+      for (int32_t bType : {dtype, int32_t(CLEAVE_F32)}) {
+        DevicePair p(capacityFor({c.a, c.b, outShape}));
+        cleave_tensor a = p.add(dtype, c.a);
+        cleave_tensor b = p.add(bType, c.b);
+        cleave_tensor out = p.add(dtype, outShape);
+        p.fill(a, -1, 1, seed++);
+        p.fill(b, -1, 1, seed++);
+        p.fill(out, 5, 6, seed++); // overwritten (also when K = 0)
+        CUDA_AND_CPU(p, gemm, &a, &b, &out, c.ta, c.tb);
+        p.expectMatch(out, std::string("gemm ") + dtypeName(dtype) + " b " +
+                               dtypeName(bType) + " case " +
+                               std::to_string(&c - cases));
+      }
+    }
+}
+
 TEST_F(CudaMatmul, IntegerAndMixed) {
   for (int32_t dtype : {CLEAVE_I64, CLEAVE_I32}) {
     DevicePair p;

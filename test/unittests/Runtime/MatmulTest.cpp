@@ -1,8 +1,9 @@
 //===- MatmulTest.cpp - matmul, expert_matmul and linear ------------------===//
 //
 // Batched matmuls with broadcast batch dimensions, NumPy rank-1 operands,
-// 16-bit and integer types, and linear (matmul + bias + GELU in one kernel,
-// with a transposed weight and the pre-activation output), against a
+// 16-bit and integer types, gemm (operands read transposed), and linear
+// (matmul + bias + GELU in one kernel, with a transposed weight and the
+// pre-activation output), against a
 // float64 reference. Tolerance: 1e-4 relative plus 1e-4 * sqrt(K) absolute
 // for f32 (sums of K products of values in [-1, 1]).
 //
@@ -422,6 +423,103 @@ TEST(RuntimeLinear, MatmulGeluGradBadOperandsFail) {
   EXPECT_RT_FAIL(
       cleave_rt_matmul_gelu_grad(a, &dy, &w, &pre, &dz, nullptr, 0, 0),
       "cleave_rt_matmul_gelu_grad: expects a GELU activation, got 0");
+}
+
+/// op(a) op(b) in float64, from a stored as [..., m, k] (or [k, m] with
+/// ta) and b as [k, n] (or [n, k] with tb).
+std::vector<double> refGemm(const Shape &as, const std::vector<double> &a,
+                            const Shape &bs, const std::vector<double> &b,
+                            bool ta, bool tb) {
+  int64_t k = ta ? as[0] : as.back(), m = ta ? as[1] : product(as) / k;
+  int64_t n = tb ? bs[0] : bs[1];
+  std::vector<double> out(size_t(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (int64_t kk = 0; kk < k; ++kk)
+        s += a[size_t(ta ? kk * m + i : i * k + kk)] *
+             b[size_t(tb ? j * k + kk : kk * n + j)];
+      out[size_t(i * n + j)] = s;
+    }
+  return out;
+}
+
+struct GemmCase {
+  Shape a, b;
+  bool ta, tb;
+};
+
+/// cleave_rt_gemm in every transpose combination, over shapes that split
+/// the rows or the columns over the threads, with folded rows and K = 0;
+/// f32 within the matmul tolerance, f16 and bf16 within one rounding (as
+/// RuntimeLinear.F16AndBf16).
+TEST(RuntimeGemm, TransposedOperands) {
+  const GemmCase cases[] = {
+      {{17, 33}, {33, 9}, false, false},
+      {{33, 17}, {33, 9}, true, false},
+      {{17, 33}, {9, 33}, false, true},
+      {{33, 17}, {9, 33}, true, true},
+      {{2, 3, 16}, {24, 16}, false, true}, // rows folded: a tied LM head
+      {{512, 96}, {512, 80}, true, false}, // a weight gradient dy^T x
+      {{96, 512}, {700, 512}, false, true}, // threads split the columns
+      {{300, 700}, {300, 64}, true, false}, // threads split the rows
+      {{0, 5}, {0, 4}, true, false},        // K = 0: zeros
+  };
+  unsigned seed = 200;
+  for (int32_t dtype : {CLEAVE_F32, CLEAVE_F16, CLEAVE_BF16})
+    for (const GemmCase &c : cases) {
+      TestArena arena(size_t(16) << 20);
+      cleave_tensor a = arena.add(dtype, c.a), b = arena.add(dtype, c.b);
+      int64_t n = c.tb ? c.b[0] : c.b[1];
+      Shape outShape = c.ta ? Shape{c.a[1], n} : c.a;
+      outShape.back() = n;
+      cleave_tensor out = arena.add(dtype, outShape);
+      arena.fill(out, 5, 6, 99); // must be overwritten
+      std::vector<double> av = arena.fill(a, -1, 1, seed++);
+      std::vector<double> bv = arena.fill(b, -1, 1, seed++);
+      cleave_rt_gemm(arena.data(), &a, &b, &out, c.ta, c.tb);
+      double k = double(c.ta ? c.a[0] : c.a.back());
+      std::vector<double> want = refGemm(c.a, av, c.b, bv, c.ta, c.tb);
+      SCOPED_TRACE(::testing::Message()
+                   << "case " << (&c - cases) << " ta " << c.ta << " tb "
+                   << c.tb << " dtype " << dtype);
+      if (dtype == CLEAVE_F32)
+        expectClose(arena.values(out), want, 1e-4, 1e-4 * std::sqrt(k + 1));
+      else // f32 accumulation, one rounding to the 16-bit type
+        expectClose(arena.values(out), want,
+                    dtype == CLEAVE_F16 ? 1.0 / 2048 : 1.0 / 256,
+                    std::max(1e-3, 1e-4 * std::sqrt(k + 1)));
+    }
+}
+
+/// out may be an input: it is read from a copy.
+TEST(RuntimeGemm, OutputMayAliasAnInput) {
+  TestArena arena;
+  cleave_tensor a = arena.add(CLEAVE_F32, {6, 6}), b = arena.add(CLEAVE_F32, {6, 6});
+  std::vector<double> av = arena.fill(a, -1, 1, 210);
+  std::vector<double> bv = arena.fill(b, -1, 1, 211);
+  cleave_rt_gemm(arena.data(), &a, &b, &a, 1, 0);
+  expectClose(arena.values(a), refGemm({6, 6}, av, {6, 6}, bv, true, false),
+              1e-5, 1e-5);
+}
+
+TEST(RuntimeGemm, BadOperandsFail) {
+  TestArena arena;
+  cleave_tensor a = arena.add(CLEAVE_F32, {8, 4}), b = arena.add(CLEAVE_F32, {8, 6});
+  cleave_tensor out = arena.add(CLEAVE_F32, {4, 6});
+  cleave_tensor a3 = arena.add(CLEAVE_F32, {2, 8, 4});
+  cleave_tensor i = arena.add(CLEAVE_I64, {8, 4});
+  char *d = arena.data();
+  EXPECT_RT_FAIL(cleave_rt_gemm(d, &a, &b, &out, 0, 0),
+                 "cleave_rt_gemm: expects a \\[\\.\\.\\., m, k\\], b "
+                 "\\[k, n\\], out \\[\\.\\.\\., m, n\\], got a "
+                 "\\[8, 4\\], b \\[8, 6\\], out \\[4, 6\\]");
+  EXPECT_RT_FAIL(cleave_rt_gemm(d, &a3, &b, &out, 1, 0),
+                 "cleave_rt_gemm: expects a \\[k, m\\], b \\[k, n\\]");
+  EXPECT_RT_FAIL(cleave_rt_gemm(d, &a, &b, &out, 1, 1),
+                 "cleave_rt_gemm: expects a \\[k, m\\], b \\[n, k\\]");
+  EXPECT_RT_FAIL(cleave_rt_gemm(d, &i, &b, &out, 1, 0),
+                 "cleave_rt_gemm: expects float operands, got i64");
 }
 
 TEST(RuntimeMatmul, ShapeMismatchFails) {
