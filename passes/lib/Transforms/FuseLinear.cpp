@@ -39,6 +39,14 @@ struct FusionCounts {
           biasGrads = 0, gemmTransposes = 0;
 };
 
+/// A rewrite pattern of this pass: it counts what it fuses.
+template <typename OpT> struct FusionPattern : OpRewritePattern<OpT> {
+  FusionPattern(MLIRContext *ctx, FusionCounts &counts)
+      : OpRewritePattern<OpT>(ctx), counts(counts) {}
+
+  FusionCounts &counts;
+};
+
 /// A matmul that a fused op may absorb: its product has no other use, and
 /// its right operand is a rank-2 weight, taken as stored or, for
 /// `transpose(V)` with perm [1, 0], as V read transposed.
@@ -64,9 +72,8 @@ struct AbsorbedMatmul {
 
 /// add(matmul(x, W), bias) -> linear(x, W, bias), with W = transpose(V)
 /// read as V transposed.
-struct FuseBiasedMatmul : OpRewritePattern<AddOp> {
-  FuseBiasedMatmul(MLIRContext *ctx, FusionCounts &counts)
-      : OpRewritePattern(ctx), counts(counts) {}
+struct FuseBiasedMatmul : FusionPattern<AddOp> {
+  using FusionPattern::FusionPattern;
 
   LogicalResult matchAndRewrite(AddOp add,
                                 PatternRewriter &rewriter) const override {
@@ -92,15 +99,12 @@ struct FuseBiasedMatmul : OpRewritePattern<AddOp> {
     }
     return failure();
   }
-
-  FusionCounts &counts;
 };
 
 /// gelu(linear(...)) -> linear(...) with the activation; the linear's
 /// other users (gelu_grad) read its new preactivation result.
-struct FuseActivation : OpRewritePattern<GeluOp> {
-  FuseActivation(MLIRContext *ctx, FusionCounts &counts)
-      : OpRewritePattern(ctx), counts(counts) {}
+struct FuseActivation : FusionPattern<GeluOp> {
+  using FusionPattern::FusionPattern;
 
   LogicalResult matchAndRewrite(GeluOp gelu,
                                 PatternRewriter &rewriter) const override {
@@ -125,15 +129,12 @@ struct FuseActivation : OpRewritePattern<GeluOp> {
     ++counts.activations;
     return success();
   }
-
-  FusionCounts &counts;
 };
 
 /// gelu_grad(pre, matmul(dy, W)) and the sum of that over every dimension
 /// but the last (the bias gradient) -> matmul_gelu_grad(dy, W, pre).
-struct FuseGeluGrad : OpRewritePattern<GeluGradOp> {
-  FuseGeluGrad(MLIRContext *ctx, FusionCounts &counts)
-      : OpRewritePattern(ctx), counts(counts) {}
+struct FuseGeluGrad : FusionPattern<GeluGradOp> {
+  using FusionPattern::FusionPattern;
 
   LogicalResult matchAndRewrite(GeluGradOp op,
                                 PatternRewriter &rewriter) const override {
@@ -165,8 +166,6 @@ struct FuseGeluGrad : OpRewritePattern<GeluGradOp> {
     counts.transposes += bool(m->transposed);
     return success();
   }
-
-  FusionCounts &counts;
 };
 
 /// The operand of a rank-2 `transpose` with perm [1, 0].
@@ -176,65 +175,60 @@ Value transposedFrom(Value v) {
                                                      : Value();
 }
 
+/// Replaces `op`, the product op(lhs) op(rhs) with transpose flags `tl` and
+/// `tr`, by a gemm that reads the source of a rank-2 transposed operand
+/// with that operand's flag flipped. Fails when neither operand is one.
+LogicalResult foldOperandTransposes(Operation *op, Value lhs, Value rhs,
+                                    bool tl, bool tr,
+                                    PatternRewriter &rewriter,
+                                    FusionCounts &counts) {
+  Value fromLhs = cast<RankedTensorType>(lhs.getType()).getRank() == 2
+                      ? transposedFrom(lhs)
+                      : Value();
+  Value fromRhs = transposedFrom(rhs);
+  if (!fromLhs && !fromRhs)
+    return failure();
+  UnitAttr unit = rewriter.getUnitAttr();
+  rewriter.replaceOpWithNewOp<GemmOp>(
+      op, op->getResult(0).getType(), fromLhs ? fromLhs : lhs,
+      fromRhs ? fromRhs : rhs, tl != bool(fromLhs) ? unit : UnitAttr(),
+      tr != bool(fromRhs) ? unit : UnitAttr());
+  counts.gemmTransposes += bool(fromLhs) + bool(fromRhs);
+  return success();
+}
+
 /// matmul(transpose(A), B) and matmul(A, transpose(B)) -> gemm reading A
 /// or B transposed (A rank 2 to be read transposed; B rank 2).
-struct FuseTransposedOperands : OpRewritePattern<MatmulOp> {
-  FuseTransposedOperands(MLIRContext *ctx, FusionCounts &counts)
-      : OpRewritePattern(ctx), counts(counts) {}
+struct FuseTransposedOperands : FusionPattern<MatmulOp> {
+  using FusionPattern::FusionPattern;
 
   LogicalResult matchAndRewrite(MatmulOp op,
                                 PatternRewriter &rewriter) const override {
-    RankedTensorType lhs = op.getLhs().getType(), rhs = op.getRhs().getType();
+    RankedTensorType rhs = op.getRhs().getType();
     if (rhs.getRank() != 2 || !isa<FloatType>(rhs.getElementType()))
       return failure();
-    Value a = op.getLhs(), b = op.getRhs();
-    Value ta = lhs.getRank() == 2 ? transposedFrom(a) : Value();
-    Value tb = transposedFrom(b);
-    if (!ta && !tb)
-      return failure();
-    UnitAttr unit = rewriter.getUnitAttr();
-    rewriter.replaceOpWithNewOp<GemmOp>(op, op.getType(), ta ? ta : a,
-                                        tb ? tb : b, ta ? unit : UnitAttr(),
-                                        tb ? unit : UnitAttr());
-    counts.gemmTransposes += bool(ta) + bool(tb);
-    return success();
+    return foldOperandTransposes(op, op.getLhs(), op.getRhs(), false, false,
+                                 rewriter, counts);
   }
-
-  FusionCounts &counts;
 };
 
 /// gemm(transpose(A), ...) and gemm(..., transpose(B)) -> the gemm reading
 /// A or B with its transpose flag flipped (rank-2 operands).
-struct FoldGemmTransposes : OpRewritePattern<GemmOp> {
-  FoldGemmTransposes(MLIRContext *ctx, FusionCounts &counts)
-      : OpRewritePattern(ctx), counts(counts) {}
+struct FoldGemmTransposes : FusionPattern<GemmOp> {
+  using FusionPattern::FusionPattern;
 
   LogicalResult matchAndRewrite(GemmOp op,
                                 PatternRewriter &rewriter) const override {
-    Value ta = op.getLhs().getType().getRank() == 2
-                   ? transposedFrom(op.getLhs())
-                   : Value();
-    Value tb = transposedFrom(op.getRhs());
-    if (!ta && !tb)
-      return failure();
-    UnitAttr unit = rewriter.getUnitAttr();
-    bool transposeLhs = op.getTransposeLhs() != bool(ta),
-         transposeRhs = op.getTransposeRhs() != bool(tb);
-    rewriter.replaceOpWithNewOp<GemmOp>(
-        op, op.getType(), ta ? ta : op.getLhs(), tb ? tb : op.getRhs(),
-        transposeLhs ? unit : UnitAttr(), transposeRhs ? unit : UnitAttr());
-    counts.gemmTransposes += bool(ta) + bool(tb);
-    return success();
+    return foldOperandTransposes(op, op.getLhs(), op.getRhs(),
+                                 op.getTransposeLhs(), op.getTransposeRhs(),
+                                 rewriter, counts);
   }
-
-  FusionCounts &counts;
 };
 
 /// transpose(op(A) op(B)) for a rank-2 product with no other use ->
 /// op(B)^T op(A)^T as one gemm.
-struct FuseTransposedResult : OpRewritePattern<TransposeOp> {
-  FuseTransposedResult(MLIRContext *ctx, FusionCounts &counts)
-      : OpRewritePattern(ctx), counts(counts) {}
+struct FuseTransposedResult : FusionPattern<TransposeOp> {
+  using FusionPattern::FusionPattern;
 
   LogicalResult matchAndRewrite(TransposeOp op,
                                 PatternRewriter &rewriter) const override {
@@ -269,8 +263,6 @@ struct FuseTransposedResult : OpRewritePattern<TransposeOp> {
     ++counts.gemmTransposes;
     return success();
   }
-
-  FusionCounts &counts;
 };
 
 struct FuseLinearPass : cleave::impl::FuseLinearPassBase<FuseLinearPass> {
