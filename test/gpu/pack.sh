@@ -16,14 +16,16 @@
 # scripts/setup.sh with the CUDA backend ($CLEAVE_BUILD_DIR, default build;
 # CUDA is on by default where /usr/local/cuda has nvcc and NCCL). OUT gets:
 #
-#   pack.tar.xz   (about 20 MB) with
+#   pack.tar.xz   (about 35 MB) with
 #     bin/CleaveCudaRuntimeTests     every kernel against the CPU backend
 #     mlp/                           the mlp example for --target cuda
-#     gpt/<config>/                  the gpt example compiled with --train
-#                                    and the flags of
-#                                    test/Integration/training/<config>, for
-#                                    cuda; cpu.jsonl: the losses of the same
-#                                    program for the CPU, run here
+#     train/<case>/                  a training program for cuda: the gpt
+#                                    and moe examples with the flags and data
+#                                    of test/Integration/training/<case>
+#                                    (fp32, bf16, fp16), the llama example on
+#                                    random tokens (fp32, bf16); cpu.jsonl:
+#                                    the losses of the same program for the
+#                                    CPU, run here
 #     gpt2s/                         a GPT-2-small-sized model (12 layers,
 #                                    hidden 768, sequence 1024, batch 8) for
 #                                    cuda in bf16 and fp32; its weights are
@@ -56,7 +58,7 @@ grep -q "^CLEAVE_ENABLE_CUDA:BOOL=ON" "$BUILD/CMakeCache.txt" ||
 step "build cleave-compile and CleaveCudaRuntimeTests in $BUILD"
 cmake --build "$BUILD" --target cleave-compile CleaveCudaRuntimeTests >/dev/null
 COMPILE=$ROOT/$BUILD/bin/cleave-compile
-mkdir -p "$PACK"/{bin,lib,mlp,gpt,gpt2s}
+mkdir -p "$PACK"/{bin,lib,mlp,train,gpt2s}
 cp "$BUILD/test/unittests/CudaRuntime/CleaveCudaRuntimeTests" "$PACK/bin/"
 grep "^CLEAVE_CUDA_ARCHITECTURES" "$BUILD/CMakeCache.txt" |
   sed 's/.*=/cuda architectures: /' >"$PACK/build.txt"
@@ -65,19 +67,55 @@ git rev-parse HEAD >>"$PACK/build.txt" 2>/dev/null || true
 step "mlp example (inference) for cuda"
 "$COMPILE" examples/mlp/model.onnx --target cuda -o "$PACK/mlp/mlp"
 
-for config in gpt_adamw gpt_adamw_bf16 gpt_adamw_fp16; do
-  step "gpt example, $config: cuda program, cpu losses"
+# One folder per training case: the cuda program, its data, the CPU twin's
+# losses (cpu.jsonl), the bound on their relative difference (bound: 1e-4
+# in fp32, check_training.py's 16-bit bounds otherwise) and, where
+# test/Integration/training records them, PyTorch's losses (expected.json).
+pack_training() { # NAME MODEL DATA-DIR BOUND FLAGS...
+  local name=$1 model=$2 data=$3 bound=$4
+  shift 4
+  local dir=$PACK/train/$name
+  mkdir -p "$dir"
+  cp "$data/idx.npy" "$data/targets.npy" "$dir/"
+  if [ -f "$data/expected.json" ]; then cp "$data/expected.json" "$dir/"; fi
+  echo "$bound" >"$dir/bound"
+  "$COMPILE" "examples/$model/model.onnx" "$@" --target cuda -o "$dir/train"
+  "$COMPILE" "examples/$model/model.onnx" "$@" --target cpu -o "$STAGE/cpu"
+  "$STAGE/cpu" --inputs "$dir/idx.npy" --targets "$dir/targets.npy" \
+    --steps 10 --log-json "$dir/cpu.jsonl" --quiet
+}
+bound_of() { # PRECISION
+  case $1 in bf16) echo 1.5e-2 ;; fp16) echo 2e-3 ;; *) echo 1e-4 ;; esac
+}
+config_field() { # CONFIG.JSON FIELD DEFAULT
+  "$PY" -c 'import json, sys; print(json.load(open(sys.argv[1])).get(sys.argv[2], sys.argv[3]))' "$@"
+}
+for config in gpt_adamw gpt_adamw_bf16 gpt_adamw_fp16 moe_adamw moe_adamw_bf16; do
+  step "training case $config: cuda program, cpu losses"
   data=test/Integration/training/$config
   readarray -t flags < <("$PY" -c '
 import json, sys
 for f in json.load(open(sys.argv[1]))["flags"]:
     print(f)' "$data/config.json")
-  dir=$PACK/gpt/$config
-  mkdir -p "$dir"
-  "$COMPILE" examples/gpt/model.onnx "${flags[@]}" --target cuda -o "$dir/train"
-  "$COMPILE" examples/gpt/model.onnx "${flags[@]}" --target cpu -o "$STAGE/cpu"
-  "$STAGE/cpu" --inputs "$data/idx.npy" --targets "$data/targets.npy" \
-    --steps 10 --log-json "$dir/cpu.jsonl" --quiet
+  pack_training "$config" "$(config_field "$data/config.json" model gpt)" "$data" \
+    "$(bound_of "$(config_field "$data/config.json" precision fp32)")" "${flags[@]}"
+done
+# The llama example (RMS norm, SwiGLU, rotary embeddings, grouped-query
+# attention) has no PyTorch training reference: the CPU twin is the
+# reference, on random tokens.
+"$PY" - "$STAGE/llama-data" <<'EOF'
+import os, sys
+import numpy as np
+os.makedirs(sys.argv[1], exist_ok=True)
+stream = np.random.default_rng(4).integers(0, 64, size=(6, 9)).astype(np.int64)
+np.save(os.path.join(sys.argv[1], "idx.npy"), stream[:, :-1])
+np.save(os.path.join(sys.argv[1], "targets.npy"), stream[:, 1:])
+EOF
+for precision in fp32 bf16; do
+  step "training case llama_adamw_$precision: cuda program, cpu losses"
+  pack_training "llama_adamw_$precision" llama "$STAGE/llama-data" \
+    "$(bound_of "$precision")" --train --loss cross-entropy --optimizer adamw \
+    --lr 0.01 --weight-decay 0.01 --precision "$precision"
 done
 
 step "GPT-2 small: export (weights in $GPT2S_DIR) and compile, bf16 and fp32"
@@ -148,7 +186,7 @@ rm -rf "$GPT2S_DIR"
 step "shared libraries"
 # What the programs load beyond the base system and CUDA's own libraries.
 base='^(linux-vdso|ld-linux|libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|libz)\.so'
-for exe in "$PACK"/bin/* "$PACK"/mlp/mlp "$PACK"/gpt/*/train "$PACK"/gpt2s/train-*; do
+for exe in "$PACK"/bin/* "$PACK"/mlp/mlp "$PACK"/train/*/train "$PACK"/gpt2s/train-*; do
   ldd "$exe" | awk '$3 ~ /^\// {print $1, $3}'
 done | sort -u | while read -r soname path; do
   [[ "$soname" =~ $base ]] && continue
