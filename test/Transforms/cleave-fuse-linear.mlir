@@ -200,3 +200,22 @@ func.func @gemm_not_fused(%a: tensor<2x4x8xf32>, %c: tensor<2x4x6xf32>, %i: tens
   %3 = graph.transpose %2 perm [1, 0] : tensor<4x6xf32>
   return %0, %1, %2, %3 : tensor<2x8x6xf32>, tensor<4x6xi64>, tensor<4x6xf32>, tensor<6x4xf32>
 }
+
+// -----
+
+// A 16-bit weight gradient cast to f32 for the optimizer: the gemm stores
+// its f32 accumulators. A cast to another type, or of a product with other
+// uses, stays.
+// CHECK-LABEL: func.func @gemm_f32_result
+// CHECK-SAME: (%[[X:.*]]: tensor<16x32xbf16>, %[[DY:.*]]: tensor<16x64xbf16>)
+// CHECK-NEXT: %[[DW:.*]] = graph.gemm %[[DY]], %[[X]] transpose_lhs : tensor<16x64xbf16>, tensor<16x32xbf16> -> tensor<64x32xf32>
+// CHECK-NEXT: %[[P:.*]] = graph.gemm %[[DY]], %[[X]] transpose_lhs : tensor<16x64xbf16>, tensor<16x32xbf16> -> tensor<64x32xbf16>
+// CHECK-NEXT: %[[PF:.*]] = graph.cast %[[P]] : tensor<64x32xbf16> -> tensor<64x32xf16>
+// CHECK-NEXT: return %[[DW]], %[[PF]]
+func.func @gemm_f32_result(%x: tensor<16x32xbf16>, %dy: tensor<16x64xbf16>) -> (tensor<64x32xf32>, tensor<64x32xf16>) {
+  %0 = graph.gemm %dy, %x transpose_lhs : tensor<16x64xbf16>, tensor<16x32xbf16> -> tensor<64x32xbf16>
+  %1 = graph.cast %0 : tensor<64x32xbf16> -> tensor<64x32xf32>
+  %2 = graph.gemm %dy, %x transpose_lhs : tensor<16x64xbf16>, tensor<16x32xbf16> -> tensor<64x32xbf16>
+  %3 = graph.cast %2 : tensor<64x32xbf16> -> tensor<64x32xf16>
+  return %1, %3 : tensor<64x32xf32>, tensor<64x32xf16>
+}

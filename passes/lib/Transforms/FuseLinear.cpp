@@ -36,7 +36,7 @@ namespace {
 /// Counters the patterns update (the pass's statistics).
 struct FusionCounts {
   int64_t linear = 0, activations = 0, transposes = 0, geluGrads = 0,
-          biasGrads = 0, gemmTransposes = 0;
+          biasGrads = 0, gemmTransposes = 0, gemmCasts = 0;
 };
 
 /// A rewrite pattern of this pass: it counts what it fuses.
@@ -265,6 +265,28 @@ struct FuseTransposedResult : FusionPattern<TransposeOp> {
   }
 };
 
+/// cast(gemm(a, b)) from a 16-bit product to f32 -> the gemm storing its
+/// f32 accumulators: a weight gradient under mixed precision, which the
+/// optimizer reads in f32, is then rounded never instead of once.
+struct FuseGemmCast : FusionPattern<CastOp> {
+  using FusionPattern::FusionPattern;
+
+  LogicalResult matchAndRewrite(CastOp op,
+                                PatternRewriter &rewriter) const override {
+    auto gemm = op.getOperand().getDefiningOp<GemmOp>();
+    auto to = dyn_cast<RankedTensorType>(op.getType());
+    if (!gemm || !gemm->hasOneUse() || !to || !to.getElementType().isF32() ||
+        gemm.getType().getElementType().getIntOrFloatBitWidth() != 16)
+      return failure();
+    rewriter.replaceOpWithNewOp<GemmOp>(
+        op, to, gemm.getLhs(), gemm.getRhs(), gemm.getTransposeLhsAttr(),
+        gemm.getTransposeRhsAttr());
+    rewriter.eraseOp(gemm);
+    ++counts.gemmCasts;
+    return success();
+  }
+};
+
 struct FuseLinearPass : cleave::impl::FuseLinearPassBase<FuseLinearPass> {
   void runOnOperation() override {
     FusionCounts counts;
@@ -277,10 +299,11 @@ struct FuseLinearPass : cleave::impl::FuseLinearPassBase<FuseLinearPass> {
     // a linear's weight transpose goes into the linear).
     RewritePatternSet gemmPatterns(&getContext());
     gemmPatterns.add<FuseTransposedOperands, FoldGemmTransposes,
-                     FuseTransposedResult>(&getContext(), counts);
+                     FuseTransposedResult, FuseGemmCast>(&getContext(), counts);
     if (failed(applyPatternsGreedily(getOperation(), std::move(gemmPatterns))))
       return signalPassFailure();
     numGemmTransposes += counts.gemmTransposes;
+    numGemmCasts += counts.gemmCasts;
     numLinear += counts.linear;
     numActivations += counts.activations;
     numTransposes += counts.transposes;

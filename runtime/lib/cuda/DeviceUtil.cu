@@ -165,12 +165,22 @@ void cuda::gemm(const char *kernel, cudaDataType_t type, bool transA,
                 const void *a, int64_t lda, int64_t strideA, const void *b,
                 int64_t ldb, int64_t strideB, float beta, void *c, int64_t ldc,
                 int64_t strideC, int64_t batches, bool tf32) {
+  gemmInto(kernel, type, type, transA, transB, m, n, k, alpha, a, lda,
+           strideA, b, ldb, strideB, beta, c, ldc, strideC, batches, tf32);
+}
+
+void cuda::gemmInto(const char *kernel, cudaDataType_t type,
+                    cudaDataType_t cType, bool transA, bool transB, int64_t m,
+                    int64_t n, int64_t k, float alpha, const void *a,
+                    int64_t lda, int64_t strideA, const void *b, int64_t ldb,
+                    int64_t strideB, float beta, void *c, int64_t ldc,
+                    int64_t strideC, int64_t batches, bool tf32) {
   if (m <= 0 || n <= 0 || batches <= 0)
     return;
   if (k <= 0) {
     // cuBLAS rejects the leading dimension 0 of an empty operand.
     int64_t total = batches * m * n;
-    switch (type) {
+    switch (cType) {
     case CUDA_R_16F:
       scaleMatricesKernel<<<blocksFor(total), kThreads, 0, stream()>>>(
           static_cast<__half *>(c), m, n, ldc, strideC, batches, beta);
@@ -195,7 +205,7 @@ void cuda::gemm(const char *kernel, cudaDataType_t type, bool transA,
                 cublas(), opB, opA, toInt(kernel, n, "n"),
                 toInt(kernel, m, "m"), toInt(kernel, k, "k"), &alpha, b, type,
                 toInt(kernel, ldb, "ldb"), strideB, a, type,
-                toInt(kernel, lda, "lda"), strideA, &beta, c, type,
+                toInt(kernel, lda, "lda"), strideA, &beta, c, cType,
                 toInt(kernel, ldc, "ldc"), strideC,
                 toInt(kernel, batches, "batch count"),
                 tf32 && type == CUDA_R_32F ? CUBLAS_COMPUTE_32F_FAST_TF32

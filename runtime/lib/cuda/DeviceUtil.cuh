@@ -96,6 +96,13 @@ void gemm(const char *kernel, cudaDataType_t type, bool transA, bool transB,
           int64_t lda, int64_t strideA, const void *b, int64_t ldb,
           int64_t strideB, float beta, void *c, int64_t ldc, int64_t strideC,
           int64_t batches, bool tf32 = false);
+/// gemm with C in its own type: CUDA_R_32F C from 16-bit A and B stores the
+/// f32 accumulators unrounded.
+void gemmInto(const char *kernel, cudaDataType_t abType, cudaDataType_t cType,
+              bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+              float alpha, const void *a, int64_t lda, int64_t strideA,
+              const void *b, int64_t ldb, int64_t strideB, float beta, void *c,
+              int64_t ldc, int64_t strideC, int64_t batches, bool tf32 = false);
 inline void gemmF32(const char *kernel, bool transA, bool transB, int64_t m,
                     int64_t n, int64_t k, float alpha, const float *a,
                     int64_t lda, int64_t strideA, const float *b, int64_t ldb,

@@ -216,15 +216,17 @@ void cleave_rt_gemm(char *arena, const cleave_tensor *a,
     return;
   int64_t lda = p.transposeA ? p.m : p.k, ldb = p.transposeB ? p.k : p.n;
   bool aAliased = overlaps(*a, *out), bAliased = overlaps(*b, *out);
-  if (a->dtype == out->dtype && b->dtype == out->dtype &&
-      (out->dtype == CLEAVE_F16 || out->dtype == CLEAVE_BF16)) {
-    // One 16-bit type: cuBLAS reads and writes it, accumulating in f32.
+  if (a->dtype == b->dtype && (a->dtype == CLEAVE_F16 || a->dtype == CLEAVE_BF16) &&
+      (out->dtype == a->dtype || out->dtype == CLEAVE_F32)) {
+    // 16-bit operands: cuBLAS reads them as stored, accumulates in f32 and
+    // writes out in its type (16-bit, or the f32 accumulators).
     ScratchBuffer aCopy, bCopy;
     const char *ap = bytesInput(arena, *a, aAliased, aCopy, k);
     const char *bp = bytesInput(arena, *b, bAliased, bCopy, k);
-    gemm(k, out->dtype == CLEAVE_F16 ? CUDA_R_16F : CUDA_R_16BF, p.transposeA,
-         p.transposeB, p.m, p.n, p.k, 1.0f, ap, lda, 0, bp, ldb, 0, 0.0f,
-         dataOf(arena, *out), p.n, 0, 1);
+    cudaDataType_t type = a->dtype == CLEAVE_F16 ? CUDA_R_16F : CUDA_R_16BF;
+    gemmInto(k, type, out->dtype == CLEAVE_F32 ? CUDA_R_32F : type,
+             p.transposeA, p.transposeB, p.m, p.n, p.k, 1.0f, ap, lda, 0, bp,
+             ldb, 0, 0.0f, dataOf(arena, *out), p.n, 0, 1);
     return;
   }
   ScratchBuffer aBuf, bBuf, outBuf;

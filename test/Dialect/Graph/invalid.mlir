@@ -878,3 +878,11 @@ func.func @gemm_result(%a: tensor<8x4xf32>, %b: tensor<8x6xf32>) {
   %0 = graph.gemm %a, %b transpose_lhs : tensor<8x4xf32>, tensor<8x6xf32> -> tensor<6x4xf32>
   return
 }
+
+// -----
+
+func.func @gemm_result_type(%a: tensor<8x4xbf16>, %b: tensor<8x6xbf16>) {
+  // expected-error @+1 {{expects a result of the operands' element type or f32, got 'tensor<4x6xf16>'}}
+  %0 = graph.gemm %a, %b transpose_lhs : tensor<8x4xbf16>, tensor<8x6xbf16> -> tensor<4x6xf16>
+  return
+}

@@ -266,6 +266,13 @@ func.func @gemm(%x: tensor<2x8x32xf32>, %w: tensor<64x32xf32>, %dy: tensor<16x64
   return %0, %1, %2 : tensor<2x8x64xf32>, tensor<64x32xf32>, tensor<32x16xf32>
 }
 
+// CHECK-LABEL: func.func @gemm_f32_result
+func.func @gemm_f32_result(%dy: tensor<16x64xbf16>, %x: tensor<16x32xbf16>) -> tensor<64x32xf32> {
+  // CHECK: graph.gemm %{{.*}}, %{{.*}} transpose_lhs : tensor<16x64xbf16>, tensor<16x32xbf16> -> tensor<64x32xf32>
+  %0 = graph.gemm %dy, %x transpose_lhs : tensor<16x64xbf16>, tensor<16x32xbf16> -> tensor<64x32xf32>
+  return %0 : tensor<64x32xf32>
+}
+
 {-#
   dialect_resources: {
     builtin: {

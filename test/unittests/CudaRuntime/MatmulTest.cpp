@@ -88,17 +88,22 @@ TEST_F(CudaMatmul, GemmTransposedOperands) {
       int64_t n = c.tb ? c.b[0] : c.b[1];
       Shape outShape = c.ta ? Shape{c.a[1], n} : c.a;
       outShape.back() = n;
-      for (int32_t bType : {dtype, int32_t(CLEAVE_F32)}) {
+      // b in a's type or f32 (mixed); for 16-bit a, also out in f32 (the
+      // f32 accumulators stored unrounded).
+      for (auto [bType, outType] :
+           {std::pair(dtype, dtype), std::pair(int32_t(CLEAVE_F32), dtype),
+            std::pair(dtype, int32_t(CLEAVE_F32))}) {
         DevicePair p(capacityFor({c.a, c.b, outShape}));
         cleave_tensor a = p.add(dtype, c.a);
         cleave_tensor b = p.add(bType, c.b);
-        cleave_tensor out = p.add(dtype, outShape);
+        cleave_tensor out = p.add(outType, outShape);
         p.fill(a, -1, 1, seed++);
         p.fill(b, -1, 1, seed++);
         p.fill(out, 5, 6, seed++); // overwritten (also when K = 0)
         CUDA_AND_CPU(p, gemm, &a, &b, &out, c.ta, c.tb);
         p.expectMatch(out, std::string("gemm ") + dtypeName(dtype) + " b " +
-                               dtypeName(bType) + " case " +
+                               dtypeName(bType) + " out " +
+                               dtypeName(outType) + " case " +
                                std::to_string(&c - cases));
       }
     }

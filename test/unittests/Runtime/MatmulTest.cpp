@@ -492,6 +492,21 @@ TEST(RuntimeGemm, TransposedOperands) {
     }
 }
 
+/// 16-bit operands into an f32 out (a weight gradient for the optimizer):
+/// the f32 accumulators, unrounded, within the f32 tolerance.
+TEST(RuntimeGemm, SixteenBitOperandsIntoF32) {
+  for (int32_t dtype : {CLEAVE_BF16, CLEAVE_F16}) {
+    TestArena arena;
+    cleave_tensor a = arena.add(dtype, {96, 40}), b = arena.add(dtype, {96, 24});
+    cleave_tensor out = arena.add(CLEAVE_F32, {40, 24});
+    std::vector<double> av = arena.fill(a, -1, 1, 220);
+    std::vector<double> bv = arena.fill(b, -1, 1, 221);
+    cleave_rt_gemm(arena.data(), &a, &b, &out, 1, 0);
+    expectClose(arena.values(out), refGemm({96, 40}, av, {96, 24}, bv, true, false),
+                1e-4, 1e-4 * std::sqrt(97.0));
+  }
+}
+
 /// out may be an input: it is read from a copy.
 TEST(RuntimeGemm, OutputMayAliasAnInput) {
   TestArena arena;

@@ -85,7 +85,8 @@ def FuseLinearPass : Pass<"cleave-fuse-linear"> {
     matmul of a transposed operand, and the transpose of a rank-2 product
     (`(A B)^T = B^T A^T`). A weight gradient `transpose(matmul(transpose(x),
     dy))` becomes `gemm dy, x transpose_lhs`, with no transposed copy of
-    the activations.
+    the activations. A cast of a 16-bit gemm product to f32 (a weight
+    gradient under mixed precision) makes the gemm store f32.
 
     Run after `-cleave-autodiff`: the fused ops have no gradient rule.
 
@@ -112,6 +113,8 @@ def FuseLinearPass : Pass<"cleave-fuse-linear"> {
               "Matmul and gelu_grad pairs fused">,
     Statistic<"numGemmTransposes", "num-gemm-transposes",
               "Transposes of matmul operands and results folded into a gemm">,
+    Statistic<"numGemmCasts", "num-gemm-casts",
+              "Casts of 16-bit gemm products to f32 folded into the gemm">,
     Statistic<"numBiasGrads", "num-bias-grads",
               "Bias-gradient sums fused into a matmul_gelu_grad">
   ];

@@ -169,6 +169,15 @@ LogicalResult GemmOp::verify() {
   RankedTensorType lhs = getLhs().getType(), rhs = getRhs().getType(),
                    out = getResult().getType();
   bool transposeRhs = getTransposeRhs();
+  // The result is in the operands' type, or f32 (the f32 accumulators
+  // stored unrounded).
+  if (out.getElementType() != lhs.getElementType()) {
+    if (!out.getElementType().isF32())
+      return emitOpError("expects a result of the operands' element type or "
+                         "f32, got ")
+             << out;
+    out = out.clone(lhs.getElementType());
+  }
   if (!getTransposeLhs())
     return verifyRowsTimesWeight(*this, "lhs", lhs, rhs, transposeRhs, out,
                                  {});

@@ -94,7 +94,9 @@ def Graph_GemmOp : Graph_FusedOp<"gemm", [Pure]> {
     (its leading dimensions are rows of one matrix) or, with
     `transpose_lhs`, the rank-2 `[k, m]`; `rhs` is the rank-2 `[k, n]` or,
     with `transpose_rhs`, `[n, k]`; `result` is `[..., m, n]`. One float
-    element type; the product accumulates in f32 and is rounded once.
+    element type for the operands; the product accumulates in f32 and is
+    rounded once to the result's type, the operands' or f32 (a 16-bit
+    weight gradient that the optimizer reads in f32).
     `-cleave-fuse-linear` folds the rank-2 transposes around matmuls into
     it: a weight gradient `transpose(transpose(x) dy)` becomes
     `gemm dy, x transpose_lhs`, a tied LM head's `x transpose(W)` becomes
