@@ -89,7 +89,7 @@ done
 
 #===--- 1. Kernels: CUDA against the CPU backend --------------------------===#
 phase "CleaveCudaRuntimeTests"
-if timeout 300 env LD_LIBRARY_PATH="$LIBS" "$PACK/bin/CleaveCudaRuntimeTests" \
+if packed timeout 300 "$PACK/bin/CleaveCudaRuntimeTests" \
   --gtest_color=no >"$WORK/gtest.log" 2>&1; then
   grep -E "^\[(==========|  PASSED  |  SKIPPED |  FAILED  )\] [0-9]" "$WORK/gtest.log"
   if grep -q "^\[  SKIPPED \]" "$WORK/gtest.log"; then
@@ -106,7 +106,7 @@ fi
 
 #===--- 2. The mlp example's inference -----------------------------------===#
 phase "mlp example on the GPU against PyTorch's logits"
-if timeout 60 env LD_LIBRARY_PATH="$LIBS" "$PACK/mlp/mlp" \
+if packed timeout 60 "$PACK/mlp/mlp" \
   --input examples/mlp/input_x.npy --output-dir "$WORK/mlp-out"; then
   "$PY" - "$WORK/mlp-out/logits.npy" examples/mlp/expected_logits.npy <<'EOF' ||
 import sys
@@ -126,7 +126,7 @@ for DIR in "$PACK"/train/*/; do
   CASE=$(basename "$DIR")
   BOUND=$(cat "$DIR/bound")
   phase "$CASE: 10 training steps on the GPU against the CPU program"
-  if ! timeout 120 env LD_LIBRARY_PATH="$LIBS" "$DIR/train" --inputs "$DIR/idx.npy" \
+  if ! packed timeout 120 "$DIR/train" --inputs "$DIR/idx.npy" \
     --targets "$DIR/targets.npy" --steps 10 --log-json "$WORK/$CASE.jsonl" --quiet; then
     fail "training $CASE on the GPU"
     continue

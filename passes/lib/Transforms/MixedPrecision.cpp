@@ -80,6 +80,8 @@ private:
   /// Makes `op` read f32: a 16-bit operand that this pass cast from an f32
   /// value is read as that value, any other is cast up.
   void readF32(OpBuilder &b, Operation &op, FloatType low);
+  /// The f32 value `v` is this pass's 16-bit cast of, or null.
+  Value narrowedFrom(Value v) const;
 
   /// The f32 -> 16-bit casts this pass made.
   llvm::DenseSet<Operation *> narrowed;
@@ -121,15 +123,19 @@ Value MixedPrecisionPass::castAfterDef(OpBuilder &b, Value v, Type elem,
   return c;
 }
 
+Value MixedPrecisionPass::narrowedFrom(Value v) const {
+  Operation *def = v.getDefiningOp();
+  return def && narrowed.contains(def) ? def->getOperand(0) : Value();
+}
+
 void MixedPrecisionPass::readF32(OpBuilder &b, Operation &op, FloatType low) {
   b.setInsertionPoint(&op);
   for (OpOperand &operand : op.getOpOperands()) {
     auto type = dyn_cast<RankedTensorType>(operand.get().getType());
     if (!type || type.getElementType() != low)
       continue;
-    Operation *def = operand.get().getDefiningOp();
-    if (def && narrowed.contains(def)) {
-      operand.set(def->getOperand(0));
+    if (Value f32 = narrowedFrom(operand.get())) {
+      operand.set(f32);
       continue;
     }
     operand.set(CastOp::create(b, op.getLoc(), type.clone(b.getF32Type()),
@@ -169,10 +175,9 @@ LogicalResult MixedPrecisionPass::rewrite(func::FuncOp func, FloatType low) {
       for (OpOperand &operand : ret->getOpOperands()) {
         Type declared = fnType.getResult(operand.getOperandNumber());
         // A value this pass narrowed is returned as it was.
-        Operation *def = operand.get().getDefiningOp();
-        if (def && narrowed.contains(def) &&
-            def->getOperand(0).getType() == declared) {
-          operand.set(def->getOperand(0));
+        if (Value f32 = narrowedFrom(operand.get());
+            f32 && f32.getType() == declared) {
+          operand.set(f32);
           continue;
         }
         if (operand.get().getType() != declared) {

@@ -83,7 +83,7 @@ public:
     // (CUDA_VISIBLE_DEVICES per task).
     device = localRank % devices;
     checkCuda(cudaSetDevice(device), fn, "selecting the device");
-    requireOwnDevice(local, localRank, localSize);
+    requireOwnDevice(local, localRank, localSize, devices);
     // The backend creates its stream on the current device, unless it was
     // initialized before this (on device 0).
     cleave_rt_backend_init();
@@ -258,7 +258,8 @@ private:
 
   /// NCCL needs a GPU of its own per rank: fails, naming both ranks, when
   /// two ranks of this node selected the same device (by PCI bus id).
-  void requireOwnDevice(MPI_Comm local, int localRank, int localSize) {
+  void requireOwnDevice(MPI_Comm local, int localRank, int localSize,
+                        int devices) {
     const char *fn = "cleave_comm_init";
     constexpr int kIdBytes = 32;
     std::vector<char> ids(size_t(localSize) * kIdBytes, '\0');
@@ -274,12 +275,7 @@ private:
                        "(%d ranks on this node, %d devices visible to this "
                        "one); the NCCL engine needs one GPU per rank",
                        fn, std::min(r, localRank), std::max(r, localRank),
-                       mine, localSize, devicesVisible());
-  }
-
-  static int devicesVisible() {
-    int n = 0;
-    return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
+                       mine, localSize, devices);
   }
 
   void checkNccl(ncclResult_t result, const char *fn, const Group &g,

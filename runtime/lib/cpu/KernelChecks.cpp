@@ -91,16 +91,12 @@ MatmulPlan planMatmul(const char *kernel, const cleave_tensor *a,
 
 namespace {
 
-/// Checks the descriptors of a fused GEMM and that they are float, and
-/// plans out [rows, n] = x [rows, k] W for the stored weight w (shapes
-/// unchecked: `ok` says whether x, w and out fit).
-LinearPlan planRowsGemm(const char *k,
-                        std::initializer_list<std::pair<const char *,
-                                                        const cleave_tensor *>>
-                            operands,
-                        const cleave_tensor &x, const cleave_tensor &w,
-                        const cleave_tensor &out, int32_t transposeW,
-                        int32_t activation, bool &ok) {
+using NamedOperands =
+    std::initializer_list<std::pair<const char *, const cleave_tensor *>>;
+
+/// Checks the descriptors of a GEMM's operands (null ones skipped) and that
+/// they are float.
+void checkFloatOperands(const char *k, NamedOperands operands) {
   for (auto [name, t] : operands)
     if (t)
       checkTensor(k, name, t);
@@ -108,6 +104,16 @@ LinearPlan planRowsGemm(const char *k,
     if (t && !isFloatType(t->dtype))
       cleave_rt_fail("%s: expects float operands, got %s", k,
                      dtypeName(t->dtype));
+}
+
+/// Checks the descriptors of a fused GEMM and that they are float, and
+/// plans out [rows, n] = x [rows, k] W for the stored weight w (shapes
+/// unchecked: `ok` says whether x, w and out fit).
+LinearPlan planRowsGemm(const char *k, NamedOperands operands,
+                        const cleave_tensor &x, const cleave_tensor &w,
+                        const cleave_tensor &out, int32_t transposeW,
+                        int32_t activation, bool &ok) {
+  checkFloatOperands(k, operands);
   LinearPlan p;
   p.transposed = transposeW != 0;
   p.activation = activation;
@@ -143,13 +149,7 @@ GemmPlan planGemm(const char *k, const cleave_tensor *a,
     p.k = rows.k;
     p.n = rows.n;
   } else {
-    for (auto [name, t] : {std::pair("a", a), std::pair("b", b),
-                           std::pair("out", out)}) {
-      checkTensor(k, name, t);
-      if (!isFloatType(t->dtype))
-        cleave_rt_fail("%s: expects float operands, got %s", k,
-                       dtypeName(t->dtype));
-    }
+    checkFloatOperands(k, {{"a", a}, {"b", b}, {"out", out}});
     ok = a->rank == 2 && b->rank == 2 && out->rank == 2;
     if (ok) {
       p.k = a->shape[0];

@@ -116,11 +116,41 @@ void matmulFloat(const char *kernel, const MatmulPlan &p, cudaDataType_t type,
       kernel);
 }
 
+/// Whether a and b share one 16-bit type, which cuBLAS reads as stored.
+bool sixteenBitOperands(const cleave_tensor &a, const cleave_tensor &b) {
+  return a.dtype == b.dtype &&
+         (a.dtype == CLEAVE_F16 || a.dtype == CLEAVE_BF16);
+}
+
+/// Calls `gemm(abType, cType, a, b, c)` on device pointers: with `direct`,
+/// the 16-bit operands as stored and out in its own type (theirs or f32);
+/// otherwise f32 copies of a and b and an f32 view of out. cuBLAS must not
+/// write over its inputs, so an input that out overlaps is read from a
+/// copy.
+template <typename Gemm>
+void runFloatGemm(const char *kernel, char *arena, const cleave_tensor &a,
+                  const cleave_tensor &b, const cleave_tensor &out,
+                  bool direct, Gemm gemm) {
+  bool aAliased = overlaps(a, out), bAliased = overlaps(b, out);
+  if (direct) {
+    ScratchBuffer aCopy, bCopy;
+    cudaDataType_t type = a.dtype == CLEAVE_F16 ? CUDA_R_16F : CUDA_R_16BF;
+    gemm(type, out.dtype == CLEAVE_F32 ? CUDA_R_32F : type,
+         bytesInput(arena, a, aAliased, aCopy, kernel),
+         bytesInput(arena, b, bAliased, bCopy, kernel), dataOf(arena, out));
+    return;
+  }
+  ScratchBuffer aBuf, bBuf, outBuf;
+  const float *ap = f32Input(arena, a, aAliased, aBuf, kernel);
+  const float *bp = f32Input(arena, b, bAliased, bBuf, kernel);
+  float *op = f32Output(arena, out, outBuf, kernel);
+  gemm(CUDA_R_32F, CUDA_R_32F, ap, bp, op);
+  commitF32Output(arena, out, op, kernel);
+}
+
 void matmulF32(const char *kernel, char *arena, const MatmulPlan &p,
                const cleave_tensor &a, const cleave_tensor &b,
                const cleave_tensor &out) {
-  // cuBLAS must not write over its inputs: copy an input that aliases out.
-  bool aAliased = overlaps(a, out), bAliased = overlaps(b, out);
   // cuBLAS needs 16-bit matrices in pointer arrays aligned to 16 bytes
   // (its alignment rule for the pointer-array GEMMs): a batch stride that
   // breaks it goes through f32 buffers.
@@ -128,22 +158,15 @@ void matmulF32(const char *kernel, char *arena, const MatmulPlan &p,
   bool aligned = !needsPointerArrays(p) ||
                  (p.m * p.k * elem % 16 == 0 && p.k * p.n * elem % 16 == 0 &&
                   p.m * p.n * elem % 16 == 0);
-  if (a.dtype == out.dtype && b.dtype == out.dtype && aligned &&
-      (out.dtype == CLEAVE_F16 || out.dtype == CLEAVE_BF16)) {
-    // One 16-bit type: the GEMM reads and writes it, accumulating in f32.
-    ScratchBuffer aCopy, bCopy;
-    const char *ap = bytesInput(arena, a, aAliased, aCopy, kernel);
-    const char *bp = bytesInput(arena, b, bAliased, bCopy, kernel);
-    matmulFloat(kernel, p, out.dtype == CLEAVE_F16 ? CUDA_R_16F : CUDA_R_16BF,
-                elem, ap, bp, dataOf(arena, out));
-    return;
-  }
-  ScratchBuffer aBuf, bBuf, outBuf;
-  const float *ap = f32Input(arena, a, aAliased, aBuf, kernel);
-  const float *bp = f32Input(arena, b, bAliased, bBuf, kernel);
-  float *op = f32Output(arena, out, outBuf, kernel);
-  matmulFloat(kernel, p, CUDA_R_32F, sizeof(float), ap, bp, op);
-  commitF32Output(arena, out, op, kernel);
+  // One 16-bit type read and written as stored, accumulating in f32.
+  bool direct = sixteenBitOperands(a, b) && out.dtype == a.dtype && aligned;
+  runFloatGemm(kernel, arena, a, b, out, direct,
+               [&](cudaDataType_t type, cudaDataType_t, const void *ap,
+                   const void *bp, void *cp) {
+                 matmulFloat(kernel, p, type,
+                             type == CUDA_R_32F ? sizeof(float) : 2, ap, bp,
+                             cp);
+               });
 }
 
 /// One output element per thread, accumulated in i64 with wrapping
@@ -215,27 +238,17 @@ void cleave_rt_gemm(char *arena, const cleave_tensor *a,
   if (p.m == 0 || p.n == 0)
     return;
   int64_t lda = p.transposeA ? p.m : p.k, ldb = p.transposeB ? p.k : p.n;
-  bool aAliased = overlaps(*a, *out), bAliased = overlaps(*b, *out);
-  if (a->dtype == b->dtype && (a->dtype == CLEAVE_F16 || a->dtype == CLEAVE_BF16) &&
-      (out->dtype == a->dtype || out->dtype == CLEAVE_F32)) {
-    // 16-bit operands: cuBLAS reads them as stored, accumulates in f32 and
-    // writes out in its type (16-bit, or the f32 accumulators).
-    ScratchBuffer aCopy, bCopy;
-    const char *ap = bytesInput(arena, *a, aAliased, aCopy, k);
-    const char *bp = bytesInput(arena, *b, bAliased, bCopy, k);
-    cudaDataType_t type = a->dtype == CLEAVE_F16 ? CUDA_R_16F : CUDA_R_16BF;
-    gemmInto(k, type, out->dtype == CLEAVE_F32 ? CUDA_R_32F : type,
-             p.transposeA, p.transposeB, p.m, p.n, p.k, 1.0f, ap, lda, 0, bp,
-             ldb, 0, 0.0f, dataOf(arena, *out), p.n, 0, 1);
-    return;
-  }
-  ScratchBuffer aBuf, bBuf, outBuf;
-  const float *ap = f32Input(arena, *a, aAliased, aBuf, k);
-  const float *bp = f32Input(arena, *b, bAliased, bBuf, k);
-  float *op = f32Output(arena, *out, outBuf, k);
-  gemmF32(k, p.transposeA, p.transposeB, p.m, p.n, p.k, 1.0f, ap, lda, 0, bp,
-          ldb, 0, 0.0f, op, p.n, 0, 1);
-  commitF32Output(arena, *out, op, k);
+  // 16-bit operands as stored, out in their type or f32 (the accumulators
+  // unrounded).
+  bool direct = sixteenBitOperands(*a, *b) &&
+                (out->dtype == a->dtype || out->dtype == CLEAVE_F32);
+  runFloatGemm(k, arena, *a, *b, *out, direct,
+               [&](cudaDataType_t abType, cudaDataType_t cType,
+                   const void *ap, const void *bp, void *cp) {
+                 gemmInto(k, abType, cType, p.transposeA, p.transposeB, p.m,
+                          p.n, p.k, 1.0f, ap, lda, 0, bp, ldb, 0, 0.0f, cp,
+                          p.n, 0, 1);
+               });
 }
 
 void cleave_rt_expert_matmul(char *arena, const cleave_tensor *x,

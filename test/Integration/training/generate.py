@@ -185,7 +185,7 @@ class LowPrecision(TorchFunctionMode):
             return _Round.apply(value, self.low)
         return value
 
-    def _in_router(self, func, args, kwargs):
+    def _in_f32(self, func, args, kwargs):
         if func in self.keep:
             return True
         if func not in ROUTING_FUNCS:
@@ -195,7 +195,7 @@ class LowPrecision(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if self._in_router(func, args, kwargs):
+        if self._in_f32(func, args, kwargs):
             out = func(*args, **kwargs)
             self.f32 += [t for t in tree_flatten(out)[0]
                          if isinstance(t, torch.Tensor) and t.is_floating_point()]

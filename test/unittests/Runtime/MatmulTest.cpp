@@ -426,22 +426,19 @@ TEST(RuntimeLinear, MatmulGeluGradBadOperandsFail) {
 }
 
 /// op(a) op(b) in float64, from a stored as [..., m, k] (or [k, m] with
-/// ta) and b as [k, n] (or [n, k] with tb).
+/// ta) and b as [k, n] (or [n, k] with tb): refRowsGemm on a, transposed
+/// first with ta.
 std::vector<double> refGemm(const Shape &as, const std::vector<double> &a,
                             const Shape &bs, const std::vector<double> &b,
                             bool ta, bool tb) {
-  int64_t k = ta ? as[0] : as.back(), m = ta ? as[1] : product(as) / k;
-  int64_t n = tb ? bs[0] : bs[1];
-  std::vector<double> out(size_t(m * n));
+  if (!ta)
+    return refRowsGemm(as, a, bs, b, tb);
+  int64_t k = as[0], m = as[1];
+  std::vector<double> at(a.size());
   for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n; ++j) {
-      double s = 0;
-      for (int64_t kk = 0; kk < k; ++kk)
-        s += a[size_t(ta ? kk * m + i : i * k + kk)] *
-             b[size_t(tb ? j * k + kk : kk * n + j)];
-      out[size_t(i * n + j)] = s;
-    }
-  return out;
+    for (int64_t kk = 0; kk < k; ++kk)
+      at[size_t(i * k + kk)] = a[size_t(kk * m + i)];
+  return refRowsGemm({m, k}, at, bs, b, tb);
 }
 
 struct GemmCase {
