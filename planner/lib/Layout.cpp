@@ -90,7 +90,7 @@ StateBytes stateBytes(const TrainingConfig &t) {
   StateBytes b;
   bool fp32 = t.precision == Precision::FP32;
   b.param = fp32 ? 4 : 2;
-  b.grad = b.param;
+  b.grad = (fp32 || t.f32Grads) ? 4 : 2;
   // An fp32 master copy only exists for 16-bit weights.
   double master = (!fp32 && t.masterWeights) ? 4 : 0;
   double moments = t.optimizer == Optimizer::Adam ? 8 : 0;

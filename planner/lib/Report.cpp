@@ -378,6 +378,7 @@ std::string planFileJson(const ModelSpec &m, const TrainingConfig &t,
   w.member("micro_batch", est.microBatch);
   w.member("precision", precisionName(t.precision));
   w.member("master_weights", t.masterWeights);
+  w.member("f32_grads", t.f32Grads);
   w.member("optimizer", optimizerName(t.optimizer));
   w.member("offload", t.offload);
   w.member("sequence_parallel", t.sequenceParallel);

@@ -87,8 +87,15 @@ cl::opt<std::string> precision(
 cl::opt<std::string>
     masterWeights("master-weights",
                   cl::desc("on|off: fp32 master weights of 16-bit parameters "
-                           "(16 or 12 bytes of state per parameter with Adam)"),
+                           "(4 of the 18 bytes of state per parameter with "
+                           "Adam)"),
                   cl::init("on"), cl::cat(trainCat));
+cl::opt<std::string>
+    f32Grads("f32-grads",
+             cl::desc("on|off: fp32 weight gradients of 16-bit parameters, "
+                      "as cleave-compile emits them (off: 16-bit, 2 bytes "
+                      "per parameter fewer, as in the ZeRO paper)"),
+             cl::init("on"), cl::cat(trainCat));
 cl::opt<std::string> optimizer("optimizer", cl::desc("adam (default) or sgd"),
                                cl::init("adam"), cl::cat(trainCat));
 cl::opt<std::string> recompute("recompute",
@@ -381,6 +388,8 @@ int run() {
   }
   if (std::optional<bool> on = onOff(masterWeights, error))
     training.masterWeights = *on;
+  if (std::optional<bool> on = onOff(f32Grads, error))
+    training.f32Grads = *on;
   if (std::optional<bool> on = onOff(sequenceParallel, error))
     training.sequenceParallel = *on;
   if (std::optional<Optimizer> o = parseOptimizer(optimizer))

@@ -14,7 +14,10 @@
 //
 // Gradients and optimizer state are compared on an AdamW `@train_step`:
 // the bytes of the gradients the updates consume, and of the fp32 moments
-// the optimizer adds. Activations are not compared yet: the compiler keeps
+// the optimizer adds. Under bf16 mixed precision (the pipeline of
+// `cleave-compile --precision bf16`) the planner's 2 + 4 + 12 bytes per
+// parameter are compared with the step's bf16 weight copies, its f32
+// gradients, and its f32 parameters (the master weights) plus moments. Activations are not compared yet: the compiler keeps
 // them as arena temporaries that share bytes with backward values, so the
 // planner's stored-activation estimate has no region to match until the
 // plan reports the forward's saved values separately. When partitioning
@@ -34,6 +37,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <gtest/gtest.h>
@@ -90,18 +94,23 @@ bool trainingPlan(mlir::ModuleOp module, CompilerMemory &out) {
   return true;
 }
 
+/// The ONNX model at `path` imported into `context`; null on failure.
+mlir::OwningOpRef<mlir::ModuleOp> importExample(const std::string &path,
+                                                mlir::MLIRContext &context) {
+  context.loadDialect<cleave::graph::GraphDialect, mlir::func::FuncDialect>();
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return nullptr;
+  cleave::OnnxImportOptions options;
+  options.fileName = path;
+  return cleave::importOnnxModel((*buffer)->getBuffer(), options, &context);
+}
+
 /// Imports `path` once; runs -cleave-plan-memory on it as cleave-opt would,
 /// and trainingPlan on a copy.
 bool compilerPlan(const std::string &path, CompilerMemory &out) {
   mlir::MLIRContext context;
-  context.loadDialect<cleave::graph::GraphDialect, mlir::func::FuncDialect>();
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  if (!buffer)
-    return false;
-  cleave::OnnxImportOptions options;
-  options.fileName = path;
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      cleave::importOnnxModel((*buffer)->getBuffer(), options, &context);
+  mlir::OwningOpRef<mlir::ModuleOp> module = importExample(path, context);
   if (!module)
     return false;
   mlir::OwningOpRef<mlir::ModuleOp> training = module->clone();
@@ -173,6 +182,108 @@ TEST_P(CompilerCrossCheck, OneDevice) {
   // fp32 gradients (4 bytes per parameter) and AdamW's two fp32 moments.
   EXPECT_EQ(int64_t(states.grads), compiler.gradBytes);
   EXPECT_EQ(int64_t(states.optimizer), compiler.optimizerBytes);
+}
+
+/// What a bf16 AdamW training step holds, compiled as cleave-compile
+/// --precision bf16 does (router in f32, fusion on).
+struct MixedPrecisionMemory {
+  int64_t copyBytes = 0;   ///< bf16 copies of parameters read by the step
+  int64_t gradBytes = 0;   ///< gradients the updates consume
+  int64_t masterBytes = 0; ///< the f32 parameters
+  int64_t momentBytes = 0; ///< AdamW's moments
+  std::vector<std::string> uncopied; ///< parameters read without a bf16 copy
+};
+
+bool mixedPrecisionPlan(const std::string &path, MixedPrecisionMemory &out) {
+  mlir::MLIRContext context;
+  mlir::OwningOpRef<mlir::ModuleOp> module = importExample(path, context);
+  if (!module)
+    return false;
+  mlir::PassManager pm(&context);
+  pm.addPass(cleave::createRaisePass());
+  cleave::MixedPrecisionPassOptions mixed;
+  mixed.precision = "bf16";
+  pm.addPass(cleave::createMixedPrecisionPass(mixed));
+  pm.addPass(mlir::createCanonicalizerPass());
+  cleave::AutodiffPassOptions autodiff;
+  autodiff.optimizer = "adamw";
+  pm.addPass(cleave::createAutodiffPass(autodiff));
+  pm.addPass(mlir::createCanonicalizerPass());
+  pm.addPass(mlir::createCSEPass());
+  pm.addPass(cleave::createFuseLinearPass());
+  cleave::PlanMemoryPassOptions plan;
+  plan.entry = "train_step";
+  pm.addPass(cleave::createPlanMemoryPass(plan));
+  if (mlir::failed(pm.run(*module)))
+    return false;
+  mlir::func::FuncOp step = cleave::getEntryFunction(*module, "train_step");
+  if (!step)
+    return false;
+  step.walk([&](cleave::graph::AdamwUpdateOp update) {
+    out.gradBytes += cleave::getTensorBytes(update.getGrad().getType());
+  });
+  step.walk([&](cleave::graph::ReadParamOp read) {
+    auto param = mlir::SymbolTable::lookupNearestSymbolFrom<
+        cleave::graph::ParamOp>(read, read.getParamAttr());
+    if (!param || param->hasAttr(cleave::kOptimizerStateAttr))
+      return; // the step counter
+    bool copied = false;
+    for (mlir::Operation *user : read->getUsers()) {
+      auto cast = llvm::dyn_cast<cleave::graph::CastOp>(user);
+      if (cast && llvm::cast<mlir::ShapedType>(cast.getType())
+                      .getElementType()
+                      .isBF16()) {
+        out.copyBytes += cleave::getTensorBytes(cast.getType());
+        copied = true;
+      }
+    }
+    if (!copied)
+      out.uncopied.push_back(read.getParam().str());
+  });
+  for (auto param : module->getOps<cleave::graph::ParamOp>()) {
+    int64_t bytes = cleave::getTensorBytes(param.getType());
+    if (!param->hasAttr(cleave::kOptimizerStateAttr))
+      out.masterBytes += bytes;
+    else if (param.getSymName().ends_with(".m") ||
+             param.getSymName().ends_with(".v"))
+      out.momentBytes += bytes;
+  }
+  return true;
+}
+
+TEST_P(CompilerCrossCheck, OneDeviceBf16) {
+  const std::string path = examplePath(GetParam());
+  ModelFile file;
+  std::string error;
+  ASSERT_TRUE(readModelFile(path, {}, file, error)) << error;
+  MixedPrecisionMemory compiler;
+  ASSERT_TRUE(mixedPrecisionPlan(path, compiler)) << path;
+
+  TrainingConfig training; // bf16, fp32 master weights and gradients, Adam
+  ASSERT_EQ(training.precision, Precision::BF16);
+  const double params = double(file.spec.params().total());
+  ModelStates states =
+      modelStates(params, stateBytes(training), /*zero=*/0, 1, false);
+
+  // Every parameter gets one bf16 copy, except an MoE router's weight, which
+  // the step reads in f32 (--router-f32): the planner counts its copy too,
+  // an overestimate of 2 bytes per router parameter.
+  int64_t routerElements = 0;
+  std::vector<std::string> expectUncopied;
+  for (const ParamTensor &p : file.params) {
+    if (!llvm::StringRef(p.name).ends_with(".router.weight"))
+      continue;
+    routerElements += p.bytes() / 4;
+    expectUncopied.push_back(p.name);
+  }
+  EXPECT_EQ(compiler.uncopied, expectUncopied);
+  EXPECT_EQ(int64_t(states.params), compiler.copyBytes + 2 * routerElements);
+
+  // f32 weight gradients, and f32 master weights plus two f32 moments.
+  EXPECT_EQ(int64_t(states.grads), compiler.gradBytes);
+  EXPECT_EQ(int64_t(states.grads), 4 * int64_t(params));
+  EXPECT_EQ(int64_t(states.optimizer),
+            compiler.masterBytes + compiler.momentBytes);
 }
 
 INSTANTIATE_TEST_SUITE_P(Examples, CompilerCrossCheck,

@@ -13,10 +13,13 @@ using namespace cleave::planner;
 
 namespace {
 
+/// Mixed-precision Adam as the ZeRO paper and the seed article count it:
+/// 16-bit gradients.
 TrainingConfig mixedPrecisionAdam() {
   TrainingConfig t;
   t.precision = Precision::FP16;
   t.masterWeights = true;
+  t.f32Grads = false;
   t.optimizer = Optimizer::Adam;
   return t;
 }
@@ -31,6 +34,30 @@ TEST(ModelStatesTest, MixedPrecisionAdamIsSixteenBytes) {
   EXPECT_EQ(b.grad, 2);
   EXPECT_EQ(b.optimizer, 12);
   EXPECT_EQ(b.total(), 16);
+}
+
+// Cleave's default is what cleave-compile emits: fp32 weight gradients.
+// Megatron-LM's distributed-optimizer guide ("float16 param, fp32 grads")
+// gives 18 bytes per parameter, and 6 + 12/d with the optimizer state (fp32
+// master weights and moments) distributed over d data-parallel ranks, which
+// is ZeRO stage 1.
+TEST(ModelStatesTest, CompiledMixedPrecisionIsEighteenBytes) {
+  TrainingConfig t;
+  t.precision = Precision::BF16;
+  ASSERT_TRUE(t.f32Grads && t.masterWeights);
+  StateBytes b = stateBytes(t);
+  EXPECT_EQ(b.param, 2);
+  EXPECT_EQ(b.grad, 4);
+  EXPECT_EQ(b.optimizer, 12);
+  EXPECT_EQ(b.total(), 18);
+  for (int d : {2, 8, 64})
+    EXPECT_DOUBLE_EQ(modelStates(1, b, 1, d, false).total(), 6 + 12.0 / d)
+        << d;
+  // ZeRO-2 also shards the fp32 gradients.
+  EXPECT_DOUBLE_EQ(modelStates(1, b, 2, 8, false).total(), 2 + 16.0 / 8);
+  t.precision = Precision::FP32; // the flag is meaningless in fp32
+  t.f32Grads = false;
+  EXPECT_EQ(stateBytes(t).grad, 4);
 }
 
 // ZeRO, figure 1: Psi = 7.5B parameters, Nd = 64 data-parallel GPUs, K = 12:

@@ -43,6 +43,11 @@ struct TrainingConfig {
   /// Keep an fp32 copy of 16-bit weights in the optimizer (mixed precision
   /// training); meaningless with fp32 weights.
   bool masterWeights = true;
+  /// Keep the weight gradients of 16-bit weights in fp32, as cleave-compile
+  /// emits them (each weight-gradient GEMM stores its f32 accumulators);
+  /// off: 16-bit gradients, as in the ZeRO paper. Meaningless with fp32
+  /// weights.
+  bool f32Grads = true;
   Optimizer optimizer = Optimizer::Adam;
   /// Optimizer state (and its update) lives in host memory (ZeRO-Offload).
   bool offload = false;
@@ -59,11 +64,14 @@ struct StateBytes {
   double total() const { return param + grad + optimizer; }
 };
 
-/// Mixed-precision Adam (ZeRO, Rajbhandari et al. 2020, section 3.1): 2 bytes
-/// of fp16/bf16 weights, 2 of gradients, and K = 12 of optimizer state (fp32
-/// master weights, momentum, variance): 16 bytes. Without fp32 master weights
-/// K = 8: 12 bytes. fp32 training: 4 + 4 + 8. SGD (no momentum) keeps only
-/// the master weights, if any.
+/// Bytes of model state per parameter. Mixed-precision Adam as Cleave
+/// compiles it: 2 bytes of fp16/bf16 weights, 4 of fp32 gradients and K = 12
+/// of optimizer state (fp32 master weights, momentum, variance): 18 bytes,
+/// the "16-bit param, fp32 grads" row of Megatron-LM's distributed-optimizer
+/// table. With 16-bit gradients (`f32Grads` off) it is ZeRO's accounting
+/// (Rajbhandari et al. 2020, section 3.1): 2 + 2 + 12 = 16 bytes. Without
+/// fp32 master weights K = 8. fp32 training: 4 + 4 + 8. SGD (no momentum)
+/// keeps only the master weights, if any.
 StateBytes stateBytes(const TrainingConfig &training);
 
 /// Bytes of one activation element (16-bit or fp32).
