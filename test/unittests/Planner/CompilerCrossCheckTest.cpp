@@ -2,8 +2,7 @@
 //
 // For each example model on one device, the planner's memory estimate must
 // agree with the static memory plan the compiler emits
-// (-cleave-plan-memory): parameters, gradients and optimizer state exactly,
-// activations within 10%.
+// (-cleave-plan-memory): parameters, gradients and optimizer state exactly.
 //
 // Parameters are compared on the plan of `@forward`, three ways: the same tensors in the same order with the same byte
 // sizes; each tensor's slot in the plan (its size rounded up to the plan's
