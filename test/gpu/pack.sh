@@ -32,9 +32,16 @@
 #                                    not packed (500 MB): manifest.json says
 #                                    where the programs read them and how
 #                                    run-packed.sh fills them
+#     nccl/CleaveCommNcclTests       the NCCL engine's tests, when the build
+#                                    has them (CUDA, NCCL and MPI found)
+#     mpi/                           Open MPI's components (mca/), help
+#                                    texts (share/) and settings (etc/), so
+#                                    that those tests start as a one-rank
+#                                    MPI singleton without Open MPI installed
 #     lib/                           the shared libraries these programs
-#                                    need beyond glibc, libstdc++, zlib and
-#                                    CUDA's (OpenBLAS, protobuf, ...)
+#                                    and components need beyond glibc,
+#                                    libstdc++, zlib and CUDA's (OpenBLAS,
+#                                    protobuf, Open MPI, ...)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -183,10 +190,31 @@ for precision in bf16 fp32; do
 done
 rm -rf "$GPT2S_DIR"
 
+step "NCCL engine tests and Open MPI's components"
+if cmake --build "$BUILD" --target CleaveCommNcclTests >/dev/null 2>&1; then
+  mkdir -p "$PACK/nccl" "$PACK/mpi"/{mca,share,etc}
+  cp "$BUILD/test/unittests/Comm/CleaveCommNcclTests" "$PACK/nccl/"
+  # Where this machine's Open MPI keeps its components and texts (Debian:
+  # /usr/lib/<triple>/openmpi/lib/openmpi3, /usr/share/openmpi,
+  # /etc/openmpi); run-packed.sh points OPAL_PKGLIBDIR and friends at the
+  # copies.
+  mpi_lib=$(ldd "$PACK/nccl/CleaveCommNcclTests" | awk '$1 == "libmpi.so.40" {print $3}')
+  [ -n "$mpi_lib" ] || die "CleaveCommNcclTests does not link libmpi.so.40"
+  components=$(dirname "$(readlink -f "$mpi_lib")")/openmpi/lib/openmpi3
+  cp -L "$components"/mca_*.so "$PACK/mpi/mca/" ||
+    die "no Open MPI components in $components"
+  cp -r /usr/share/openmpi/. "$PACK/mpi/share/"
+  cp /etc/openmpi/openmpi-mca-params.conf "$PACK/mpi/etc/"
+else
+  echo "note: the build has no CleaveCommNcclTests (NCCL or MPI not found): not packed"
+fi
+
 step "shared libraries"
 # What the programs load beyond the base system and CUDA's own libraries.
 base='^(linux-vdso|ld-linux|libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|libz)\.so'
-for exe in "$PACK"/bin/* "$PACK"/mlp/mlp "$PACK"/train/*/train "$PACK"/gpt2s/train-*; do
+for exe in "$PACK"/bin/* "$PACK"/mlp/mlp "$PACK"/train/*/train "$PACK"/gpt2s/train-* \
+  "$PACK"/nccl/* "$PACK"/mpi/mca/*.so; do
+  [ -e "$exe" ] || continue
   ldd "$exe" | awk '$3 ~ /^\// {print $1, $3}'
 done | sort -u | while read -r soname path; do
   [[ "$soname" =~ $base ]] && continue

@@ -11,8 +11,12 @@
 #
 #   1. CleaveCudaRuntimeTests: every kernel of the runtime ABI on the GPU
 #      against the CPU backend (none may be skipped);
-#   2. the mlp example on the GPU against its PyTorch logits (1e-4);
-#   3. 10 training steps on the GPU of the gpt example (gpt_adamw in fp32,
+#   2. CleaveCommNcclTests: the NCCL engine's tests on one rank, started as
+#      an MPI singleton with the archive's Open MPI (none may be skipped;
+#      needs libnccl.so.2: CUDA's, $CLEAVE_NCCL_LIB, or python3's
+#      nvidia-nccl package);
+#   3. the mlp example on the GPU against its PyTorch logits (1e-4);
+#   4. 10 training steps on the GPU of the gpt example (gpt_adamw in fp32,
 #      gpt_adamw_bf16, gpt_adamw_fp16 with dynamic loss scaling and skipped
 #      steps), the moe example (moe_adamw, moe_adamw_bf16 with the f32
 #      router), on the data of test/Integration/training/<case>, and the
@@ -20,11 +24,16 @@
 #      within 1e-4 relative of the CPU program's in fp32, 1.5e-2 in bf16 and
 #      2e-3 in fp16 (check_training.py's bounds; cuBLAS sums in another
 #      order), PyTorch's losses printed beside where recorded;
-#   4. a GPT-2-small-sized model's training step timed in bf16 (also with
+#   5. a GPT-2-small-sized model's training step timed in bf16 (also with
 #      CLEAVE_CUDA_LINEAR=unfused: the cuBLASLt epilogues against GEMM +
 #      epilogue kernel, and with CLEAVE_CUDA_ATTENTION=materialized: the
 #      fused attention kernels against TF32 cuBLAS) and fp32: tokens/s and
-#      the model FLOP utilization against the card's peaks.
+#      the model FLOP utilization against the card's peaks;
+#   6. CleaveCudaRuntimeTests again under compute-sanitizer's memcheck
+#      (out-of-bounds and misaligned device accesses, CUDA API errors), in
+#      the time left before $CLEAVE_GPU_DEADLINE_S (default 540 s from the
+#      start, under the device tool's 600 s per command): a report of the
+#      tests it finished when time runs out, a failure on any error found.
 #
 # Exits 1 when a check fails, 2 when the machine lacks what it needs.
 set -uo pipefail
@@ -104,7 +113,43 @@ else
   fail "CleaveCudaRuntimeTests (exit $rc)"
 fi
 
-#===--- 2. The mlp example's inference -----------------------------------===#
+#===--- 2. The NCCL engine on one rank -----------------------------------===#
+phase "CleaveCommNcclTests: the NCCL engine on one rank (an MPI singleton)"
+if [ ! -x "$PACK/nccl/CleaveCommNcclTests" ]; then
+  echo "note: not in the archive (its build had no NCCL or no MPI)"
+else
+  nccl_dir=
+  for d in ${CLEAVE_NCCL_LIB:-} "${cuda_dirs[@]}" /usr/local/cuda/lib64 \
+    /usr/local/cuda/lib; do
+    [ -z "$nccl_dir" ] && [ -e "$d/libnccl.so.2" ] && nccl_dir=$d
+  done
+  [ -n "$nccl_dir" ] || nccl_dir=$("$PY" - <<'EOF' 2>/dev/null
+import glob, os, site
+for base in site.getsitepackages():
+    for path in glob.glob(os.path.join(base, "nvidia", "**", "libnccl.so.2"), recursive=True):
+        print(os.path.dirname(path))
+        raise SystemExit
+EOF
+  )
+  MPI=$PACK/mpi
+  # Open MPI finds its components, texts and settings in the archive, and
+  # a singleton starts without forking its runtime daemon.
+  nccl_env=(env "LD_LIBRARY_PATH=$LIBS:$nccl_dir" "OPAL_PREFIX=$MPI"
+    "OPAL_PKGLIBDIR=$MPI/mca" "OPAL_PKGDATADIR=$MPI/share"
+    "OPAL_SYSCONFDIR=$MPI/etc" OMPI_MCA_ess_singleton_isolated=1
+    OMPI_MCA_mca_base_component_show_load_errors=0)
+  if [ -z "$nccl_dir" ]; then
+    fail "CleaveCommNcclTests: no libnccl.so.2 found (set CLEAVE_NCCL_LIB)"
+  elif missing=$("${nccl_env[@]}" ldd "$PACK/nccl/CleaveCommNcclTests" |
+    grep "not found"); then
+    fail "CleaveCommNcclTests: $missing"
+  else
+    echo "libnccl.so.2 from $nccl_dir"
+    nccl_tests "$WORK/comm.log" "${nccl_env[@]}" "$PACK/nccl/CleaveCommNcclTests"
+  fi
+fi
+
+#===--- 3. The mlp example's inference -----------------------------------===#
 phase "mlp example on the GPU against PyTorch's logits"
 if packed timeout 60 "$PACK/mlp/mlp" \
   --input examples/mlp/input_x.npy --output-dir "$WORK/mlp-out"; then
@@ -121,7 +166,7 @@ else
   fail "running the mlp example on the GPU"
 fi
 
-#===--- 3. Training: cuda against cpu -----------------------------------===#
+#===--- 4. Training: cuda against cpu -----------------------------------===#
 for DIR in "$PACK"/train/*/; do
   CASE=$(basename "$DIR")
   BOUND=$(cat "$DIR/bound")
@@ -155,7 +200,7 @@ EOF
   fail "$CASE losses: cuda and cpu differ by more than $BOUND relative"
 done
 
-#===--- 4. GPT-2 small: one training step timed ---------------------------===#
+#===--- 5. GPT-2 small: one training step timed ---------------------------===#
 phase "GPT-2 small training step on the GPU (bf16 and fp32)"
 # Peaks from NVIDIA's H200 datasheet (the H100 SXM's are the same): FP32
 # 67 TFLOP/s; BF16 Tensor Core 989 TFLOP/s dense (1,979 with sparsity).
@@ -251,6 +296,40 @@ for precision in ("bf16", "fp32"):
 sys.exit(1 if failed else 0)
 EOF
   fail "the GPT-2-small training step"
+fi
+
+#===--- 6. The kernels under compute-sanitizer (memcheck) ----------------===#
+phase "CleaveCudaRuntimeTests under compute-sanitizer memcheck"
+SANITIZER=$(command -v compute-sanitizer || true)
+for candidate in /usr/local/cuda*/bin/compute-sanitizer \
+  /usr/local/cuda*/compute-sanitizer/compute-sanitizer \
+  /opt/nvidia/*/compute-sanitizer; do
+  [ -z "$SANITIZER" ] && [ -x "$candidate" ] && SANITIZER=$candidate
+done
+LEFT=$((${CLEAVE_GPU_DEADLINE_S:-540} - (SECONDS - START)))
+if [ -z "$SANITIZER" ]; then
+  echo "note: compute-sanitizer not found; memcheck not run"
+elif [ "$LEFT" -lt 30 ]; then
+  echo "note: ${LEFT} s left before the deadline; memcheck not run"
+else
+  echo "memcheck for at most $LEFT s ($SANITIZER)"
+  packed timeout "$LEFT" "$SANITIZER" --tool memcheck --error-exitcode 3 \
+    "$PACK/bin/CleaveCudaRuntimeTests" --gtest_color=no >"$WORK/memcheck.log" 2>&1
+  rc=$?
+  done_tests=$(grep -c "^\[       OK \]" "$WORK/memcheck.log")
+  grep -E "^========= (ERROR SUMMARY|Invalid|Misaligned|Program hit|  at |    by )" \
+    "$WORK/memcheck.log" | head -40
+  if grep -qE "^========= (Invalid|Misaligned|Program hit|Out-of-range)" "$WORK/memcheck.log" ||
+    [ "$rc" -eq 3 ]; then
+    fail "compute-sanitizer memcheck found errors ($done_tests tests finished)"
+  elif [ "$rc" -eq 124 ]; then
+    echo "memcheck stopped after $LEFT s: $done_tests tests finished without an error"
+  elif [ "$rc" -ne 0 ]; then
+    tail -5 "$WORK/memcheck.log"
+    fail "CleaveCudaRuntimeTests under memcheck (exit $rc)"
+  else
+    echo "memcheck: all $done_tests tests finished without an error"
+  fi
 fi
 
 finish
