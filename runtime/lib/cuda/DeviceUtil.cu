@@ -182,15 +182,15 @@ void cuda::gemmInto(const char *kernel, cudaDataType_t type,
     int64_t total = batches * m * n;
     switch (cType) {
     case CUDA_R_16F:
-      scaleMatricesKernel<<<blocksFor(total), kThreads, 0, stream()>>>(
+      scaleMatricesKernel<__half><<<blocksFor(total), kThreads, 0, stream()>>>(
           static_cast<__half *>(c), m, n, ldc, strideC, batches, beta);
       break;
     case CUDA_R_16BF:
-      scaleMatricesKernel<<<blocksFor(total), kThreads, 0, stream()>>>(
+      scaleMatricesKernel<__nv_bfloat16><<<blocksFor(total), kThreads, 0, stream()>>>(
           static_cast<__nv_bfloat16 *>(c), m, n, ldc, strideC, batches, beta);
       break;
     default:
-      scaleMatricesKernel<<<blocksFor(total), kThreads, 0, stream()>>>(
+      scaleMatricesKernel<float><<<blocksFor(total), kThreads, 0, stream()>>>(
           static_cast<float *>(c), m, n, ldc, strideC, batches, beta);
     }
     checkLaunchOf(kernel);

@@ -366,6 +366,9 @@ void cleave_rt_arena_read(const char *arena, int64_t offset, void *dst,
 void cleave_rt_synchronize(void);
 
 /* Reports a fatal error ("error: <message>") and exits with status 1. */
+#if defined(__GNUC__)
+__attribute__((noreturn, format(printf, 1, 2)))
+#endif
 void cleave_rt_fail(const char *format, ...);
 
 /*===----------------------------------------------------------------------===*

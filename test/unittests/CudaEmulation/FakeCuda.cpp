@@ -1,0 +1,467 @@
+//===- FakeCuda.cpp - fibers for CUDA threads, and the emulated API ------===//
+//
+// See FakeCuda.h. A block's threads are fibers switched by a round-robin
+// scheduler on the launching OS thread. A fiber starts on its own stack
+// through makecontext/swapcontext; after that, switches are _setjmp /
+// _longjmp, which (unlike swapcontext) make no system call to save the
+// signal mask. A fiber never returns: it jumps back to the scheduler when
+// its kernel body ends. A fiber waiting at a barrier yields until the
+// barrier's generation moves on; when a whole round passes with every live
+// fiber waiting and none released, the threads diverged at a barrier (or
+// one returned before it) and the run aborts.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FakeCuda.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <csetjmp>
+#include <memory>
+#include <ucontext.h>
+#include <utility>
+#include <vector>
+
+namespace fake {
+
+dim3 tIdx, bIdx, bDim, gDim;
+char *dynSmem = nullptr;
+
+namespace {
+
+[[noreturn]] void die(const char *what) {
+  std::fprintf(stderr, "fake CUDA: %s\n", what);
+  std::abort();
+}
+
+/// Stack of one fiber: the kernels keep small register arrays.
+constexpr size_t kStackBytes = size_t(256) << 10;
+
+struct Fiber {
+  ucontext_t start; // the first entry
+  jmp_buf resume;   // where it yielded
+  dim3 index;
+  bool started = false;
+  bool done = false;
+  /// The barrier generation this fiber waits to see pass, or -1.
+  long waitBlock = -1, waitWarp = -1;
+};
+
+/// The block being run.
+struct Block {
+  std::vector<Fiber> fibers;
+  std::vector<std::unique_ptr<char[]>> stacks;
+  ucontext_t schedulerStart; // saved by the first entries only
+  jmp_buf scheduler;
+  int current = 0;
+  const std::function<void()> *body = nullptr;
+  long blockGeneration = 0;
+  int blockArrived = 0;
+  std::vector<long> warpGeneration;
+  std::vector<int> warpArrived;
+  std::vector<uint64_t> slots; // one per thread, for warp exchanges
+  bool progress = false;
+  dim3 grid;
+  std::vector<char> *shared = nullptr;
+  long endGeneration = 0; // blocks finished
+  int endArrived = 0;
+  bool gridDone = false;
+};
+Block *block = nullptr;
+
+int threads() { return int(block->fibers.size()); }
+int warpOf(int t) { return t / 32; }
+int warpSizeOf(int w) { return std::min(32, threads() - 32 * w); }
+
+void yield() {
+  Fiber &f = block->fibers[size_t(block->current)];
+  if (!_setjmp(f.resume))
+    _longjmp(block->scheduler, 1);
+}
+
+/// Waits for every thread to end the block's body; the last one moves the
+/// grid on to the next block (its index, fresh NaN shared memory). Returns
+/// whether there is one.
+bool endOfBlock() {
+  Block &b = *block;
+  long generation = b.endGeneration;
+  if (++b.endArrived < threads()) {
+    while (b.endGeneration == generation)
+      yield();
+    return !b.gridDone;
+  }
+  b.endArrived = 0;
+  if (b.blockArrived != 0)
+    die("a block ended while some of its threads wait at __syncthreads");
+  for (int arrived : b.warpArrived)
+    if (arrived != 0)
+      die("a block ended while some of its threads wait in a warp shuffle");
+  dim3 &i = bIdx;
+  if (++i.x == b.grid.x) {
+    i.x = 0;
+    if (++i.y == b.grid.y) {
+      i.y = 0;
+      if (++i.z == b.grid.z)
+        b.gridDone = true;
+    }
+  }
+  std::memset(b.shared->data(), 0xff, b.shared->size());
+  ++b.endGeneration;
+  b.progress = true;
+  return !b.gridDone;
+}
+
+[[noreturn]] void trampoline() {
+  do
+    (*block->body)();
+  while (endOfBlock());
+  block->fibers[size_t(block->current)].done = true;
+  block->progress = true;
+  _longjmp(block->scheduler, 1);
+}
+
+/// Runs fiber t until it yields or ends. Not inlined: the _setjmp frame is
+/// this function's alone, so no caller's locals can be clobbered.
+__attribute__((noinline)) void resume(Block &b, unsigned t) {
+  Fiber &f = b.fibers[t];
+  if (_setjmp(b.scheduler))
+    return;
+  if (!f.started) {
+    f.started = true;
+    swapcontext(&b.schedulerStart, &f.start);
+  }
+  _longjmp(f.resume, 1);
+}
+
+void setCoordinates(const Fiber &f) { tIdx = f.index; }
+
+} // namespace
+
+int laneId() { return block->current % 32; }
+
+void blockBarrier() {
+  Fiber &f = block->fibers[size_t(block->current)];
+  long generation = block->blockGeneration;
+  if (++block->blockArrived == threads()) {
+    block->blockArrived = 0;
+    ++block->blockGeneration;
+    block->progress = true;
+    return;
+  }
+  f.waitBlock = generation;
+  while (block->blockGeneration == generation)
+    yield();
+  f.waitBlock = -1;
+}
+
+uint64_t warpExchange(uint64_t bits, int src) {
+  int t = block->current, w = warpOf(t), n = warpSizeOf(w);
+  if (src < 0 || src >= n)
+    die("a warp shuffle reads a lane outside the warp");
+  auto arrive = [&] {
+    Fiber &f = block->fibers[size_t(t)];
+    long generation = block->warpGeneration[size_t(w)];
+    if (++block->warpArrived[size_t(w)] == n) {
+      block->warpArrived[size_t(w)] = 0;
+      ++block->warpGeneration[size_t(w)];
+      block->progress = true;
+      return;
+    }
+    f.waitWarp = generation;
+    while (block->warpGeneration[size_t(w)] == generation)
+      yield();
+    f.waitWarp = -1;
+  };
+  block->slots[size_t(t)] = bits;
+  arrive(); // every lane has published
+  uint64_t r = block->slots[size_t(32 * w + src)];
+  arrive(); // every lane has read
+  return r;
+}
+
+namespace {
+std::vector<std::pair<const void *, int>> &sharedLimits() {
+  static std::vector<std::pair<const void *, int>> limits;
+  return limits;
+}
+} // namespace
+
+int sharedLimit(const void *kernel) {
+  for (auto &[k, v] : sharedLimits())
+    if (k == kernel)
+      return v;
+  return 48 << 10;
+}
+void setSharedLimit(const void *kernel, int bytes) {
+  for (auto &[k, v] : sharedLimits())
+    if (k == kernel) {
+      v = bytes;
+      return;
+    }
+  sharedLimits().push_back({kernel, bytes});
+}
+int sharedOptin() {
+  static const int bytes = [] {
+    const char *env = std::getenv("FAKE_SMEM_OPTIN");
+    return env ? std::atoi(env) : 232448;
+  }();
+  return bytes;
+}
+
+void runGrid(dim3 grid, dim3 threadsDim, size_t sharedBytes, const void *kernel,
+             const std::function<void()> &body) {
+  if (block)
+    die("a kernel launched from a kernel");
+  if (grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.y > 65535 ||
+      grid.z > 65535)
+    die("an invalid grid");
+  unsigned nt = threadsDim.x * threadsDim.y * threadsDim.z;
+  if (nt == 0 || nt > 1024 || threadsDim.z > 64)
+    die("an invalid block");
+  if (sharedBytes > size_t(sharedLimit(kernel)))
+    die("more dynamic shared memory than the kernel's limit");
+
+  Block b;
+  block = &b;
+  b.body = &body;
+  b.grid = grid;
+  b.fibers.resize(nt);
+  unsigned warps = (nt + 31) / 32;
+  b.warpGeneration.assign(warps, 0);
+  b.warpArrived.assign(warps, 0);
+  b.slots.assign(nt, 0);
+  std::vector<char> shared(sharedBytes + 16);
+  b.shared = &shared;
+  bDim = threadsDim;
+  gDim = grid;
+  dynSmem = shared.data();
+  bIdx = dim3(0, 0, 0);
+  std::memset(shared.data(), 0xff, shared.size());
+  // One fiber per thread for the whole grid: each runs the body once per
+  // block, the blocks in turn (endOfBlock).
+  for (unsigned t = 0; t < nt; ++t) {
+    Fiber &f = b.fibers[t];
+    f.index = dim3(t % threadsDim.x, (t / threadsDim.x) % threadsDim.y,
+                   t / (threadsDim.x * threadsDim.y));
+    b.stacks.emplace_back(new char[kStackBytes]);
+    getcontext(&f.start);
+    f.start.uc_stack.ss_sp = b.stacks[t].get();
+    f.start.uc_stack.ss_size = kStackBytes;
+    f.start.uc_link = nullptr; // trampoline never returns
+    makecontext(&f.start, trampoline, 0);
+  }
+  for (unsigned live = nt; live > 0;) {
+    b.progress = false;
+    live = 0;
+    for (unsigned t = 0; t < nt; ++t) {
+      Fiber &f = b.fibers[t];
+      if (f.done)
+        continue;
+      b.current = int(t);
+      setCoordinates(f);
+      resume(b, t);
+      live += f.done ? 0 : 1;
+    }
+    if (live > 0 && !b.progress)
+      die("threads of a block wait at a barrier that the others never "
+          "reach (a divergent __syncthreads or shuffle, or a return "
+          "before it)");
+  }
+  block = nullptr;
+}
+
+} // namespace fake
+
+//===----------------------------------------------------------------------===//
+// Runtime API
+//===----------------------------------------------------------------------===//
+
+const char *cudaGetErrorString(cudaError_t e) {
+  return e == cudaSuccess ? "no error" : "invalid argument (emulated)";
+}
+const char *cudaGetErrorName(cudaError_t e) {
+  return e == cudaSuccess ? "cudaSuccess" : "cudaErrorInvalidValue";
+}
+cudaError_t cudaGetDeviceCount(int *n) {
+  *n = 1;
+  return cudaSuccess;
+}
+cudaError_t cudaSetDevice(int device) {
+  return device == 0 ? cudaSuccess : cudaErrorInvalidValue;
+}
+cudaError_t cudaGetDevice(int *device) {
+  *device = 0;
+  return cudaSuccess;
+}
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned) {
+  static char stream;
+  *s = reinterpret_cast<cudaStream_t>(&stream);
+  return cudaSuccess;
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaGetLastError() { return cudaSuccess; }
+cudaError_t cudaMallocBytes(void **p, size_t n) {
+  *p = std::aligned_alloc(256, (n + 255) / 256 * 256 + 256);
+  if (!*p)
+    return cudaErrorInvalidValue;
+  std::memset(*p, 0x7f, n);
+  return cudaSuccess;
+}
+cudaError_t cudaFree(void *p) {
+  std::free(p);
+  return cudaSuccess;
+}
+cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t) {
+  return cudaMallocBytes(p, n);
+}
+cudaError_t cudaFreeAsync(void *p, cudaStream_t) { return cudaFree(p); }
+cudaError_t cudaMemset(void *p, int v, size_t n) {
+  std::memset(p, v, n);
+  return cudaSuccess;
+}
+cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t) {
+  return cudaMemset(p, v, n);
+}
+cudaError_t cudaMemcpy(void *d, const void *s, size_t n, cudaMemcpyKind) {
+  const char *a = static_cast<const char *>(s);
+  char *b = static_cast<char *>(d);
+  if (n && a < b + n && b < a + n)
+    fake::die("cudaMemcpy between overlapping ranges");
+  std::memcpy(d, s, n);
+  return cudaSuccess;
+}
+cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n,
+                            cudaMemcpyKind k, cudaStream_t) {
+  return cudaMemcpy(d, s, n, k);
+}
+cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *p, int) {
+  *p = nullptr;
+  return cudaSuccess;
+}
+cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t, cudaMemPoolAttr, void *) {
+  return cudaSuccess;
+}
+cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr a, int) {
+  if (a != cudaDevAttrMaxSharedMemoryPerBlockOptin)
+    return cudaErrorInvalidValue;
+  *v = fake::sharedOptin();
+  return cudaSuccess;
+}
+
+//===----------------------------------------------------------------------===//
+// cuBLAS
+//===----------------------------------------------------------------------===//
+
+cublasStatus_t cublasCreate(cublasHandle_t *h) {
+  static char handle;
+  *h = &handle;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasSetStream(cublasHandle_t, cudaStream_t) {
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasSetMathMode(cublasHandle_t, cublasMath_t) {
+  return CUBLAS_STATUS_SUCCESS;
+}
+const char *cublasGetStatusString(cublasStatus_t s) {
+  return s == CUBLAS_STATUS_SUCCESS ? "success" : "not supported (emulated)";
+}
+
+namespace {
+float gemmLoad(const void *p, cudaDataType_t t, long long i, bool tf32) {
+  switch (t) {
+  case CUDA_R_16F:
+    return cleave::rt::halfToFloat(static_cast<const uint16_t *>(p)[i]);
+  case CUDA_R_16BF:
+    return cleave::rt::bf16ToFloat(static_cast<const uint16_t *>(p)[i]);
+  default:
+    break;
+  }
+  float v = static_cast<const float *>(p)[i];
+  if (!tf32 || !std::isfinite(v))
+    return v;
+  // TF32 keeps 10 bits of mantissa: round to nearest, ties to even.
+  uint32_t bits;
+  std::memcpy(&bits, &v, 4);
+  bits += 0xfffu + ((bits >> 13) & 1u);
+  bits &= ~0x1fffu;
+  std::memcpy(&v, &bits, 4);
+  return v;
+}
+void gemmStore(void *p, cudaDataType_t t, long long i, float v) {
+  switch (t) {
+  case CUDA_R_16F:
+    static_cast<uint16_t *>(p)[i] = cleave::rt::floatToHalf(v);
+    return;
+  case CUDA_R_16BF:
+    static_cast<uint16_t *>(p)[i] = cleave::rt::floatToBf16(v);
+    return;
+  default:
+    static_cast<float *>(p)[i] = v;
+  }
+}
+} // namespace
+
+namespace {
+/// Column-major C = alpha op(A) op(B) + beta C for one batch.
+void gemmOne(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+             float alpha, const void *A, cudaDataType_t at, int lda,
+             const void *B, cudaDataType_t bt, int ldb, float beta, void *C,
+             cudaDataType_t ct, int ldc, bool tf32) {
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < m; ++i) {
+      float acc = 0.0f;
+      for (int l = 0; l < k; ++l) {
+        long long ai = ta == CUBLAS_OP_N ? i + (long long)l * lda
+                                         : l + (long long)i * lda;
+        long long bj = tb == CUBLAS_OP_N ? l + (long long)j * ldb
+                                         : j + (long long)l * ldb;
+        acc += gemmLoad(A, at, ai, tf32) * gemmLoad(B, bt, bj, tf32);
+      }
+      long long ci = i + (long long)j * ldc;
+      float v = alpha * acc;
+      if (beta != 0.0f)
+        v += beta * gemmLoad(C, ct, ci, false);
+      gemmStore(C, ct, ci, v);
+    }
+}
+
+size_t bytesOf(cudaDataType_t t) { return t == CUDA_R_32F ? 4 : 2; }
+} // namespace
+
+cublasStatus_t cublasGemmStridedBatchedEx(
+    cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+    int k, const void *alpha, const void *A, cudaDataType_t at, int lda,
+    long long sa, const void *B, cudaDataType_t bt, int ldb, long long sb,
+    const void *beta, void *C, cudaDataType_t ct, int ldc, long long sc,
+    int batches, cublasComputeType_t compute, cublasGemmAlgo_t) {
+  for (int bi = 0; bi < batches; ++bi)
+    gemmOne(ta, tb, m, n, k, *static_cast<const float *>(alpha),
+            static_cast<const char *>(A) + bi * sa * bytesOf(at), at, lda,
+            static_cast<const char *>(B) + bi * sb * bytesOf(bt), bt, ldb,
+            *static_cast<const float *>(beta),
+            static_cast<char *>(C) + bi * sc * bytesOf(ct), ct, ldc,
+            compute == CUBLAS_COMPUTE_32F_FAST_TF32);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasGemmBatchedEx(
+    cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+    int k, const void *alpha, const void *const A[], cudaDataType_t at,
+    int lda, const void *const B[], cudaDataType_t bt, int ldb,
+    const void *beta, void *const C[], cudaDataType_t ct, int ldc,
+    int batches, cublasComputeType_t compute, cublasGemmAlgo_t) {
+  for (int bi = 0; bi < batches; ++bi) {
+    // cuBLAS's rule for the pointer arrays of 16-bit types: each matrix
+    // 16-byte aligned (the backend sends other cases through f32).
+    for (auto [p, t] : {std::pair<const void *, cudaDataType_t>{A[bi], at},
+                        {B[bi], bt},
+                        {C[bi], ct}})
+      if (t != CUDA_R_32F && reinterpret_cast<uintptr_t>(p) % 16 != 0)
+        fake::die("cublasGemmBatchedEx: a 16-bit matrix not 16-byte aligned");
+    gemmOne(ta, tb, m, n, k, *static_cast<const float *>(alpha), A[bi], at,
+            lda, B[bi], bt, ldb, *static_cast<const float *>(beta), C[bi], ct,
+            ldc, compute == CUBLAS_COMPUTE_32F_FAST_TF32);
+  }
+  return CUBLAS_STATUS_SUCCESS;
+}

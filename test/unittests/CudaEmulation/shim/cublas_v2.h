@@ -1,0 +1,2 @@
+// Shim: the CUDA header cublas_v2.h, emulated (see ../FakeCuda.h).
+#include "../FakeCuda.h"

@@ -1,0 +1,2 @@
+// Shim: the CUDA header cuda_runtime_api.h, emulated (see ../FakeCuda.h).
+#include "../FakeCuda.h"
