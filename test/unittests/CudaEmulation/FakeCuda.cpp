@@ -50,7 +50,6 @@ struct Fiber {
 /// The block being run.
 struct Block {
   std::vector<Fiber> fibers;
-  std::vector<std::unique_ptr<char[]>> stacks;
   ucontext_t schedulerStart; // saved by the first entries only
   jmp_buf scheduler;
   int current = 0;
@@ -68,6 +67,15 @@ struct Block {
   bool gridDone = false;
 };
 Block *block = nullptr;
+
+/// The fibers' stacks, kept from launch to launch (allocating them anew
+/// made every launch fault their pages in again).
+char *stackOf(unsigned t) {
+  static std::vector<std::unique_ptr<char[]>> stacks;
+  while (stacks.size() <= t)
+    stacks.emplace_back(new char[kStackBytes]);
+  return stacks[t].get();
+}
 
 int threads() { return int(block->fibers.size()); }
 int warpOf(int t) { return t / 32; }
@@ -243,9 +251,8 @@ void runGrid(dim3 grid, dim3 threadsDim, size_t sharedBytes, const void *kernel,
     Fiber &f = b.fibers[t];
     f.index = dim3(t % threadsDim.x, (t / threadsDim.x) % threadsDim.y,
                    t / (threadsDim.x * threadsDim.y));
-    b.stacks.emplace_back(new char[kStackBytes]);
     getcontext(&f.start);
-    f.start.uc_stack.ss_sp = b.stacks[t].get();
+    f.start.uc_stack.ss_sp = stackOf(t);
     f.start.uc_stack.ss_size = kStackBytes;
     f.start.uc_link = nullptr; // trampoline never returns
     makecontext(&f.start, trampoline, 0);
@@ -367,8 +374,7 @@ const char *cublasGetStatusString(cublasStatus_t s) {
   return s == CUBLAS_STATUS_SUCCESS ? "success" : "not supported (emulated)";
 }
 
-namespace {
-float gemmLoad(const void *p, cudaDataType_t t, long long i, bool tf32) {
+float fake::loadElement(const void *p, cudaDataType_t t, long long i, bool tf32) {
   switch (t) {
   case CUDA_R_16F:
     return cleave::rt::halfToFloat(static_cast<const uint16_t *>(p)[i]);
@@ -388,7 +394,7 @@ float gemmLoad(const void *p, cudaDataType_t t, long long i, bool tf32) {
   std::memcpy(&v, &bits, 4);
   return v;
 }
-void gemmStore(void *p, cudaDataType_t t, long long i, float v) {
+void fake::storeElement(void *p, cudaDataType_t t, long long i, float v) {
   switch (t) {
   case CUDA_R_16F:
     static_cast<uint16_t *>(p)[i] = cleave::rt::floatToHalf(v);
@@ -400,7 +406,6 @@ void gemmStore(void *p, cudaDataType_t t, long long i, float v) {
     static_cast<float *>(p)[i] = v;
   }
 }
-} // namespace
 
 namespace {
 /// Column-major C = alpha op(A) op(B) + beta C for one batch.
@@ -408,26 +413,53 @@ void gemmOne(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
              float alpha, const void *A, cudaDataType_t at, int lda,
              const void *B, cudaDataType_t bt, int ldb, float beta, void *C,
              cudaDataType_t ct, int ldc, bool tf32) {
+  std::vector<float> p = fake::products(
+      m, n, k,
+      [&](int64_t i, int64_t l) {
+        return fake::loadElement(A, at, ta == CUBLAS_OP_N ? i + l * lda
+                                                          : l + i * lda,
+                                 tf32);
+      },
+      [&](int64_t l, int64_t j) {
+        return fake::loadElement(B, bt, tb == CUBLAS_OP_N ? l + j * ldb
+                                                          : j + l * ldb,
+                                 tf32);
+      });
   for (int j = 0; j < n; ++j)
     for (int i = 0; i < m; ++i) {
-      float acc = 0.0f;
-      for (int l = 0; l < k; ++l) {
-        long long ai = ta == CUBLAS_OP_N ? i + (long long)l * lda
-                                         : l + (long long)i * lda;
-        long long bj = tb == CUBLAS_OP_N ? l + (long long)j * ldb
-                                         : j + (long long)l * ldb;
-        acc += gemmLoad(A, at, ai, tf32) * gemmLoad(B, bt, bj, tf32);
-      }
       long long ci = i + (long long)j * ldc;
-      float v = alpha * acc;
+      float v = alpha * p[size_t(i) * size_t(n) + size_t(j)];
       if (beta != 0.0f)
-        v += beta * gemmLoad(C, ct, ci, false);
-      gemmStore(C, ct, ci, v);
+        v += beta * fake::loadElement(C, ct, ci, false);
+      fake::storeElement(C, ct, ci, v);
     }
 }
 
 size_t bytesOf(cudaDataType_t t) { return t == CUDA_R_32F ? 4 : 2; }
 } // namespace
+
+std::vector<float>
+fake::products(int64_t m, int64_t n, int64_t k,
+               const std::function<float(int64_t, int64_t)> &a,
+               const std::function<float(int64_t, int64_t)> &b) {
+  std::vector<float> pa(size_t(m * k)), pb(size_t(k * n)), out(size_t(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t l = 0; l < k; ++l)
+      pa[size_t(i * k + l)] = a(i, l);
+  for (int64_t l = 0; l < k; ++l)
+    for (int64_t j = 0; j < n; ++j)
+      pb[size_t(l * n + j)] = b(l, j);
+  for (int64_t i = 0; i < m; ++i) {
+    float *row = out.data() + i * n;
+    for (int64_t l = 0; l < k; ++l) {
+      float x = pa[size_t(i * k + l)];
+      const float *brow = pb.data() + l * n;
+      for (int64_t j = 0; j < n; ++j)
+        row[j] += x * brow[j];
+    }
+  }
+  return out;
+}
 
 cublasStatus_t cublasGemmStridedBatchedEx(
     cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
@@ -443,6 +475,19 @@ cublasStatus_t cublasGemmStridedBatchedEx(
             static_cast<char *>(C) + bi * sc * bytesOf(ct), ct, ldc,
             compute == CUBLAS_COMPUTE_32F_FAST_TF32);
   return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta,
+                            cublasOperation_t tb, int m, int n, int k,
+                            const void *alpha, const void *A,
+                            cudaDataType_t at, int lda, const void *B,
+                            cudaDataType_t bt, int ldb, const void *beta,
+                            void *C, cudaDataType_t ct, int ldc,
+                            cublasComputeType_t compute,
+                            cublasGemmAlgo_t algo) {
+  return cublasGemmStridedBatchedEx(h, ta, tb, m, n, k, alpha, A, at, lda, 0,
+                                    B, bt, ldb, 0, beta, C, ct, ldc, 0, 1,
+                                    compute, algo);
 }
 
 cublasStatus_t cublasGemmBatchedEx(

@@ -19,9 +19,9 @@
 // What this does not check: timing, memory coalescing, bank conflicts,
 // register limits, and warp-synchronous code without a *_sync intrinsic
 // (lanes run in no fixed order between sync points, which is stricter than
-// hardware). cuBLAS is a plain triple loop with f32 accumulation
-// (cublasGemmStridedBatchedEx only); cuBLASLt, CUB and NCCL are not
-// emulated.
+// hardware). cuBLAS's GEMMs are plain loops with f32 accumulation, and
+// cuBLASLt's matmuls follow its documentation (FakeCublasLt.cpp); CUB's
+// BlockScan is a shim (shim/cub), and NCCL is not emulated.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,6 +36,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <vector>
 #include <math.h>
 
 #define __global__
@@ -220,7 +221,11 @@ cudaError_t cudaFuncSetAttribute(T *kernel, cudaFuncAttribute a, int v) {
 //===----------------------------------------------------------------------===//
 
 typedef void *cublasHandle_t;
-enum cublasStatus_t { CUBLAS_STATUS_SUCCESS = 0, CUBLAS_STATUS_NOT_SUPPORTED = 15 };
+enum cublasStatus_t {
+  CUBLAS_STATUS_SUCCESS = 0,
+  CUBLAS_STATUS_INVALID_VALUE = 7,
+  CUBLAS_STATUS_NOT_SUPPORTED = 15
+};
 enum cublasOperation_t { CUBLAS_OP_N, CUBLAS_OP_T };
 enum cublasComputeType_t { CUBLAS_COMPUTE_32F, CUBLAS_COMPUTE_32F_FAST_TF32 };
 enum cublasGemmAlgo_t { CUBLAS_GEMM_DEFAULT };
@@ -236,6 +241,27 @@ cublasStatus_t cublasGemmStridedBatchedEx(
     long long sa, const void *B, cudaDataType_t bt, int ldb, long long sb,
     const void *beta, void *C, cudaDataType_t ct, int ldc, long long sc,
     int batches, cublasComputeType_t compute, cublasGemmAlgo_t algo);
+namespace fake {
+/// Element i of a cuBLAS operand as f32 (rounded to TF32 with `tf32`), and
+/// the store of one.
+float loadElement(const void *p, cudaDataType_t t, long long i, bool tf32);
+void storeElement(void *p, cudaDataType_t t, long long i, float v);
+/// The f32 products P[i][j] = sum over l of a(i, l) b(l, j), each summed in
+/// the order of l, as [m x n] row-major (the operands packed first, the
+/// loops ordered to vectorize over j).
+std::vector<float> products(int64_t m, int64_t n, int64_t k,
+                            const std::function<float(int64_t, int64_t)> &a,
+                            const std::function<float(int64_t, int64_t)> &b);
+} // namespace fake
+/// One GEMM (cublasGemmStridedBatchedEx with one batch).
+cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta,
+                            cublasOperation_t tb, int m, int n, int k,
+                            const void *alpha, const void *A,
+                            cudaDataType_t at, int lda, const void *B,
+                            cudaDataType_t bt, int ldb, const void *beta,
+                            void *C, cudaDataType_t ct, int ldc,
+                            cublasComputeType_t compute,
+                            cublasGemmAlgo_t algo);
 /// The same with an array of matrix pointers per operand.
 cublasStatus_t cublasGemmBatchedEx(
     cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,

@@ -1,13 +1,9 @@
 //===- HostStandIns.cpp - what the emulated build does not rewrite -------===//
 //
 // RowSort.cu's CUB sort and scan, as host loops (device memory is host
-// memory in the emulation), and the ABI functions of Linear.cu, which needs
-// cuBLASLt and is not emulated: Backend.cu still names them, and calling
-// one fails the run with its name.
+// memory in the emulation).
 //
 //===----------------------------------------------------------------------===//
-
-#include "cleave/Runtime/cleave_rt.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -47,27 +43,3 @@ void exclusivePrefixSum(const int32_t *in, int32_t *out, int32_t n,
 }
 
 } // namespace cleave::rt::cuda
-
-namespace {
-[[noreturn]] void notEmulated(const char *name) {
-  std::fprintf(stderr, "fake CUDA: %s is not emulated (cuBLASLt)\n",
-               name);
-  std::abort();
-}
-} // namespace
-
-extern "C" void cleave_rt_linear(char *arena, const cleave_tensor *x,
-                                 const cleave_tensor *w,
-                                 const cleave_tensor *bias,
-                                 const cleave_tensor *out,
-                                 const cleave_tensor *pre, int32_t transpose_w,
-                                 int32_t activation) {
-  notEmulated("cleave_rt_linear");
-}
-extern "C" void
-cleave_rt_matmul_gelu_grad(char *arena, const cleave_tensor *dy,
-                           const cleave_tensor *w, const cleave_tensor *pre,
-                           const cleave_tensor *dz, const cleave_tensor *dbias,
-                           int32_t transpose_w, int32_t activation) {
-  notEmulated("cleave_rt_matmul_gelu_grad");
-}
