@@ -26,8 +26,10 @@
 #      order), PyTorch's losses printed beside where recorded;
 #   5. a GPT-2-small-sized model's training step timed in bf16 (also with
 #      CLEAVE_CUDA_LINEAR=unfused: the cuBLASLt epilogues against GEMM +
-#      epilogue kernel, and with CLEAVE_CUDA_ATTENTION=materialized: the
-#      fused attention kernels against TF32 cuBLAS) and fp32: tokens/s and
+#      epilogue kernel, with CLEAVE_CUDA_ATTENTION=fused-simt: the
+#      attention forward on CUDA cores instead of tensor cores, and with
+#      CLEAVE_CUDA_ATTENTION=materialized: the fused attention kernels
+#      against TF32 cuBLAS) and fp32: tokens/s and
 #      the model FLOP utilization against the card's peaks;
 #   6. CleaveCudaRuntimeTests again under compute-sanitizer's memcheck
 #      (out-of-bounds and misaligned device accesses, CUDA API errors), in
@@ -277,6 +279,7 @@ for precision in ("bf16", "fp32"):
         # fused kernels.
         for label, env_var, value in (
                 ("unfused linear", "CLEAVE_CUDA_LINEAR", "unfused"),
+                ("CUDA-core attention forward", "CLEAVE_CUDA_ATTENTION", "fused-simt"),
                 ("materialized attention", "CLEAVE_CUDA_ATTENTION", "materialized")):
             other_losses, other_ms = run_steps(prog, f"{precision} {label}",
                                                {env_var: value})

@@ -10,8 +10,10 @@
 // deterministic. The materialized implementation below takes the shapes
 // they do not (head dims past 128, or more shared memory than the device
 // grants a block), and every shape when the environment variable
-// CLEAVE_CUDA_ATTENTION is "materialized" (read at each call; "fused" or
-// unset is the default, any other value is an error).
+// CLEAVE_CUDA_ATTENTION is "materialized". It is read at each call: "fused"
+// or unset is the default (the forward on tensor cores where the operands
+// allow, see FlashAttention.cu), "fused-simt" keeps every fused kernel on
+// the CUDA cores, and any other value is an error.
 //
 // The materialized implementation computes in f32 with the scores stored:
 // per kv head, the query heads that share it are consecutive in q
@@ -25,9 +27,9 @@
 // sum over the query heads of a kv head inside the GEMM. When every tensor
 // is 16-bit these GEMMs run in TF32 on the tensor cores: the 16-bit
 // operands are exact in TF32, and only the f32 P and dS lose bits (2^-11
-// relative), below the outputs' own rounding. The fused kernels compute on
-// the CUDA cores in f32; test/gpu/run-packed.sh times a 16-bit training
-// step with both.
+// relative), below the outputs' own rounding. The fused backward computes
+// on the CUDA cores in f32, and so does the fused forward but for 16-bit
+// operands; test/gpu/run-packed.sh times a 16-bit training step with each.
 //
 //===----------------------------------------------------------------------===//
 
@@ -171,25 +173,33 @@ bool tf32Applies(std::initializer_list<const cleave_tensor *> tensors) {
   return true;
 }
 
-/// Whether the fused kernels run for `s`: where they support it, unless
-/// CLEAVE_CUDA_ATTENTION=materialized (see the file comment). Read at each
-/// call, so that a test or a benchmark can switch between the two.
-bool useFused(const AttentionShape &s) {
+/// CLEAVE_CUDA_ATTENTION (see the file comment). Read at each call, so
+/// that a test or a benchmark can switch.
+enum class Implementation { Fused, FusedSimt, Materialized };
+Implementation implementation() {
   const char *env = std::getenv("CLEAVE_CUDA_ATTENTION");
-  if (env && *env) {
-    if (std::strcmp(env, "materialized") == 0)
-      return false;
-    if (std::strcmp(env, "fused") != 0)
-      cleave_rt_fail("CLEAVE_CUDA_ATTENTION must be 'fused' or "
-                     "'materialized', got '%s'",
-                     env);
-  }
-  return flashAttentionSupports(s);
+  if (!env || !*env || std::strcmp(env, "fused") == 0)
+    return Implementation::Fused;
+  if (std::strcmp(env, "fused-simt") == 0)
+    return Implementation::FusedSimt;
+  if (std::strcmp(env, "materialized") == 0)
+    return Implementation::Materialized;
+  cleave_rt_fail("CLEAVE_CUDA_ATTENTION must be 'fused', 'fused-simt' or "
+                 "'materialized', got '%s'",
+                 env);
+}
+
+/// Whether the fused kernels run for `s`: where they support it, unless
+/// the materialized implementation is asked for.
+bool useFused(const AttentionShape &s) {
+  return implementation() != Implementation::Materialized &&
+         flashAttentionSupports(s);
 }
 
 FlashProblem flashProblem(const AttentionShape &s, AttentionMask mask,
                           int32_t causal, double scale) {
-  return FlashProblem{s, mask, causal != 0, float(scale)};
+  return FlashProblem{s, mask, causal != 0, float(scale),
+                      implementation() == Implementation::Fused};
 }
 
 void zeroF32(float *data, const cleave_tensor &t) {

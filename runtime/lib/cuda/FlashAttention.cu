@@ -1,7 +1,8 @@
 //===- FlashAttention.cu - fused tiled attention CUDA kernels -------------===//
 //
-// Attention without materialized scores (FlashAttention-2 on CUDA cores,
-// f32 throughout). Tiles are kTile query rows by kTile keys; a block of
+// Attention without materialized scores (FlashAttention-2): on CUDA cores in
+// f32 throughout, and a forward on tensor cores for 16-bit operands
+// (tcQueryKernel, described there; the backward stays on the CUDA cores). Tiles are kTile query rows by kTile keys; a block of
 // 128 threads is 8 row groups of 16 lanes, and a thread owns rows
 // ty + 8 i and columns tx + 16 j of every tile it computes, so a score
 // row lives in one half warp and its max and sum are shuffle reductions.
@@ -45,6 +46,8 @@
 #include "FlashAttention.cuh"
 
 #include "DeviceUtil.cuh"
+
+#include <mma.h>
 
 #include <climits>
 
@@ -484,6 +487,175 @@ __global__ void __launch_bounds__(kBlockThreads) keyKernel(Params p) {
 }
 
 //===----------------------------------------------------------------------===//
+// The forward on tensor cores (WMMA), for 16-bit q, k and v
+//===----------------------------------------------------------------------===//
+
+namespace wmma = nvcuda::wmma;
+
+/// Query rows per block (16 per warp) and keys per tile.
+constexpr int kTcRows = 64;
+constexpr int kTcKeys = 64;
+/// Row strides of the f32 score tile and the 16-bit probability tile:
+/// multiples of 4 and 8 elements (WMMA's rule), off the 32-bank period.
+constexpr int kTcScoreLd = kTcKeys + 4;
+constexpr int kTcProbLd = kTcKeys + 8;
+
+/// Where tcQueryKernel's tiles lie in its dynamic shared memory (each
+/// region 128-byte aligned, every 16-row block of a tile 32-byte aligned
+/// as WMMA's loads and stores need): Q, K, V as stored (16-bit, rows padded
+/// by 8), the scores S (f32), the probabilities P (16-bit) and the output
+/// accumulator O (f32).
+struct TcLayout {
+  int ldq, ldv, ldo;
+  size_t q, k, v, s, p, o, bytes;
+};
+__host__ __device__ inline size_t roundUp128(size_t n) {
+  return (n + 127) / 128 * 128;
+}
+__host__ __device__ inline TcLayout tcLayout(int D, int Dv) {
+  TcLayout l;
+  l.ldq = D + 8;
+  l.ldv = Dv + 8;
+  l.ldo = Dv + 4;
+  size_t at = 0;
+  l.q = at, at += roundUp128(size_t(kTcRows) * l.ldq * 2);
+  l.k = at, at += roundUp128(size_t(kTcKeys) * l.ldq * 2);
+  l.v = at, at += roundUp128(size_t(kTcKeys) * l.ldv * 2);
+  l.s = at, at += roundUp128(size_t(kTcRows) * kTcScoreLd * 4);
+  l.p = at, at += roundUp128(size_t(kTcRows) * kTcProbLd * 2);
+  l.o = at, at += roundUp128(size_t(kTcRows) * l.ldo * 4);
+  l.bytes = at;
+  return l;
+}
+
+/// Stages `rows` rows of a row-major [*, cols] 16-bit operand from element
+/// `first` into dst (row stride ld), as stored; rows from `valid` on are
+/// zeros.
+template <typename T>
+__device__ inline void loadTcTile(T *dst, int ld, const T *src, int64_t first,
+                                  int64_t valid, int rows, int cols) {
+  for (int e = threadIdx.x; e < rows * cols; e += kBlockThreads) {
+    int r = e / cols, c = e - r * cols;
+    dst[r * ld + c] = r < valid ? src[first + int64_t(r) * cols + c] : T(0.0f);
+  }
+}
+
+/// The forward of queryKernel on tensor cores: one block per (batch, head,
+/// 64-row query tile), warp w owning rows 16 w .. 16 w + 15. Per key tile,
+/// each warp forms S = Q K^T for its rows with WMMA into shared memory;
+/// lane pairs (one row, 32 keys each) run the online softmax, store P
+/// rounded to T and rescale the row's O; then the warp accumulates
+/// O += P V with WMMA, reading and writing O in shared memory (the
+/// accumulator fragments' layout is opaque, so the per-row rescale cannot
+/// happen in registers). Masking, fully masked rows and NaN scores behave
+/// as in queryKernel.
+template <typename T>
+__global__ void __launch_bounds__(kBlockThreads) tcQueryKernel(Params p) {
+  // WMMA needs 32-byte aligned tiles; the regions are offsets from here.
+  extern __shared__ __align__(128) char tcSmem[];
+  char *base = tcSmem;
+  const TcLayout L = tcLayout(p.D, p.Dv);
+  T *sQ = reinterpret_cast<T *>(base + L.q);
+  T *sK = reinterpret_cast<T *>(base + L.k);
+  T *sV = reinterpret_cast<T *>(base + L.v);
+  T *sP = reinterpret_cast<T *>(base + L.p);
+  float *sS = reinterpret_cast<float *>(base + L.s);
+  float *sO = reinterpret_cast<float *>(base + L.o);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+
+  int64_t bh = blockIdx.x / p.qTiles;
+  int64_t b = bh / p.H, h = bh % p.H;
+  int64_t bhk = b * p.Hkv + h / (p.H / p.Hkv);
+  int64_t q0 = (p.qTiles - 1 - blockIdx.x % p.qTiles) * kTcRows;
+  int64_t rows = min(int64_t(kTcRows), p.Sq - q0);
+  int64_t firstRow = bh * p.Sq + q0;
+  int64_t keyEnd = p.causal ? min(p.Sk, q0 + rows) : p.Sk;
+  const T *q = reinterpret_cast<const T *>(p.q);
+  const T *k = reinterpret_cast<const T *>(p.k);
+  const T *v = reinterpret_cast<const T *>(p.v);
+  loadTcTile(sQ, L.ldq, q, firstRow * p.D, rows, kTcRows, p.D);
+  for (int e = threadIdx.x; e < kTcRows * p.Dv; e += kBlockThreads)
+    sO[(e / p.Dv) * L.ldo + e % p.Dv] = 0.0f;
+
+  // This lane's row of the tile and its half of the keys and columns.
+  const int r = warp * 16 + lane / 2, half = lane % 2;
+  float m = -INFINITY, l = 0.0f;
+  for (int64_t k0 = 0; k0 < keyEnd; k0 += kTcKeys) {
+    __syncthreads(); // the previous tile's readers are done
+    int64_t keys = min(int64_t(kTcKeys), p.Sk - k0);
+    loadTcTile(sK, L.ldq, k, (bhk * p.Sk + k0) * p.D, keys, kTcKeys, p.D);
+    loadTcTile(sV, L.ldv, v, (bhk * p.Sk + k0) * p.Dv, keys, kTcKeys, p.Dv);
+    __syncthreads();
+
+    // S = Q K^T for the warp's 16 rows.
+    for (int n = 0; n < kTcKeys; n += 16) {
+      wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+      wmma::fill_fragment(acc, 0.0f);
+      for (int d = 0; d < p.D; d += 16) {
+        wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> a;
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> kt;
+        wmma::load_matrix_sync(a, sQ + warp * 16 * L.ldq + d, L.ldq);
+        wmma::load_matrix_sync(kt, sK + n * L.ldq + d, L.ldq);
+        wmma::mma_sync(acc, a, kt, acc);
+      }
+      wmma::store_matrix_sync(sS + warp * 16 * kTcScoreLd + n, acc,
+                              kTcScoreLd, wmma::mem_row_major);
+    }
+    __syncwarp();
+
+    // The online softmax of row r over this tile's keys.
+    float s[kTcKeys / 2];
+    float tileMax = -INFINITY; // NaN scores are skipped, as on the CPU
+    for (int j = 0; j < kTcKeys / 2; ++j) {
+      int c = half * (kTcKeys / 2) + j;
+      s[j] = maskedScore(p, p.scale * sS[r * kTcScoreLd + c], b, h, q0 + r,
+                         k0 + c);
+      tileMax = s[j] > tileMax ? s[j] : tileMax;
+    }
+    float other = __shfl_xor_sync(0xffffffffu, tileMax, 1);
+    tileMax = other > tileMax ? other : tileMax;
+    float mNew = tileMax > m ? tileMax : m;
+    // While every key so far is masked, exponents are taken against 0.
+    float baseM = mNew == -INFINITY ? 0.0f : mNew;
+    float alpha = expf(m - baseM), sum = 0.0f;
+    for (int j = 0; j < kTcKeys / 2; ++j) {
+      float e = expf(s[j] - baseM);
+      sP[r * kTcProbLd + half * (kTcKeys / 2) + j] = T(e);
+      sum += e;
+    }
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    l = l * alpha + sum;
+    m = mNew;
+    for (int c = half; c < p.Dv; c += 2)
+      sO[r * L.ldo + c] *= alpha;
+    __syncwarp();
+
+    // O += P V for the warp's 16 rows.
+    for (int j = 0; j < p.Dv; j += 16) {
+      wmma::fragment<wmma::accumulator, 16, 16, 16, float> o;
+      wmma::load_matrix_sync(o, sO + warp * 16 * L.ldo + j, L.ldo,
+                             wmma::mem_row_major);
+      for (int kk = 0; kk < kTcKeys; kk += 16) {
+        wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> pa;
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> vb;
+        wmma::load_matrix_sync(pa, sP + warp * 16 * kTcProbLd + kk,
+                               kTcProbLd);
+        wmma::load_matrix_sync(vb, sV + kk * L.ldv + j, L.ldv);
+        wmma::mma_sync(o, pa, vb, o);
+      }
+      wmma::store_matrix_sync(sO + warp * 16 * L.ldo + j, o, L.ldo,
+                              wmma::mem_row_major);
+    }
+    __syncwarp();
+  }
+  float inv = m == -INFINITY ? 0.0f : 1.0f / l;
+  if (r < rows)
+    for (int c = half; c < p.Dv; c += 2)
+      storeF32(p.out, p.outType, (firstRow + r) * p.Dv + c,
+               sO[r * L.ldo + c] * inv);
+}
+
+//===----------------------------------------------------------------------===//
 // Host side
 //===----------------------------------------------------------------------===//
 
@@ -588,11 +760,31 @@ bool cuda::flashAttentionSupports(const AttentionShape &s) {
          s.B * s.Hkv * tilesOf(s.Sk) <= INT_MAX;
 }
 
+/// Whether tcQueryKernel takes the problem (see flashAttention's comment).
+static bool tensorCoresApply(const FlashProblem &fp, FlashInput q,
+                             FlashInput k, FlashInput v) {
+  const AttentionShape &s = fp.shape;
+  bool sixteenBit = q.dtype == CLEAVE_BF16 || q.dtype == CLEAVE_F16;
+  return fp.tensorCores && sixteenBit && k.dtype == q.dtype &&
+         v.dtype == q.dtype && s.D % 16 == 0 && s.Dv % 16 == 0 &&
+         s.D <= 128 && s.Dv <= 128 &&
+         tcLayout(int(s.D), int(s.Dv)).bytes <= deviceSharedLimit() &&
+         s.B * s.H * ((s.Sq + kTcRows - 1) / kTcRows) <= INT_MAX;
+}
+
 void cuda::flashAttention(const char *kn, const FlashProblem &fp, FlashInput q,
                           FlashInput k, FlashInput v, FlashOutput out) {
   const AttentionShape &s = fp.shape;
   Params p = makeParams(fp, q, k, v);
   p.out = out.data, p.outType = out.dtype;
+  if (tensorCoresApply(fp, q, k, v)) {
+    p.qTiles = (s.Sq + kTcRows - 1) / kTcRows;
+    KernelFn kernel = q.dtype == CLEAVE_BF16 ? tcQueryKernel<__nv_bfloat16>
+                                             : tcQueryKernel<__half>;
+    launch(kn, kernel, s.B * s.H * p.qTiles,
+           tcLayout(int(s.D), int(s.Dv)).bytes, p);
+    return;
+  }
   launch(kn, queryKernelFor(headDimBound(s), false), s.B * s.H * p.qTiles,
          queryShared(s, false), p);
 }

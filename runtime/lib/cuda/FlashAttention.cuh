@@ -44,6 +44,8 @@ struct FlashProblem {
   AttentionMask mask;
   bool causal;
   float scale;
+  /// The forward may run on the tensor cores (flashAttention says where).
+  bool tensorCores = true;
 };
 
 /// Whether the fused kernels take `s`: head dims up to 128 (the register
@@ -52,7 +54,12 @@ struct FlashProblem {
 bool flashAttentionSupports(const AttentionShape &s);
 
 /// out = softmax(q k^T * scale + mask) v. `out` must not overlap the
-/// inputs (the caller passes copies of those it overwrites).
+/// inputs (the caller passes copies of those it overwrites). With
+/// p.tensorCores, q, k and v of one 16-bit dtype, head dims that are
+/// multiples of 16 up to 128, and the shared memory this needs within the
+/// device's grant, it runs on the tensor cores (WMMA), with the
+/// probabilities rounded to that dtype for the product with v as
+/// FlashAttention-2 rounds them; else on the CUDA cores in f32.
 void flashAttention(const char *kernel, const FlashProblem &p, FlashInput q,
                     FlashInput k, FlashInput v, FlashOutput out);
 

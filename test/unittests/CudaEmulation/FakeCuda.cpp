@@ -162,28 +162,30 @@ void blockBarrier() {
   f.waitBlock = -1;
 }
 
+void warpBarrier() {
+  int t = block->current, w = warpOf(t), n = warpSizeOf(w);
+  Fiber &f = block->fibers[size_t(t)];
+  long generation = block->warpGeneration[size_t(w)];
+  if (++block->warpArrived[size_t(w)] == n) {
+    block->warpArrived[size_t(w)] = 0;
+    ++block->warpGeneration[size_t(w)];
+    block->progress = true;
+    return;
+  }
+  f.waitWarp = generation;
+  while (block->warpGeneration[size_t(w)] == generation)
+    yield();
+  f.waitWarp = -1;
+}
+
 uint64_t warpExchange(uint64_t bits, int src) {
   int t = block->current, w = warpOf(t), n = warpSizeOf(w);
   if (src < 0 || src >= n)
     die("a warp shuffle reads a lane outside the warp");
-  auto arrive = [&] {
-    Fiber &f = block->fibers[size_t(t)];
-    long generation = block->warpGeneration[size_t(w)];
-    if (++block->warpArrived[size_t(w)] == n) {
-      block->warpArrived[size_t(w)] = 0;
-      ++block->warpGeneration[size_t(w)];
-      block->progress = true;
-      return;
-    }
-    f.waitWarp = generation;
-    while (block->warpGeneration[size_t(w)] == generation)
-      yield();
-    f.waitWarp = -1;
-  };
   block->slots[size_t(t)] = bits;
-  arrive(); // every lane has published
+  warpBarrier(); // every lane has published
   uint64_t r = block->slots[size_t(32 * w + src)];
-  arrive(); // every lane has read
+  warpBarrier(); // every lane has read
   return r;
 }
 
@@ -238,11 +240,15 @@ void runGrid(dim3 grid, dim3 threadsDim, size_t sharedBytes, const void *kernel,
   b.warpGeneration.assign(warps, 0);
   b.warpArrived.assign(warps, 0);
   b.slots.assign(nt, 0);
-  std::vector<char> shared(sharedBytes + 16);
+  // Aligned as generously as hardware places it (the kernels declare at
+  // most 128-byte alignment).
+  std::vector<char> shared(sharedBytes + 16 + 256);
+  char *sharedBase = shared.data() + (256 - reinterpret_cast<uintptr_t>(
+                                                shared.data()) % 256) % 256;
   b.shared = &shared;
   bDim = threadsDim;
   gDim = grid;
-  dynSmem = shared.data();
+  dynSmem = sharedBase;
   bIdx = dim3(0, 0, 0);
   std::memset(shared.data(), 0xff, shared.size());
   // One fiber per thread for the whole grid: each runs the body once per

@@ -36,6 +36,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <type_traits>
 #include <vector>
 #include <math.h>
 
@@ -66,6 +67,8 @@ extern char *dynSmem;
 
 /// Waits for every thread of the block / of the warp.
 void blockBarrier();
+/// Waits for every lane of the running thread's warp.
+void warpBarrier();
 /// Publishes `bits` for the warp and returns lane `src`'s, all lanes of the
 /// warp taking part.
 uint64_t warpExchange(uint64_t bits, int src);
@@ -110,6 +113,7 @@ int sharedOptin();
 #define warpSize 32
 
 inline void __syncthreads() { fake::blockBarrier(); }
+inline void __syncwarp(unsigned = 0xffffffffu) { fake::warpBarrier(); }
 template <class T> T __shfl_xor_sync(unsigned, T v, int offset) {
   static_assert(sizeof(T) <= 8, "shuffles of up to 8 bytes");
   uint64_t bits = 0;

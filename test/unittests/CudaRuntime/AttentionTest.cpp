@@ -300,6 +300,29 @@ TEST_F(CudaAttention, MaterializedFallback) {
   runCase({1, 2, 1, 20, 37, 136, 160, {}, -1, true}, CLEAVE_F32, 1630, true);
 }
 
+// The tensor-core forward (16-bit q, k, v; head dims multiples of 16 up to
+// 128): partial 64-row query and key tiles, GQA, Dv != D, causal with
+// Sq != Sk, both mask kinds, fully masked rows, in bf16 and f16; the same
+// cases on the CUDA cores (fused-simt) as well. The gradients stay on the
+// CUDA cores either way.
+TEST_F(CudaAttention, TensorCoreForward) {
+  const AttentionCase cases[] = {
+      {2, 4, 2, 70, 100, 64, 64, {2, 1, 70, 100}, CLEAVE_I1, true},
+      {1, 2, 1, 130, 65, 128, 128, {}, -1, false},
+      {2, 3, 3, 20, 20, 16, 32, {1, 20}, CLEAVE_F32, false},
+      {1, 4, 1, 64, 64, 32, 16, {}, -1, true},
+  };
+  unsigned seed = 1800;
+  for (const char *implementation : {"fused", "fused-simt"}) {
+    AttentionImplementation forced(implementation);
+    SCOPED_TRACE(implementation);
+    for (const AttentionCase &c : cases)
+      for (int32_t dtype : {CLEAVE_BF16, CLEAVE_F16})
+        runCase(c, dtype, seed++, false);
+    runCase(cases[0], CLEAVE_BF16, seed++, false, MaskFill::FullyMaskedRow);
+  }
+}
+
 void attentionWithBadImplementation() {
   AttentionImplementation bad("flash");
   runCase({1, 1, 1, 2, 2, 4, 4, {}, -1, false}, CLEAVE_F32, 1700, false);
@@ -309,8 +332,8 @@ TEST_F(CudaAttention, UnknownImplementationFails) {
   SKIP_IN_CPU_ONLY_MODE();
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_DEATH(attentionWithBadImplementation(),
-               "CLEAVE_CUDA_ATTENTION must be 'fused' or 'materialized', "
-               "got 'flash'");
+               "CLEAVE_CUDA_ATTENTION must be 'fused', 'fused-simt' or "
+               "'materialized', got 'flash'");
 }
 
 } // namespace
