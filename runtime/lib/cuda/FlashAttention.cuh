@@ -64,7 +64,10 @@ void flashAttention(const char *kernel, const FlashProblem &p, FlashInput q,
                     FlashInput k, FlashInput v, FlashOutput out);
 
 /// The gradients of flashAttention; the outputs must not overlap the
-/// inputs. Deterministic: the same inputs give the same bits.
+/// inputs. Deterministic: the same inputs give the same bits. On the
+/// tensor cores where flashAttention would be, with dout of the inputs'
+/// dtype and the key pass's shared memory granted too; P and dS are then
+/// rounded to that dtype before their products.
 void flashAttentionGrad(const char *kernel, const FlashProblem &p, FlashInput q,
                         FlashInput k, FlashInput v, FlashInput dout,
                         FlashOutput dq, FlashOutput dk, FlashOutput dv);

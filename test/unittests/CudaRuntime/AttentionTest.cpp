@@ -300,12 +300,11 @@ TEST_F(CudaAttention, MaterializedFallback) {
   runCase({1, 2, 1, 20, 37, 136, 160, {}, -1, true}, CLEAVE_F32, 1630, true);
 }
 
-// The tensor-core forward (16-bit q, k, v; head dims multiples of 16 up to
-// 128): partial 64-row query and key tiles, GQA, Dv != D, causal with
-// Sq != Sk, both mask kinds, fully masked rows, in bf16 and f16; the same
-// cases on the CUDA cores (fused-simt) as well. The gradients stay on the
-// CUDA cores either way.
-TEST_F(CudaAttention, TensorCoreForward) {
+// The tensor-core kernels (16-bit q, k, v; head dims multiples of 16 up to
+// 128), forward and backward: partial 64-row query and key tiles, GQA,
+// Dv != D, causal with Sq != Sk, both mask kinds, fully masked rows, in
+// bf16 and f16; the same cases on the CUDA cores (fused-simt) as well.
+TEST_F(CudaAttention, TensorCoreKernels) {
   const AttentionCase cases[] = {
       {2, 4, 2, 70, 100, 64, 64, {2, 1, 70, 100}, CLEAVE_I1, true},
       {1, 2, 1, 130, 65, 128, 128, {}, -1, false},
@@ -318,8 +317,8 @@ TEST_F(CudaAttention, TensorCoreForward) {
     SCOPED_TRACE(implementation);
     for (const AttentionCase &c : cases)
       for (int32_t dtype : {CLEAVE_BF16, CLEAVE_F16})
-        runCase(c, dtype, seed++, false);
-    runCase(cases[0], CLEAVE_BF16, seed++, false, MaskFill::FullyMaskedRow);
+        runCase(c, dtype, seed++, true);
+    runCase(cases[0], CLEAVE_BF16, seed++, true, MaskFill::FullyMaskedRow);
   }
 }
 
