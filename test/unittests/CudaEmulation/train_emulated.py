@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Trains the example models for 10 steps on the emulated GPU: each program
+is compiled by cleave-compile once (--emit=obj; the same object runs on
+either backend), linked with the CPU backend and with the CUDA backend on
+the emulation (libcleave_rt_cuda_emulated.a), and both run on the data of
+test/Integration/training/<case>. Every step's loss must agree within the
+bounds of test/gpu/run-packed.sh: 1e-4 relative in fp32, 1.5e-2 in bf16,
+2e-3 in fp16.
+
+  train_emulated.py --compile CLEAVE_COMPILE --link LINK_FILE --work DIR
+
+LINK_FILE holds the linker and the emulated link line (';'-separated, as
+CMake writes it).
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+CASES = ["gpt_adamw", "gpt_adamw_bf16", "gpt_adamw_fp16", "moe_adamw",
+         "moe_adamw_bf16"]
+BOUNDS = {"fp32": 1e-4, "bf16": 1.5e-2, "fp16": 2e-3}
+
+
+
+def losses(path):
+    with open(path) as f:
+        records = [json.loads(line) for line in f if line.strip()]
+    return {r["step"]: r["loss"] for r in records if "step" in r}
+
+
+def run(cmd):
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(f"failed ({result.returncode}): {' '.join(cmd)}\n"
+                 f"{result.stdout}{result.stderr}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--compile", required=True)
+    parser.add_argument("--link", required=True)
+    parser.add_argument("--work", required=True)
+    args = parser.parse_args()
+    with open(args.link) as f:
+        linker, *link_line = f.read().strip().split(";")
+    os.makedirs(args.work, exist_ok=True)
+    failed = []
+    for case in CASES:
+        data = os.path.join(ROOT, "test", "Integration", "training", case)
+        with open(os.path.join(data, "config.json")) as f:
+            config = json.load(f)
+        model = os.path.join(ROOT, "examples", config["model"], "model.onnx")
+        base = os.path.join(args.work, case)
+        # The CPU program, and the same object linked with the emulated
+        # CUDA backend.
+        run([args.compile, model, *config["flags"], "-o", base + "-cpu"])
+        run([args.compile, model, *config["flags"], "--emit=obj",
+             "-o", base + ".o"])
+        run([linker, base + ".o", "-o", base + "-emulated", *link_line])
+        logs = {}
+        for side in ("cpu", "emulated"):
+            logs[side] = base + f"-{side}.jsonl"
+            run([base + f"-{side}", "--inputs", os.path.join(data, "idx.npy"),
+                 "--targets", os.path.join(data, config["targets"]),
+                 "--steps", str(config["steps"]), "--log-json", logs[side],
+                 "--quiet"])
+        cpu, emulated = losses(logs["cpu"]), losses(logs["emulated"])
+        bound = BOUNDS[config.get("precision", "fp32")]
+        worst = 0.0
+        for step in range(1, config["steps"] + 1):
+            if step not in cpu or step not in emulated:
+                sys.exit(f"{case}: step {step} missing from a log")
+            err = abs(emulated[step] - cpu[step]) / abs(cpu[step])
+            worst = max(worst, err) if err == err else float("inf")
+        verdict = "ok" if worst <= bound else "FAILED"
+        print(f"{case:16} {config['steps']} steps: losses {cpu[1]:.6g} .. "
+              f"{cpu[config['steps']]:.6g}; max |emulated - cpu| / |cpu| = "
+              f"{worst:.2e} (bound {bound:g}) {verdict}")
+        if worst > bound:
+            failed.append(case)
+    if failed:
+        sys.exit("losses differ: " + ", ".join(failed))
+
+
+if __name__ == "__main__":
+    main()
