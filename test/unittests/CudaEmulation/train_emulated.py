@@ -2,10 +2,13 @@
 """Trains the example models for 10 steps on the emulated GPU: each program
 is compiled by cleave-compile once (--emit=obj; the same object runs on
 either backend), linked with the CPU backend and with the CUDA backend on
-the emulation (libcleave_rt_cuda_emulated.a), and both run on the data of
-test/Integration/training/<case>. Every step's loss must agree within the
-bounds of test/gpu/run-packed.sh: 1e-4 relative in fp32, 1.5e-2 in bf16,
-2e-3 in fp16.
+the emulation (libcleave_rt_cuda_emulated.a), and both run on the same
+data: the gpt and moe cases of test/Integration/training/<case>, and the
+llama example (RMS norm, SwiGLU, rotary embeddings, grouped-query
+attention) in fp32 and bf16 on random tokens, as test/gpu/pack.sh packs
+them. Every step's loss must agree within the bounds of
+test/gpu/run-packed.sh: 1e-4 relative in fp32, 1.5e-2 in bf16, 2e-3 in
+fp16.
 
   train_emulated.py --compile CLEAVE_COMPILE --link LINK_FILE --work DIR
 
@@ -19,9 +22,26 @@ import os
 import subprocess
 import sys
 
+import numpy as np
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 CASES = ["gpt_adamw", "gpt_adamw_bf16", "gpt_adamw_fp16", "moe_adamw",
-         "moe_adamw_bf16"]
+         "moe_adamw_bf16", "llama_adamw_fp32", "llama_adamw_bf16"]
+
+
+def llama_case(precision, work):
+    """The llama case of test/gpu/pack.sh: its config and data folder."""
+    data = os.path.join(work, "llama-data")
+    os.makedirs(data, exist_ok=True)
+    stream = np.random.default_rng(4).integers(0, 64, size=(6, 9)).astype(np.int64)
+    np.save(os.path.join(data, "idx.npy"), stream[:, :-1])
+    np.save(os.path.join(data, "targets.npy"), stream[:, 1:])
+    config = {"model": "llama", "steps": 10, "targets": "targets.npy",
+              "precision": precision,
+              "flags": ["--train", "--loss", "cross-entropy", "--optimizer",
+                        "adamw", "--lr", "0.01", "--weight-decay", "0.01",
+                        "--precision", precision]}
+    return config, data
 BOUNDS = {"fp32": 1e-4, "bf16": 1.5e-2, "fp16": 2e-3}
 
 
@@ -50,9 +70,12 @@ def main():
     os.makedirs(args.work, exist_ok=True)
     failed = []
     for case in CASES:
-        data = os.path.join(ROOT, "test", "Integration", "training", case)
-        with open(os.path.join(data, "config.json")) as f:
-            config = json.load(f)
+        if case.startswith("llama"):
+            config, data = llama_case(case.rsplit("_", 1)[1], args.work)
+        else:
+            data = os.path.join(ROOT, "test", "Integration", "training", case)
+            with open(os.path.join(data, "config.json")) as f:
+                config = json.load(f)
         model = os.path.join(ROOT, "examples", config["model"], "model.onnx")
         base = os.path.join(args.work, case)
         # The CPU program, and the same object linked with the emulated
