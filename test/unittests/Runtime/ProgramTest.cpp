@@ -44,6 +44,12 @@ protected:
     ASSERT_TRUE(writeNpy(dir + "/b.npy", "<f4", {3}, b, sizeof(b), error));
   }
 
+  /// The folder goes with a passing test (a failing one keeps it to look at).
+  void TearDown() override {
+    if (!HasFailure())
+      std::system(("rm -rf '" + dir + "'").c_str());
+  }
+
   /// Runs the program (or `exe`) in `dir` with `args`; returns the exit
   /// status and leaves stderr in `err`.
   int run(const std::string &args,
