@@ -42,6 +42,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 using namespace cleave::rt;
 using namespace cleave::rt::cuda;
@@ -189,17 +190,16 @@ Implementation implementation() {
                  env);
 }
 
-/// Whether the fused kernels run for `s`: where they support it, unless
-/// the materialized implementation is asked for.
-bool useFused(const AttentionShape &s) {
-  return implementation() != Implementation::Materialized &&
-         flashAttentionSupports(s);
-}
-
-FlashProblem flashProblem(const AttentionShape &s, AttentionMask mask,
-                          int32_t causal, double scale) {
+/// The fused kernels' problem when they run for `s` (where they support
+/// it, unless the materialized implementation is asked for), else none.
+std::optional<FlashProblem> fusedProblem(const AttentionShape &s,
+                                         AttentionMask mask, int32_t causal,
+                                         double scale) {
+  Implementation impl = implementation();
+  if (impl == Implementation::Materialized || !flashAttentionSupports(s))
+    return std::nullopt;
   return FlashProblem{s, mask, causal != 0, float(scale),
-                      implementation() == Implementation::Fused};
+                      impl == Implementation::Fused};
 }
 
 void zeroF32(float *data, const cleave_tensor &t) {
@@ -229,7 +229,7 @@ void cleave_rt_attention(char *arena, const cleave_tensor *q,
           "zeroing the attention output");
     return;
   }
-  if (useFused(s)) {
+  if (std::optional<FlashProblem> fp = fusedProblem(s, m, causal, scale)) {
     // Inputs that out overwrites are read from copies (in their dtype).
     ScratchBuffer qBuf, kBuf, vBuf;
     FlashInput qi{bytesInput(arena, *q, overlaps(*q, *out), qBuf, kn),
@@ -238,8 +238,7 @@ void cleave_rt_attention(char *arena, const cleave_tensor *q,
                   k->dtype};
     FlashInput vi{bytesInput(arena, *v, overlaps(*v, *out), vBuf, kn),
                   v->dtype};
-    flashAttention(kn, flashProblem(s, m, causal, scale), qi, ki, vi,
-                   {dataOf(arena, *out), out->dtype});
+    flashAttention(kn, *fp, qi, ki, vi, {dataOf(arena, *out), out->dtype});
     return;
   }
   // Inputs that out overwrites are read from copies.
@@ -279,17 +278,16 @@ void cleave_rt_attention_grad(char *arena, const cleave_tensor *q,
   auto written = [&](const cleave_tensor &t) {
     return overlaps(t, *dq) || overlaps(t, *dk) || overlaps(t, *dv);
   };
-  if (useFused(s)) {
+  if (std::optional<FlashProblem> fp = fusedProblem(s, m, causal, scale)) {
     ScratchBuffer qBuf, kBuf, vBuf, doBuf;
     FlashInput qi{bytesInput(arena, *q, written(*q), qBuf, kn), q->dtype};
     FlashInput ki{bytesInput(arena, *k, written(*k), kBuf, kn), k->dtype};
     FlashInput vi{bytesInput(arena, *v, written(*v), vBuf, kn), v->dtype};
     FlashInput doi{bytesInput(arena, *dout, written(*dout), doBuf, kn),
                    dout->dtype};
-    flashAttentionGrad(kn, flashProblem(s, m, causal, scale), qi, ki, vi, doi,
-                       {dataOf(arena, *dq), dq->dtype},
-                       {dataOf(arena, *dk), dk->dtype},
-                       {dataOf(arena, *dv), dv->dtype});
+    flashAttentionGrad(
+        kn, *fp, qi, ki, vi, doi, {dataOf(arena, *dq), dq->dtype},
+        {dataOf(arena, *dk), dk->dtype}, {dataOf(arena, *dv), dv->dtype});
     return;
   }
   ScratchBuffer qBuf, kBuf, vBuf, doBuf, dqBuf, dkBuf, dvBuf;

@@ -1,19 +1,19 @@
 //===- FlashAttention.cu - fused tiled attention CUDA kernels -------------===//
 //
 // Attention without materialized scores (FlashAttention-2): on CUDA cores in
-// f32 throughout, and on tensor cores for 16-bit operands (tcQueryKernel
-// and tcKeyKernel, described there, with the same passes and the same
-// deterministic order as the CUDA-core kernels below). Tiles are kTile query rows by kTile keys; a block of
-// 128 threads is 8 row groups of 16 lanes, and a thread owns rows
-// ty + 8 i and columns tx + 16 j of every tile it computes, so a score
-// row lives in one half warp and its max and sum are shuffle reductions.
-// Operands are staged in shared memory as f32 with an odd row stride (the
-// 16 rows a half warp reads at one column fall in distinct banks). The
-// kernels are compiled for head dims up to 32, 64 and 128 (a thread holds
-// DMax / 16 accumulator columns per row; 92 to 168 registers, no spills on
-// sm_80). Dynamic shared memory at D = Dv = 64 / 128: forward 29 / 53 KB,
-// backward query pass 37 / 69 KB, key pass 41 / 73 KB; past the default
-// 48 KB the launch opts in (every sm_80+ device grants at least 99 KB).
+// f32 throughout, and for 16-bit operands on tensor cores
+// (TensorCoreAttention.cu, with the same passes and the same deterministic
+// order as the CUDA-core kernels here). Tiles are kTile query rows by kTile
+// keys; a block of 128 threads is 8 row groups of 16 lanes, and a thread owns
+// rows ty + 8 i and columns tx + 16 j of every tile it computes, so a score row
+// lives in one half warp and its max and sum are shuffle reductions. Operands
+// are staged in shared memory as f32 with an odd row stride (the 16 rows a half
+// warp reads at one column fall in distinct banks). The kernels are compiled
+// for head dims up to 32, 64 and 128 (a thread holds DMax / 16 accumulator
+// columns per row; 92 to 168 registers, no spills on sm_80). Dynamic shared
+// memory at D = Dv = 64 / 128: forward 29 / 53 KB, backward query pass 37 / 69
+// KB, key pass 41 / 73 KB; past the default 48 KB the launch opts in (every
+// sm_80+ device grants at least 99 KB).
 //
 // Forward (queryKernel): one block per (batch, head, query tile) streams
 // the K and V tiles of its kv head through shared memory with the online
@@ -44,52 +44,30 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "FlashAttention.cuh"
+#include "FlashAttentionKernels.cuh"
 
 #include "DeviceUtil.cuh"
 
-#include <mma.h>
-
-#include <algorithm>
 #include <climits>
 
 using namespace cleave::rt;
 using namespace cleave::rt::cuda;
+using namespace cleave::rt::cuda::flash;
 
 namespace {
 
 /// Query rows and keys per tile.
 constexpr int kTile = 32;
-/// Threads per block: 8 row groups (ty) of 16 lanes (tx).
-constexpr int kBlockThreads = 128;
 /// A thread's share of a kTile x kTile score tile: rows ty + 8 i, columns
 /// tx + 16 j.
 constexpr int kRowsPerThread = kTile / 8;
 constexpr int kColsPerThread = kTile / 16;
 /// Row stride of the staged score tiles (odd, see paddedLd).
 constexpr int kScoreLd = kTile + 1;
-/// Dynamic shared memory a block gets without opting in.
-constexpr size_t kDefaultSharedBytes = size_t(48) << 10;
 
 /// The row stride of a staged tile of rows of n floats: odd, so that 16
 /// rows read at one column hit 16 distinct banks.
 __host__ __device__ inline int paddedLd(int n) { return n | 1; }
-
-/// Everything the kernels read, by value.
-struct Params {
-  const char *q, *k, *v, *dout;
-  int32_t qType, kType, vType, doutType;
-  char *out; // attention's output, or dq in the backward
-  char *dk, *dv;
-  int32_t outType, dkType, dvType;
-  AttentionMask mask;
-  float *rowMax, *rowInv, *rowDot; // [B, H, Sq] each, backward only
-  int64_t B, H, Hkv, Sq, Sk;
-  int D, Dv;
-  int64_t qTiles, kTiles;
-  float scale;
-  bool causal;
-};
 
 //===----------------------------------------------------------------------===//
 // Device helpers
@@ -173,23 +151,6 @@ __device__ inline void accumulateScoreProduct(
         acc[i][jj] = fmaf(sc, mc[jj], acc[i][jj]);
     }
   }
-}
-
-/// Score `s` (already scaled) of query i and key j of head (b, h) with the
-/// mask applied: -inf for masked keys, for keys after a causal query, and
-/// for the padding rows and keys of partial tiles (which read no mask).
-__device__ inline float maskedScore(const Params &p, float s, int64_t b,
-                                    int64_t h, int64_t i, int64_t j) {
-  if (i >= p.Sq || j >= p.Sk || (p.causal && j > i))
-    return -INFINITY;
-  const AttentionMask &m = p.mask;
-  if (!m.data)
-    return s;
-  int64_t at =
-      b * m.strides[0] + h * m.strides[1] + i * m.strides[2] + j * m.strides[3];
-  if (m.dtype == CLEAVE_I1)
-    return reinterpret_cast<const uint8_t *>(m.data)[at] ? s : -INFINITY;
-  return s + loadF32(m.data, m.dtype, at);
 }
 
 //===----------------------------------------------------------------------===//
@@ -432,14 +393,7 @@ __global__ void __launch_bounds__(kBlockThreads) keyKernel(Params p) {
       __syncthreads(); // the previous tile's readers are done
       loadTile(sQ, ldd, p.q, p.qType, firstRow * D, rows, D);
       loadTile(sDO, ldv, p.dout, p.doutType, firstRow * Dv, rows, Dv);
-      if (threadIdx.x < kTile) {
-        // Padding rows: P = exp(-inf - 0) * 0 = 0.
-        bool live = threadIdx.x < rows;
-        int64_t row = firstRow + threadIdx.x;
-        sMax[threadIdx.x] = live ? p.rowMax[row] : 0.0f;
-        sInv[threadIdx.x] = live ? p.rowInv[row] : 0.0f;
-        sDot[threadIdx.x] = live ? p.rowDot[row] : 0.0f;
-      }
+      loadRowStats(p, sMax, sInv, sDot, firstRow, rows, kTile);
       __syncthreads();
       float s[R][C], dp[R][C];
       dotTile(s, sK, ldd, sQ, ldd, D);
@@ -489,412 +443,8 @@ __global__ void __launch_bounds__(kBlockThreads) keyKernel(Params p) {
 }
 
 //===----------------------------------------------------------------------===//
-// The forward on tensor cores (WMMA), for 16-bit q, k and v
-//===----------------------------------------------------------------------===//
-
-namespace wmma = nvcuda::wmma;
-
-/// Query rows per block (16 per warp) and keys per tile.
-constexpr int kTcRows = 64;
-constexpr int kTcKeys = 64;
-/// Row strides of the f32 score tile and the 16-bit probability tile:
-/// multiples of 4 and 8 elements (WMMA's rule), off the 32-bank period.
-constexpr int kTcScoreLd = kTcKeys + 4;
-constexpr int kTcProbLd = kTcKeys + 8;
-
-/// Where tcQueryKernel's tiles lie in its dynamic shared memory (each
-/// region 128-byte aligned, every 16-row block of a tile 32-byte aligned
-/// as WMMA's loads and stores need): Q, K, V as stored (16-bit, rows padded
-/// by 8), the scores S (f32), the probabilities P (16-bit) and the output
-/// accumulator O (f32).
-struct TcLayout {
-  int ldq, ldv, ldo;
-  size_t q, k, v, s, p, o, dout, dp, bytes;
-};
-__host__ __device__ inline size_t roundUp128(size_t n) {
-  return (n + 127) / 128 * 128;
-}
-/// With `grad` (tcQueryKernel<T, true>) also dO (16-bit) and dP (f32).
-__host__ __device__ inline TcLayout tcLayout(int D, int Dv, bool grad) {
-  TcLayout l;
-  l.ldq = D + 8;
-  l.ldv = Dv + 8;
-  l.ldo = Dv + 4;
-  size_t at = 0;
-  l.q = at, at += roundUp128(size_t(kTcRows) * l.ldq * 2);
-  l.k = at, at += roundUp128(size_t(kTcKeys) * l.ldq * 2);
-  l.v = at, at += roundUp128(size_t(kTcKeys) * l.ldv * 2);
-  l.s = at, at += roundUp128(size_t(kTcRows) * kTcScoreLd * 4);
-  l.p = at, at += roundUp128(size_t(kTcRows) * kTcProbLd * 2);
-  l.o = at, at += roundUp128(size_t(kTcRows) * l.ldo * 4);
-  l.dout = l.dp = 0;
-  if (grad) {
-    l.dout = at, at += roundUp128(size_t(kTcRows) * l.ldv * 2);
-    l.dp = at, at += roundUp128(size_t(kTcRows) * kTcScoreLd * 4);
-  }
-  l.bytes = at;
-  return l;
-}
-
-/// tcKeyKernel's shared memory: its K and V tiles, one query tile's Q and
-/// dO (16-bit), the transposed scores S^T and dP^T (f32), P^T and dS^T
-/// (16-bit), and the tile's row statistics.
-struct TcKeyLayout {
-  int ldq, ldv;
-  size_t k, v, q, dout, s, dp, p, ds, stats, bytes;
-};
-__host__ __device__ inline TcKeyLayout tcKeyLayout(int D, int Dv) {
-  TcKeyLayout l;
-  l.ldq = D + 8;
-  l.ldv = Dv + 8;
-  size_t at = 0;
-  l.k = at, at += roundUp128(size_t(kTcKeys) * l.ldq * 2);
-  l.v = at, at += roundUp128(size_t(kTcKeys) * l.ldv * 2);
-  l.q = at, at += roundUp128(size_t(kTcRows) * l.ldq * 2);
-  l.dout = at, at += roundUp128(size_t(kTcRows) * l.ldv * 2);
-  l.s = at, at += roundUp128(size_t(kTcKeys) * kTcScoreLd * 4);
-  l.dp = at, at += roundUp128(size_t(kTcKeys) * kTcScoreLd * 4);
-  l.p = at, at += roundUp128(size_t(kTcKeys) * kTcProbLd * 2);
-  l.ds = at, at += roundUp128(size_t(kTcKeys) * kTcProbLd * 2);
-  l.stats = at, at += roundUp128(size_t(3 * kTcRows) * 4);
-  l.bytes = at;
-  return l;
-}
-
-/// dst [16 x 64] (f32, stride kTcScoreLd) = a [16 x n] times the
-/// transpose of the 64 rows of b [64 x n] (both 16-bit, row-major, strides
-/// lda and ldb): one warp's WMMA products.
-template <typename T>
-__device__ inline void tcRowsTimesRowsT(float *dst, const T *a, int lda,
-                                        const T *b, int ldb, int n) {
-  for (int c = 0; c < kTcKeys; c += 16) {
-    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-    wmma::fill_fragment(acc, 0.0f);
-    for (int d = 0; d < n; d += 16) {
-      wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa;
-      wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> fb;
-      wmma::load_matrix_sync(fa, a + d, lda);
-      wmma::load_matrix_sync(fb, b + c * ldb + d, ldb);
-      wmma::mma_sync(acc, fa, fb, acc);
-    }
-    wmma::store_matrix_sync(dst + c, acc, kTcScoreLd, wmma::mem_row_major);
-  }
-}
-
-/// acc[j] += a [16 x 64] (16-bit, stride kTcProbLd) times columns
-/// 16 j .. 16 j + 15 of b [64 x width] (16-bit, row-major, stride ldb).
-template <typename T, int N>
-__device__ inline void tcAccumulate(
-    wmma::fragment<wmma::accumulator, 16, 16, 16, float> (&acc)[N],
-    const T *a, const T *b, int ldb, int width) {
-  for (int kk = 0; kk < kTcKeys; kk += 16) {
-    wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa;
-    wmma::load_matrix_sync(fa, a + kk, kTcProbLd);
-    for (int j = 0; j < N; ++j) {
-      if (16 * j >= width)
-        break;
-      wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> fb;
-      wmma::load_matrix_sync(fb, b + kk * ldb + 16 * j, ldb);
-      wmma::mma_sync(acc[j], fa, fb, acc[j]);
-    }
-  }
-}
-
-/// Stores the warp's 16 rows of `acc` (columns < width) times `factor` as
-/// rows firstRow .. of a row-major [*, width] output, rows < rows only,
-/// through the warp's f32 staging tile (16 x 16 at a time).
-template <int N>
-__device__ inline void tcStoreRows(
-    char *dst, int32_t dtype, int64_t firstRow, int64_t rows, int width,
-    const wmma::fragment<wmma::accumulator, 16, 16, 16, float> (&acc)[N],
-    float factor, float *stage) {
-  const int lane = threadIdx.x % 32;
-  for (int j = 0; j < N && 16 * j < width; ++j) {
-    wmma::store_matrix_sync(stage, acc[j], kTcScoreLd, wmma::mem_row_major);
-    __syncwarp();
-    for (int e = lane; e < 256; e += 32) {
-      int r = e / 16, c = e % 16;
-      if (r < rows)
-        storeF32(dst, dtype, (firstRow + r) * width + 16 * j + c,
-                 stage[r * kTcScoreLd + c] * factor);
-    }
-    __syncwarp();
-  }
-}
-
-/// Stages `rows` rows of a row-major [*, cols] 16-bit operand from element
-/// `first` into dst (row stride ld), as stored; rows from `valid` on are
-/// zeros.
-template <typename T>
-__device__ inline void loadTcTile(T *dst, int ld, const T *src, int64_t first,
-                                  int64_t valid, int rows, int cols) {
-  for (int e = threadIdx.x; e < rows * cols; e += kBlockThreads) {
-    int r = e / cols, c = e - r * cols;
-    dst[r * ld + c] = r < valid ? src[first + int64_t(r) * cols + c] : T(0.0f);
-  }
-}
-
-/// Stages keys [k0, k0 + kTcKeys) of kv head bhk of the 16-bit K and V
-/// (rows past Sk are zeros).
-template <typename T>
-__device__ inline void loadTcKeys(const Params &p, T *sK, int ldk, T *sV,
-                                  int ldv, int64_t bhk, int64_t k0) {
-  int64_t keys = min(int64_t(kTcKeys), p.Sk - k0);
-  loadTcTile(sK, ldk, reinterpret_cast<const T *>(p.k),
-             (bhk * p.Sk + k0) * p.D, keys, kTcKeys, p.D);
-  loadTcTile(sV, ldv, reinterpret_cast<const T *>(p.v),
-             (bhk * p.Sk + k0) * p.Dv, keys, kTcKeys, p.Dv);
-}
-
-/// The forward of queryKernel on tensor cores: one block per (batch, head,
-/// 64-row query tile), warp w owning rows 16 w .. 16 w + 15. Per key tile,
-/// each warp forms S = Q K^T for its rows with WMMA into shared memory;
-/// lane pairs (one row, 32 keys each) run the online softmax, store P
-/// rounded to T and rescale the row's O; then the warp accumulates
-/// O += P V with WMMA, reading and writing O in shared memory (the
-/// accumulator fragments' layout is opaque, so the per-row rescale cannot
-/// happen in registers). Masking, fully masked rows and NaN scores behave
-/// as in queryKernel.
-template <typename T, bool kGrad>
-__global__ void __launch_bounds__(kBlockThreads) tcQueryKernel(Params p) {
-  // WMMA needs 32-byte aligned tiles; the regions are offsets from here.
-  extern __shared__ __align__(128) char tcSmem[];
-  char *base = tcSmem;
-  const TcLayout L = tcLayout(p.D, p.Dv, kGrad);
-  T *sQ = reinterpret_cast<T *>(base + L.q);
-  T *sK = reinterpret_cast<T *>(base + L.k);
-  T *sV = reinterpret_cast<T *>(base + L.v);
-  T *sP = reinterpret_cast<T *>(base + L.p);
-  float *sS = reinterpret_cast<float *>(base + L.s);
-  float *sO = reinterpret_cast<float *>(base + L.o);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-
-  int64_t bh = blockIdx.x / p.qTiles;
-  int64_t b = bh / p.H, h = bh % p.H;
-  int64_t bhk = b * p.Hkv + h / (p.H / p.Hkv);
-  int64_t q0 = (p.qTiles - 1 - blockIdx.x % p.qTiles) * kTcRows;
-  int64_t rows = min(int64_t(kTcRows), p.Sq - q0);
-  int64_t firstRow = bh * p.Sq + q0;
-  int64_t keyEnd = p.causal ? min(p.Sk, q0 + rows) : p.Sk;
-  loadTcTile(sQ, L.ldq, reinterpret_cast<const T *>(p.q), firstRow * p.D,
-             rows, kTcRows, p.D);
-  for (int e = threadIdx.x; e < kTcRows * p.Dv; e += kBlockThreads)
-    sO[(e / p.Dv) * L.ldo + e % p.Dv] = 0.0f;
-
-  // This lane's row of the tile and its half of the keys and columns.
-  const int r = warp * 16 + lane / 2, half = lane % 2;
-  float m = -INFINITY, l = 0.0f;
-  for (int64_t k0 = 0; k0 < keyEnd; k0 += kTcKeys) {
-    __syncthreads(); // the previous tile's readers are done
-    loadTcKeys(p, sK, L.ldq, sV, L.ldv, bhk, k0);
-    __syncthreads();
-
-    // S = Q K^T for the warp's 16 rows.
-    for (int n = 0; n < kTcKeys; n += 16) {
-      wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-      wmma::fill_fragment(acc, 0.0f);
-      for (int d = 0; d < p.D; d += 16) {
-        wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> a;
-        wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> kt;
-        wmma::load_matrix_sync(a, sQ + warp * 16 * L.ldq + d, L.ldq);
-        wmma::load_matrix_sync(kt, sK + n * L.ldq + d, L.ldq);
-        wmma::mma_sync(acc, a, kt, acc);
-      }
-      wmma::store_matrix_sync(sS + warp * 16 * kTcScoreLd + n, acc,
-                              kTcScoreLd, wmma::mem_row_major);
-    }
-    __syncwarp();
-
-    // The online softmax of row r over this tile's keys.
-    float s[kTcKeys / 2];
-    float tileMax = -INFINITY; // NaN scores are skipped, as on the CPU
-    for (int j = 0; j < kTcKeys / 2; ++j) {
-      int c = half * (kTcKeys / 2) + j;
-      s[j] = maskedScore(p, p.scale * sS[r * kTcScoreLd + c], b, h, q0 + r,
-                         k0 + c);
-      tileMax = s[j] > tileMax ? s[j] : tileMax;
-    }
-    float other = __shfl_xor_sync(0xffffffffu, tileMax, 1);
-    tileMax = other > tileMax ? other : tileMax;
-    float mNew = tileMax > m ? tileMax : m;
-    // While every key so far is masked, exponents are taken against 0.
-    float baseM = mNew == -INFINITY ? 0.0f : mNew;
-    float alpha = expf(m - baseM), sum = 0.0f;
-    for (int j = 0; j < kTcKeys / 2; ++j) {
-      float e = expf(s[j] - baseM);
-      sP[r * kTcProbLd + half * (kTcKeys / 2) + j] = T(e);
-      sum += e;
-    }
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    l = l * alpha + sum;
-    m = mNew;
-    for (int c = half; c < p.Dv; c += 2)
-      sO[r * L.ldo + c] *= alpha;
-    __syncwarp();
-
-    // O += P V for the warp's 16 rows.
-    for (int j = 0; j < p.Dv; j += 16) {
-      wmma::fragment<wmma::accumulator, 16, 16, 16, float> o;
-      wmma::load_matrix_sync(o, sO + warp * 16 * L.ldo + j, L.ldo,
-                             wmma::mem_row_major);
-      for (int kk = 0; kk < kTcKeys; kk += 16) {
-        wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> pa;
-        wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> vb;
-        wmma::load_matrix_sync(pa, sP + warp * 16 * kTcProbLd + kk,
-                               kTcProbLd);
-        wmma::load_matrix_sync(vb, sV + kk * L.ldv + j, L.ldv);
-        wmma::mma_sync(o, pa, vb, o);
-      }
-      wmma::store_matrix_sync(sO + warp * 16 * L.ldo + j, o, L.ldo,
-                              wmma::mem_row_major);
-    }
-    __syncwarp();
-  }
-  float inv = m == -INFINITY ? 0.0f : 1.0f / l;
-  if constexpr (!kGrad) {
-    if (r < rows)
-      for (int c = half; c < p.Dv; c += 2)
-        storeF32(p.out, p.outType, (firstRow + r) * p.Dv + c,
-                 sO[r * L.ldo + c] * inv);
-    return;
-  }
-
-  // The gradient half (queryGrad's, on tensor cores): the row statistics,
-  // then dq = scale dS K over the key tiles, dS = P (dO V^T - Delta).
-  T *sDO = reinterpret_cast<T *>(base + L.dout);
-  float *sDP = reinterpret_cast<float *>(base + L.dp);
-  const T *dout = reinterpret_cast<const T *>(p.dout);
-  __syncthreads(); // every warp's O is final
-  loadTcTile(sDO, L.ldv, dout, firstRow * p.Dv, rows, kTcRows, p.Dv);
-  __syncthreads();
-  float part = 0.0f;
-  for (int c = half; c < p.Dv; c += 2)
-    part += float(sDO[r * L.ldv + c]) * (sO[r * L.ldo + c] * inv);
-  float delta = part + __shfl_xor_sync(0xffffffffu, part, 1);
-  // The max (0 for a fully masked row, so that P = exp(-inf - 0) * 0 = 0).
-  float mRow = m == -INFINITY ? 0.0f : m;
-  if (half == 0 && r < rows) {
-    p.rowMax[firstRow + r] = mRow;
-    p.rowInv[firstRow + r] = inv;
-    p.rowDot[firstRow + r] = delta;
-  }
-  constexpr int kMaxD = 128 / 16;
-  wmma::fragment<wmma::accumulator, 16, 16, 16, float> dq[kMaxD];
-  for (int j = 0; j < kMaxD; ++j)
-    wmma::fill_fragment(dq[j], 0.0f);
-  for (int64_t k0 = 0; k0 < keyEnd; k0 += kTcKeys) {
-    __syncthreads();
-    loadTcKeys(p, sK, L.ldq, sV, L.ldv, bhk, k0);
-    __syncthreads();
-    tcRowsTimesRowsT(sS + warp * 16 * kTcScoreLd, sQ + warp * 16 * L.ldq,
-                     L.ldq, sK, L.ldq, p.D);
-    tcRowsTimesRowsT(sDP + warp * 16 * kTcScoreLd, sDO + warp * 16 * L.ldv,
-                     L.ldv, sV, L.ldv, p.Dv);
-    __syncwarp();
-    for (int j = 0; j < kTcKeys / 2; ++j) {
-      int c = half * (kTcKeys / 2) + j;
-      float sc = maskedScore(p, p.scale * sS[r * kTcScoreLd + c], b, h,
-                             q0 + r, k0 + c);
-      float pr = expf(sc - mRow) * inv;
-      sP[r * kTcProbLd + c] = T(pr * (sDP[r * kTcScoreLd + c] - delta));
-    }
-    __syncwarp();
-    tcAccumulate(dq, sP + warp * 16 * kTcProbLd, sK, L.ldq, p.D);
-  }
-  tcStoreRows(p.out, p.outType, firstRow + warp * 16,
-              min(int64_t(16), rows - warp * 16), p.D, dq, p.scale,
-              sS + warp * 16 * kTcScoreLd);
-}
-
-/// keyKernel on tensor cores: one block per (batch, kv head, 64-key tile),
-/// warp w owning keys 16 w .. 16 w + 15, dk and dv accumulated in WMMA
-/// fragments over the query tiles of every query head of the group (in a
-/// fixed order: deterministic). Per query tile: S^T = K Q^T and
-/// dP^T = V dO^T with WMMA, then lane pairs (one key, 32 queries each) form
-/// P^T and dS^T = P^T (dP^T - Delta) from the saved row statistics, rounded
-/// to T, and dv += P^T dO, dk += dS^T Q.
-template <typename T>
-__global__ void __launch_bounds__(kBlockThreads) tcKeyKernel(Params p) {
-  extern __shared__ __align__(128) char tcKeySmem[];
-  char *base = tcKeySmem;
-  const TcKeyLayout L = tcKeyLayout(p.D, p.Dv);
-  T *sK = reinterpret_cast<T *>(base + L.k);
-  T *sV = reinterpret_cast<T *>(base + L.v);
-  T *sQ = reinterpret_cast<T *>(base + L.q);
-  T *sDO = reinterpret_cast<T *>(base + L.dout);
-  T *sP = reinterpret_cast<T *>(base + L.p);
-  T *sDS = reinterpret_cast<T *>(base + L.ds);
-  float *sS = reinterpret_cast<float *>(base + L.s);
-  float *sDP = reinterpret_cast<float *>(base + L.dp);
-  float *sMax = reinterpret_cast<float *>(base + L.stats);
-  float *sInv = sMax + kTcRows, *sDot = sInv + kTcRows;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int c = warp * 16 + lane / 2, half = lane % 2; // this lane's key
-
-  int64_t bhk = blockIdx.x / p.kTiles;
-  int64_t k0 = (blockIdx.x % p.kTiles) * kTcKeys;
-  int64_t b = bhk / p.Hkv, hk = bhk % p.Hkv, group = p.H / p.Hkv;
-  int64_t keys = min(int64_t(kTcKeys), p.Sk - k0);
-  const T *q = reinterpret_cast<const T *>(p.q);
-  const T *dout = reinterpret_cast<const T *>(p.dout);
-  loadTcKeys(p, sK, L.ldq, sV, L.ldv, bhk, k0);
-
-  constexpr int kMaxD = 128 / 16;
-  wmma::fragment<wmma::accumulator, 16, 16, 16, float> dk[kMaxD], dv[kMaxD];
-  for (int j = 0; j < kMaxD; ++j) {
-    wmma::fill_fragment(dk[j], 0.0f);
-    wmma::fill_fragment(dv[j], 0.0f);
-  }
-  // Under causal, queries before k0 see none of these keys.
-  int64_t qStart = p.causal ? k0 / kTcRows * kTcRows : 0;
-  for (int64_t g = 0; g < group; ++g) {
-    int64_t h = hk * group + g, bh = b * p.H + h;
-    for (int64_t q0 = qStart; q0 < p.Sq; q0 += kTcRows) {
-      int64_t rows = min(int64_t(kTcRows), p.Sq - q0);
-      int64_t firstRow = bh * p.Sq + q0;
-      __syncthreads(); // the previous tile's readers are done
-      loadTcTile(sQ, L.ldq, q, firstRow * p.D, rows, kTcRows, p.D);
-      loadTcTile(sDO, L.ldv, dout, firstRow * p.Dv, rows, kTcRows, p.Dv);
-      if (threadIdx.x < kTcRows) {
-        // Padding rows: P = exp(s - 0) * 0 = 0.
-        bool live = threadIdx.x < rows;
-        int64_t row = firstRow + threadIdx.x;
-        sMax[threadIdx.x] = live ? p.rowMax[row] : 0.0f;
-        sInv[threadIdx.x] = live ? p.rowInv[row] : 0.0f;
-        sDot[threadIdx.x] = live ? p.rowDot[row] : 0.0f;
-      }
-      __syncthreads();
-      tcRowsTimesRowsT(sS + warp * 16 * kTcScoreLd, sK + warp * 16 * L.ldq,
-                       L.ldq, sQ, L.ldq, p.D);
-      tcRowsTimesRowsT(sDP + warp * 16 * kTcScoreLd, sV + warp * 16 * L.ldv,
-                       L.ldv, sDO, L.ldv, p.Dv);
-      __syncwarp();
-      for (int j = 0; j < kTcRows / 2; ++j) {
-        int r = half * (kTcRows / 2) + j;
-        float sc = maskedScore(p, p.scale * sS[c * kTcScoreLd + r], b, h,
-                               q0 + r, k0 + c);
-        float pr = expf(sc - sMax[r]) * sInv[r];
-        sP[c * kTcProbLd + r] = T(pr);
-        sDS[c * kTcProbLd + r] = T(pr * (sDP[c * kTcScoreLd + r] - sDot[r]));
-      }
-      __syncwarp();
-      tcAccumulate(dv, sP + warp * 16 * kTcProbLd, sDO, L.ldv, p.Dv);
-      tcAccumulate(dk, sDS + warp * 16 * kTcProbLd, sQ, L.ldq, p.D);
-    }
-  }
-  int64_t mine = min(int64_t(16), keys - warp * 16);
-  int64_t first = bhk * p.Sk + k0 + warp * 16;
-  tcStoreRows(p.dk, p.dkType, first, mine, p.D, dk, p.scale,
-              sS + warp * 16 * kTcScoreLd);
-  tcStoreRows(p.dv, p.dvType, first, mine, p.Dv, dv, 1.0f,
-              sS + warp * 16 * kTcScoreLd);
-}
-
-//===----------------------------------------------------------------------===//
 // Host side
 //===----------------------------------------------------------------------===//
-
-using KernelFn = void (*)(Params);
 
 /// The compile-time head dim bound (32, 64 or 128) for max(D, Dv); 0 when
 /// the fused kernels do not take it.
@@ -913,20 +463,6 @@ size_t keyShared(const AttentionShape &s) {
   int ldd = paddedLd(int(s.D)), ldv = paddedLd(int(s.Dv));
   int floats = kTile * (2 * ldd + 2 * ldv) + 2 * kTile * kScoreLd + 3 * kTile;
   return size_t(floats) * sizeof(float);
-}
-
-/// The most dynamic shared memory the device grants a block that opts in
-/// (99 KB on sm_86/sm_89, 163 KB on sm_80, 227 KB on sm_90).
-size_t deviceSharedLimit() {
-  static const size_t limit = [] {
-    int device = 0, bytes = 0;
-    check(cudaGetDevice(&device), "querying the device");
-    check(cudaDeviceGetAttribute(
-              &bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
-          "querying the shared memory per block");
-    return size_t(bytes);
-  }();
-  return limit;
 }
 
 int64_t tilesOf(int64_t n) { return (n + kTile - 1) / kTile; }
@@ -953,20 +489,6 @@ KernelFn keyKernelFor(int bound) {
   }
 }
 
-/// Launches `kernel` on `blocks` blocks (none: nothing to do) with `shared`
-/// bytes of dynamic shared memory, opting in past the default 48 KB.
-void launch(const char *kn, KernelFn kernel, int64_t blocks, size_t shared,
-            const Params &p) {
-  if (blocks == 0)
-    return;
-  if (shared > kDefaultSharedBytes)
-    check(cudaFuncSetAttribute(
-              kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)),
-          "raising the attention kernel's shared memory limit");
-  kernel<<<unsigned(blocks), kBlockThreads, shared, stream()>>>(p);
-  checkLaunchOf(kn);
-}
-
 Params makeParams(const FlashProblem &fp, FlashInput q, FlashInput k,
                   FlashInput v) {
   const AttentionShape &s = fp.shape;
@@ -984,6 +506,33 @@ Params makeParams(const FlashProblem &fp, FlashInput q, FlashInput k,
 
 } // namespace
 
+/// Dynamic shared memory a block gets without opting in.
+static constexpr size_t kDefaultSharedBytes = size_t(48) << 10;
+
+size_t flash::deviceSharedLimit() {
+  static const size_t limit = [] {
+    int device = 0, bytes = 0;
+    check(cudaGetDevice(&device), "querying the device");
+    check(cudaDeviceGetAttribute(
+              &bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+          "querying the shared memory per block");
+    return size_t(bytes);
+  }();
+  return limit;
+}
+
+void flash::launch(const char *kn, KernelFn kernel, int64_t blocks,
+                   size_t shared, const Params &p) {
+  if (blocks == 0)
+    return;
+  if (shared > kDefaultSharedBytes)
+    check(cudaFuncSetAttribute(
+              kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)),
+          "raising the attention kernel's shared memory limit");
+  kernel<<<unsigned(blocks), kBlockThreads, shared, stream()>>>(p);
+  checkLaunchOf(kn);
+}
+
 bool cuda::flashAttentionSupports(const AttentionShape &s) {
   if (headDimBound(s) == 0)
     return false;
@@ -995,36 +544,13 @@ bool cuda::flashAttentionSupports(const AttentionShape &s) {
          s.B * s.Hkv * tilesOf(s.Sk) <= INT_MAX;
 }
 
-/// Whether the tensor-core kernels take the problem (see flashAttention's
-/// comment); `dout` is the backward's, or -1.
-static bool tensorCoresApply(const FlashProblem &fp, FlashInput q,
-                             FlashInput k, FlashInput v, int32_t dout) {
-  const AttentionShape &s = fp.shape;
-  bool grad = dout >= 0;
-  bool sixteenBit = q.dtype == CLEAVE_BF16 || q.dtype == CLEAVE_F16;
-  size_t shared = tcLayout(int(s.D), int(s.Dv), grad).bytes;
-  if (grad)
-    shared = std::max(shared, tcKeyLayout(int(s.D), int(s.Dv)).bytes);
-  return fp.tensorCores && sixteenBit && k.dtype == q.dtype &&
-         v.dtype == q.dtype && (!grad || dout == q.dtype) &&
-         s.D % 16 == 0 && s.Dv % 16 == 0 && s.D <= 128 && s.Dv <= 128 &&
-         shared <= deviceSharedLimit() &&
-         s.B * s.H * ((s.Sq + kTcRows - 1) / kTcRows) <= INT_MAX &&
-         s.B * s.Hkv * ((s.Sk + kTcKeys - 1) / kTcKeys) <= INT_MAX;
-}
-
 void cuda::flashAttention(const char *kn, const FlashProblem &fp, FlashInput q,
                           FlashInput k, FlashInput v, FlashOutput out) {
   const AttentionShape &s = fp.shape;
   Params p = makeParams(fp, q, k, v);
   p.out = out.data, p.outType = out.dtype;
   if (tensorCoresApply(fp, q, k, v, -1)) {
-    p.qTiles = (s.Sq + kTcRows - 1) / kTcRows;
-    KernelFn kernel = q.dtype == CLEAVE_BF16
-                          ? tcQueryKernel<__nv_bfloat16, false>
-                          : tcQueryKernel<__half, false>;
-    launch(kn, kernel, s.B * s.H * p.qTiles,
-           tcLayout(int(s.D), int(s.Dv), false).bytes, p);
+    tensorCoreForward(kn, p, q.dtype);
     return;
   }
   launch(kn, queryKernelFor(headDimBound(s), false), s.B * s.H * p.qTiles,
@@ -1049,16 +575,7 @@ void cuda::flashAttentionGrad(const char *kn, const FlashProblem &fp,
   p.rowInv = p.rowMax + rows;
   p.rowDot = p.rowInv + rows;
   if (tensorCoresApply(fp, q, k, v, dout.dtype)) {
-    p.qTiles = (s.Sq + kTcRows - 1) / kTcRows;
-    p.kTiles = (s.Sk + kTcKeys - 1) / kTcKeys;
-    bool bf16 = q.dtype == CLEAVE_BF16;
-    launch(kn,
-           bf16 ? tcQueryKernel<__nv_bfloat16, true>
-                : tcQueryKernel<__half, true>,
-           s.B * s.H * p.qTiles, tcLayout(int(s.D), int(s.Dv), true).bytes,
-           p);
-    launch(kn, bf16 ? tcKeyKernel<__nv_bfloat16> : tcKeyKernel<__half>,
-           s.B * s.Hkv * p.kTiles, tcKeyLayout(int(s.D), int(s.Dv)).bytes, p);
+    tensorCoreBackward(kn, p, q.dtype);
     return;
   }
   int bound = headDimBound(s);
