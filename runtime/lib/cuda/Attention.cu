@@ -11,9 +11,9 @@
 // they do not (head dims past 128, or more shared memory than the device
 // grants a block), and every shape when the environment variable
 // CLEAVE_CUDA_ATTENTION is "materialized". It is read at each call: "fused"
-// or unset is the default (the forward on tensor cores where the operands
-// allow, see FlashAttention.cu), "fused-simt" keeps every fused kernel on
-// the CUDA cores, and any other value is an error.
+// or unset is the default (on tensor cores where the operands allow, see
+// TensorCoreAttention.cu), "fused-simt" keeps every fused kernel on the
+// CUDA cores, and any other value is an error.
 //
 // The materialized implementation computes in f32 with the scores stored:
 // per kv head, the query heads that share it are consecutive in q
