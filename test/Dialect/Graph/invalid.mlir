@@ -448,6 +448,15 @@ func.func @split_sizes_sum(%x: tensor<4x8xf32>) {
 
 // -----
 
+// Sizes whose sum would overflow int64 (found by the ONNX import fuzzer).
+func.func @split_sizes_overflow(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{split sizes add up to more than dimension 1's size 8}}
+  %0:2 = graph.split %x dim 1 sizes [5, 9223372036854775807] : tensor<4x8xf32>
+  return
+}
+
+// -----
+
 func.func @gather_dim_out_of_range(%t: tensor<10x4xf32>, %i: tensor<3xi64>) {
   // expected-error @+1 {{dim 2 is out of range for rank 2}}
   %0 = graph.gather %t[%i] dim 2 : tensor<10x4xf32>, tensor<3xi64>

@@ -17,6 +17,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallSet.h"
 
+#include <limits>
 #include <numeric>
 
 using namespace mlir;
@@ -518,6 +519,10 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, OptLoc loc,
     if (!compatible)
       return emitOptionalError(loc, "inputs ", *first, " and ", *type,
                                " differ outside the concatenated dim ", dim);
+    if (type->getDimSize(dim) >
+        std::numeric_limits<int64_t>::max() - shape[dim])
+      return emitOptionalError(loc, "the concatenated dim ", dim,
+                               " overflows int64");
     shape[dim] += type->getDimSize(dim);
   }
   inferred.push_back(RankedTensorType::get(shape, first->getElementType()));
@@ -538,6 +543,11 @@ LogicalResult SplitOp::inferReturnTypes(MLIRContext *, OptLoc loc,
   for (int64_t s : sizes) {
     if (s < 1)
       return emitOptionalError(loc, "split sizes must be >= 1, got ", s);
+    // Sizes past the dimension's are an error before they can overflow.
+    if (s > type->getDimSize(dim) - total)
+      return emitOptionalError(loc,
+                               "split sizes add up to more than dimension ",
+                               dim, "'s size ", type->getDimSize(dim));
     total += s;
   }
   if (sizes.empty() || total != type->getDimSize(dim))
