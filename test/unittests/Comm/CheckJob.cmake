@@ -1,9 +1,10 @@
 #===- CheckJob.cmake - runs an mpirun job that must fail cleanly ----------===#
 #
-# cmake -DMPIEXEC=... -DNP=... -DPROGRAM=... -DMODE=... [-DTIMEOUT_S=2]
-#       -DEXPECT="regex|||regex..." -DMAX_SECONDS=... -P CheckJob.cmake
+# cmake -DMPIEXEC=... -DNP=... -DPROGRAM=... -DMODE=...
+#       [-DJOB_ENV=NAME=VALUE,...] -DEXPECT="regex|||regex..."
+#       -DMAX_SECONDS=... -P CheckJob.cmake
 #
-# Runs PROGRAM MODE on NP ranks (CLEAVE_COMM_TIMEOUT_S=TIMEOUT_S when given)
+# Runs PROGRAM MODE on NP ranks (with JOB_ENV set on every rank)
 # and fails unless the job exits non-zero within MAX_SECONDS with every
 # EXPECT regex found in its output: the error paths of the communication
 # engine end the whole job with a clear message, never hang it.
@@ -12,9 +13,13 @@
 
 set(env_args "")
 set(forward "")
-if(DEFINED TIMEOUT_S)
-  set(env_args CLEAVE_COMM_TIMEOUT_S=${TIMEOUT_S})
-  set(forward -x CLEAVE_COMM_TIMEOUT_S)
+if(DEFINED JOB_ENV AND NOT JOB_ENV STREQUAL "")
+  string(REPLACE "," ";" JOB_ENV "${JOB_ENV}")
+  foreach(setting IN LISTS JOB_ENV)
+    string(REGEX REPLACE "=.*" "" variable "${setting}")
+    list(APPEND env_args ${setting})
+    list(APPEND forward -x ${variable})
+  endforeach()
 endif()
 string(TIMESTAMP start "%s")
 execute_process(

@@ -1,4 +1,4 @@
-//===- CommFault.cpp - error paths of the MPI engine, run under mpirun ----===//
+//===- CommFault.cpp - error paths of the engines, run under mpirun -------===//
 //
 // One failure per mode (argv[1]), each of which must end the whole job with
 // a non-zero exit and a clear message, never hang it; CheckJob.cmake runs it
@@ -10,6 +10,11 @@
 //   skip        the last rank skips an all_reduce (the watchdog's case)
 //   fail        rank 1 fails (cleave_rt_fail) while the others wait in a
 //               barrier with the default 600 s timeout
+//   init        nothing after cleave_comm_init, for the failures of the
+//               start itself (the NCCL engine's one GPU per rank)
+//
+// It links either engine: CleaveCommFault the MPI engine with the CPU
+// backend, CleaveCommFaultNcclEmulated the NCCL engine on emulated GPUs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,7 +59,7 @@ int main(int argc, char **argv) {
       cleave_rt_fail("rank %d failed on purpose", rank);
     }
     cleave_comm_barrier(CLEAVE_COMM_WORLD);
-  } else {
+  } else if (std::strcmp(mode, "init") != 0) {
     std::fprintf(stderr, "unknown mode '%s'\n", mode);
   }
   // Reached only when the mode failed to fail.

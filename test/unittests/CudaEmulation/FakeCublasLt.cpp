@@ -164,6 +164,7 @@ cublasStatus_t cublasLtMatmul(
     cublasLtMatrixLayout_t c, void *D, cublasLtMatrixLayout_t d,
     const cublasLtMatmulAlgo_t *algo, void *workspace, size_t workspaceSize,
     cudaStream_t) {
+  fake::drainStream();
   if (!algo || (workspaceSize && !workspace))
     fail("no algorithm, or a workspace size without a workspace");
   uint64_t m, k, kb, n, cm, cn;

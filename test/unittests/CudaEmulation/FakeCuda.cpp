@@ -14,10 +14,11 @@
 
 #include "FakeCuda.h"
 
+#include <csetjmp>
 #include <cstdio>
 #include <cstdlib>
-#include <csetjmp>
 #include <memory>
+#include <thread>
 #include <ucontext.h>
 #include <utility>
 #include <vector>
@@ -218,10 +219,38 @@ int sharedOptin() {
   return bytes;
 }
 
+namespace {
+std::vector<std::function<bool()>> &hostWork() {
+  static std::vector<std::function<bool()>> work;
+  return work;
+}
+/// Polls the host work in stream order; true when none is left.
+bool pollHostWork() {
+  std::vector<std::function<bool()>> &work = hostWork();
+  size_t done = 0;
+  while (done < work.size() && work[done]())
+    ++done;
+  work.erase(work.begin(), work.begin() + std::ptrdiff_t(done));
+  return work.empty();
+}
+} // namespace
+
+void enqueueHostWork(std::function<bool()> poll) {
+  if (block)
+    die("host work enqueued from a kernel");
+  hostWork().push_back(std::move(poll));
+}
+
+void drainStream() {
+  while (!pollHostWork())
+    std::this_thread::yield();
+}
+
 void runGrid(dim3 grid, dim3 threadsDim, size_t sharedBytes, const void *kernel,
              const std::function<void()> &body) {
   if (block)
     die("a kernel launched from a kernel");
+  drainStream();
   if (grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.y > 65535 ||
       grid.z > 65535)
     die("an invalid grid");
@@ -290,28 +319,88 @@ void runGrid(dim3 grid, dim3 threadsDim, size_t sharedBytes, const void *kernel,
 //===----------------------------------------------------------------------===//
 
 const char *cudaGetErrorString(cudaError_t e) {
-  return e == cudaSuccess ? "no error" : "invalid argument (emulated)";
+  switch (e) {
+  case cudaSuccess:
+    return "no error";
+  case cudaErrorInvalidDevice:
+    return "invalid device ordinal (emulated)";
+  case cudaErrorNotReady:
+    return "device not ready (emulated)";
+  default:
+    return "invalid argument (emulated)";
+  }
 }
 const char *cudaGetErrorName(cudaError_t e) {
-  return e == cudaSuccess ? "cudaSuccess" : "cudaErrorInvalidValue";
+  switch (e) {
+  case cudaSuccess:
+    return "cudaSuccess";
+  case cudaErrorInvalidDevice:
+    return "cudaErrorInvalidDevice";
+  case cudaErrorNotReady:
+    return "cudaErrorNotReady";
+  default:
+    return "cudaErrorInvalidValue";
+  }
 }
+namespace {
+/// $CLEAVE_EMULATED_GPUS, default 8.
+int deviceCount() {
+  static int n = [] {
+    const char *env = std::getenv("CLEAVE_EMULATED_GPUS");
+    int v = env && *env ? std::atoi(env) : 8;
+    if (v < 0)
+      fake::die("CLEAVE_EMULATED_GPUS must be a count of devices");
+    return v;
+  }();
+  return n;
+}
+int currentDevice = 0;
+/// The stream and the device it was created on.
+struct FakeStream {
+  int device = 0;
+};
+} // namespace
+
 cudaError_t cudaGetDeviceCount(int *n) {
-  *n = 1;
+  *n = deviceCount();
   return cudaSuccess;
 }
 cudaError_t cudaSetDevice(int device) {
-  return device == 0 ? cudaSuccess : cudaErrorInvalidValue;
+  if (device < 0 || device >= deviceCount())
+    return cudaErrorInvalidDevice;
+  currentDevice = device;
+  return cudaSuccess;
 }
 cudaError_t cudaGetDevice(int *device) {
-  *device = 0;
+  *device = currentDevice;
   return cudaSuccess;
 }
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned) {
-  static char stream;
-  *s = reinterpret_cast<cudaStream_t>(&stream);
+  *s = reinterpret_cast<cudaStream_t>(new FakeStream{currentDevice});
   return cudaSuccess;
 }
-cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaStreamSynchronize(cudaStream_t) {
+  fake::drainStream();
+  return cudaSuccess;
+}
+cudaError_t cudaStreamQuery(cudaStream_t) {
+  return fake::pollHostWork() ? cudaSuccess : cudaErrorNotReady;
+}
+cudaError_t cudaStreamGetDevice(cudaStream_t s, int *device) {
+  if (!s)
+    return cudaErrorInvalidValue;
+  *device = reinterpret_cast<FakeStream *>(s)->device;
+  return cudaSuccess;
+}
+cudaError_t cudaDeviceGetPCIBusId(char *id, int len, int device) {
+  if (device < 0 || device >= deviceCount() || len <= 0)
+    return device < 0 || device >= deviceCount() ? cudaErrorInvalidDevice
+                                                 : cudaErrorInvalidValue;
+  // One bus per device, as on a node: ranks of one machine that select the
+  // same device index see the same id.
+  std::snprintf(id, size_t(len), "00000000:%02X:00.0", 0x10 + device);
+  return cudaSuccess;
+}
 cudaError_t cudaGetLastError() { return cudaSuccess; }
 cudaError_t cudaMallocBytes(void **p, size_t n) {
   *p = std::aligned_alloc(256, (n + 255) / 256 * 256 + 256);
@@ -329,6 +418,7 @@ cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t) {
 }
 cudaError_t cudaFreeAsync(void *p, cudaStream_t) { return cudaFree(p); }
 cudaError_t cudaMemset(void *p, int v, size_t n) {
+  fake::drainStream();
   std::memset(p, v, n);
   return cudaSuccess;
 }
@@ -336,6 +426,7 @@ cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t) {
   return cudaMemset(p, v, n);
 }
 cudaError_t cudaMemcpy(void *d, const void *s, size_t n, cudaMemcpyKind) {
+  fake::drainStream();
   const char *a = static_cast<const char *>(s);
   char *b = static_cast<char *>(d);
   if (n && a < b + n && b < a + n)
@@ -419,6 +510,7 @@ void gemmOne(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
              float alpha, const void *A, cudaDataType_t at, int lda,
              const void *B, cudaDataType_t bt, int ldb, float beta, void *C,
              cudaDataType_t ct, int ldc, bool tf32) {
+  fake::drainStream();
   std::vector<float> p = fake::products(
       m, n, k,
       [&](int64_t i, int64_t l) {

@@ -21,7 +21,10 @@
 // (lanes run in no fixed order between sync points, which is stricter than
 // hardware). cuBLAS's GEMMs are plain loops with f32 accumulation, and
 // cuBLASLt's matmuls follow its documentation (FakeCublasLt.cpp); CUB's
-// BlockScan is a shim (shim/cub), and NCCL is not emulated.
+// BlockScan is a shim (shim/cub). NCCL is emulated over MPI (FakeNccl.cpp,
+// a library of its own): its collectives are host work on the stream
+// (fake::enqueueHostWork), which later launches, copies and synchronizations
+// wait for, as stream order requires.
 //
 //===----------------------------------------------------------------------===//
 
@@ -104,6 +107,14 @@ void setSharedLimit(const void *kernel, int bytes);
 /// The device's opt-in limit: $FAKE_SMEM_OPTIN, default 227 KB (sm_90).
 int sharedOptin();
 
+/// Work on the stream that the host carries out (the emulated NCCL's
+/// collectives): `poll` makes progress and returns true once the work is
+/// done. Kernels, copies, GEMMs and synchronizations issued after it wait
+/// for it (stream order); cudaStreamQuery reports it as not ready.
+void enqueueHostWork(std::function<bool()> poll);
+/// Waits until the stream's host work is done.
+void drainStream();
+
 } // namespace fake
 
 #define threadIdx fake::tIdx
@@ -167,10 +178,16 @@ inline float __bfloat162float(__nv_bfloat16 h) { return float(h); }
 inline __nv_bfloat16 __float2bfloat16_rn(float f) { return __nv_bfloat16(f); }
 
 //===----------------------------------------------------------------------===//
-// Runtime API: one device, memory on the host heap, one in-order stream
+// Runtime API: $CLEAVE_EMULATED_GPUS devices (default 8) that share the host
+// heap, one in-order stream
 //===----------------------------------------------------------------------===//
 
-enum cudaError_t { cudaSuccess = 0, cudaErrorInvalidValue = 1 };
+enum cudaError_t {
+  cudaSuccess = 0,
+  cudaErrorInvalidValue = 1,
+  cudaErrorInvalidDevice = 101,
+  cudaErrorNotReady = 600
+};
 struct CUstream_st;
 typedef CUstream_st *cudaStream_t;
 enum cudaMemcpyKind {
@@ -194,6 +211,9 @@ cudaError_t cudaSetDevice(int device);
 cudaError_t cudaGetDevice(int *device);
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags);
 cudaError_t cudaStreamSynchronize(cudaStream_t s);
+cudaError_t cudaStreamQuery(cudaStream_t s);
+cudaError_t cudaStreamGetDevice(cudaStream_t s, int *device);
+cudaError_t cudaDeviceGetPCIBusId(char *id, int len, int device);
 cudaError_t cudaGetLastError();
 cudaError_t cudaMallocBytes(void **p, size_t n);
 template <class T> cudaError_t cudaMalloc(T **p, size_t n) {

@@ -3,7 +3,8 @@
 // The CUDA emulation runs kernels the way the hardware's rules allow:
 // barriers order shared memory, shuffles exchange within a warp, every
 // block of the grid runs with its own coordinates, and a barrier that some
-// threads never reach is an error, not a hang.
+// threads never reach is an error, not a hang. Host work on the stream (the
+// emulated NCCL's) runs in stream order.
 //
 //===----------------------------------------------------------------------===//
 
@@ -79,6 +80,28 @@ TEST(FakeCuda, EveryBlockOfA3dGridWithDynamicSharedMemory) {
   });
   for (int count : seen)
     EXPECT_EQ(count, 1);
+}
+
+/// Host work (the emulated NCCL's collectives) keeps stream order: the
+/// stream is not ready while it is pending, and a later kernel waits for it.
+TEST(FakeCuda, HostWorkRunsInStreamOrder) {
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
+            cudaSuccess);
+  int value = 0, polls = 0;
+  fake::enqueueHostWork([&] {
+    if (++polls < 3)
+      return false;
+    value = 7;
+    return true;
+  });
+  EXPECT_EQ(cudaStreamQuery(stream), cudaErrorNotReady);
+  EXPECT_EQ(value, 0);
+  int seen = -1;
+  fake::Launch(1, 1).run(nullptr, [&] { seen = value; });
+  EXPECT_EQ(seen, 7);
+  EXPECT_EQ(polls, 3);
+  EXPECT_EQ(cudaStreamQuery(stream), cudaSuccess);
 }
 
 TEST(FakeCudaDeathTest, DivergentBarrierIsAnError) {
