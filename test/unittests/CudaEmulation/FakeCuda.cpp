@@ -17,7 +17,9 @@
 #include <csetjmp>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <memory>
+#include <string>
 #include <thread>
 #include <ucontext.h>
 #include <utility>
@@ -343,6 +345,55 @@ const char *cudaGetErrorName(cudaError_t e) {
   }
 }
 namespace {
+/// Calls that make the host wait for the device on a GPU, counted by name.
+/// With $CLEAVE_EMULATED_HOST_WAITS set, the counts are written there as
+/// one JSON object when the process exits, so that a test can check that a
+/// training step waits only where the trainer reads from the device.
+struct HostWaits {
+  std::map<std::string, long long> counts;
+  ~HostWaits() {
+    const char *path = std::getenv("CLEAVE_EMULATED_HOST_WAITS");
+    if (!path || !*path)
+      return;
+    std::FILE *f = std::fopen(path, "w");
+    if (!f)
+      return;
+    const char *sep = "";
+    std::fputc('{', f);
+    for (const auto &[call, n] : counts) {
+      std::fprintf(f, "%s\"%s\": %lld", sep, call.c_str(), n);
+      sep = ", ";
+    }
+    std::fputs("}\n", f);
+    std::fclose(f);
+  }
+};
+void countHostWait(const char *call) {
+  static HostWaits waits;
+  ++waits.counts[call];
+}
+
+void *allocate(size_t n) {
+  void *p = std::aligned_alloc(256, (n + 255) / 256 * 256 + 256);
+  if (p)
+    std::memset(p, 0x7f, n);
+  return p;
+}
+void copy(void *d, const void *s, size_t n) {
+  fake::drainStream();
+  const char *a = static_cast<const char *>(s);
+  char *b = static_cast<char *>(d);
+  if (n && a < b + n && b < a + n)
+    fake::die("cudaMemcpy between overlapping ranges");
+  std::memcpy(d, s, n);
+}
+void fill(void *p, int v, size_t n) {
+  fake::drainStream();
+  std::memset(p, v, n);
+}
+} // namespace
+
+namespace {
 /// $CLEAVE_EMULATED_GPUS, default 8.
 int deviceCount() {
   static int n = [] {
@@ -380,6 +431,7 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned) {
   return cudaSuccess;
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t) {
+  countHostWait("cudaStreamSynchronize");
   fake::drainStream();
   return cudaSuccess;
 }
@@ -403,40 +455,46 @@ cudaError_t cudaDeviceGetPCIBusId(char *id, int len, int device) {
 }
 cudaError_t cudaGetLastError() { return cudaSuccess; }
 cudaError_t cudaMallocBytes(void **p, size_t n) {
-  *p = std::aligned_alloc(256, (n + 255) / 256 * 256 + 256);
-  if (!*p)
-    return cudaErrorInvalidValue;
-  std::memset(*p, 0x7f, n);
-  return cudaSuccess;
+  countHostWait("cudaMalloc");
+  *p = allocate(n);
+  return *p ? cudaSuccess : cudaErrorInvalidValue;
 }
 cudaError_t cudaFree(void *p) {
+  countHostWait("cudaFree");
   std::free(p);
   return cudaSuccess;
 }
 cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t) {
-  return cudaMallocBytes(p, n);
+  *p = allocate(n);
+  return *p ? cudaSuccess : cudaErrorInvalidValue;
 }
-cudaError_t cudaFreeAsync(void *p, cudaStream_t) { return cudaFree(p); }
+cudaError_t cudaFreeAsync(void *p, cudaStream_t) {
+  std::free(p);
+  return cudaSuccess;
+}
 cudaError_t cudaMemset(void *p, int v, size_t n) {
-  fake::drainStream();
-  std::memset(p, v, n);
+  countHostWait("cudaMemset");
+  fill(p, v, n);
   return cudaSuccess;
 }
 cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t) {
-  return cudaMemset(p, v, n);
+  fill(p, v, n);
+  return cudaSuccess;
 }
 cudaError_t cudaMemcpy(void *d, const void *s, size_t n, cudaMemcpyKind) {
-  fake::drainStream();
-  const char *a = static_cast<const char *>(s);
-  char *b = static_cast<char *>(d);
-  if (n && a < b + n && b < a + n)
-    fake::die("cudaMemcpy between overlapping ranges");
-  std::memcpy(d, s, n);
+  countHostWait("cudaMemcpy");
+  copy(d, s, n);
   return cudaSuccess;
 }
 cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n,
                             cudaMemcpyKind k, cudaStream_t) {
-  return cudaMemcpy(d, s, n, k);
+  // From or to pageable host memory (all the backend has), an async copy
+  // waits for the stream too.
+  if (k == cudaMemcpyHostToDevice || k == cudaMemcpyDeviceToHost)
+    countHostWait(k == cudaMemcpyHostToDevice ? "cudaMemcpyAsync to the device"
+                                              : "cudaMemcpyAsync to the host");
+  copy(d, s, n);
+  return cudaSuccess;
 }
 cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *p, int) {
   *p = nullptr;

@@ -10,6 +10,15 @@ them. Every step's loss must agree within the bounds of
 test/gpu/run-packed.sh: 1e-4 relative in fp32, 1.5e-2 in bf16, 2e-3 in
 fp16.
 
+It also checks the backend's promise that a step makes the host wait for
+the device only where the trainer moves data: the emulation counts the
+calls that wait on a GPU (stream synchronizations, blocking copies and
+sets, allocations and frees; FakeCuda.cpp, CLEAVE_EMULATED_HOST_WAITS), and
+the counts per step (from a 10-step and a 2-step run) must be exactly the
+trainer's own: an upload and a synchronization per input array, and a copy
+to the host, a synchronization and a read of the device error slot per
+value read (the loss, and under fp16 the loss scale).
+
   train_emulated.py --compile CLEAVE_COMPILE --link LINK_FILE --work DIR
 
 LINK_FILE holds the linker and the emulated link line (';'-separated, as
@@ -52,8 +61,43 @@ def losses(path):
     return {r["step"]: r["loss"] for r in records if "step" in r}
 
 
-def run(cmd):
-    result = subprocess.run(cmd, capture_output=True, text=True)
+def host_waits(exe, data, config, steps, path):
+    """The waiting calls of `steps` steps of the emulated program."""
+    run([exe, "--inputs", os.path.join(data, "idx.npy"),
+         "--targets", os.path.join(data, config["targets"]),
+         "--steps", str(steps), "--quiet"],
+        env={**os.environ, "CLEAVE_EMULATED_HOST_WAITS": path})
+    with open(path) as f:
+        return json.load(f)
+
+
+def check_host_waits(case, exe, data, config, work):
+    """Fails unless each step waits exactly where the trainer reads or
+    writes the arena; returns the counts of one step."""
+    long = host_waits(exe, data, config, 10, work + "-waits10.json")
+    short = host_waits(exe, data, config, 2, work + "-waits2.json")
+    per_step = {}
+    for call in set(long) | set(short):
+        extra = long.get(call, 0) - short.get(call, 0)
+        if extra % 8:
+            sys.exit(f"{case}: {call} is called {extra} times in 8 steps, "
+                     "not the same number each step")
+        if extra:
+            per_step[call] = extra // 8
+    inputs = 2  # the token ids and the targets
+    reads = 1 + (config.get("precision") == "fp16")  # the loss (and scale)
+    expect = {"cudaMemcpyAsync to the device": inputs,
+              "cudaMemcpyAsync to the host": reads,
+              "cudaMemcpy": reads,  # the device error slot
+              "cudaStreamSynchronize": inputs + reads}
+    if per_step != expect:
+        sys.exit(f"{case}: a step waits for the device {per_step}, but the "
+                 f"trainer's transfers account for {expect} only")
+    return per_step
+
+
+def run(cmd, env=None):
+    result = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if result.returncode != 0:
         sys.exit(f"failed ({result.returncode}): {' '.join(cmd)}\n"
                  f"{result.stdout}{result.stderr}")
@@ -100,9 +144,11 @@ def main():
             err = abs(emulated[step] - cpu[step]) / abs(cpu[step])
             worst = max(worst, err) if err == err else float("inf")
         verdict = "ok" if worst <= bound else "FAILED"
+        waits = check_host_waits(case, base + "-emulated", data, config, base)
         print(f"{case:16} {config['steps']} steps: losses {cpu[1]:.6g} .. "
               f"{cpu[config['steps']]:.6g}; max |emulated - cpu| / |cpu| = "
-              f"{worst:.2e} (bound {bound:g}) {verdict}")
+              f"{worst:.2e} (bound {bound:g}) {verdict}; host waits per "
+              f"step: {sum(waits.values())}, the trainer's transfers only")
         if worst > bound:
             failed.append(case)
     if failed:
