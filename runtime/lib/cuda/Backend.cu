@@ -4,7 +4,10 @@
 // allocation, every kernel runs on one stream in call order, and arena reads
 // and writes are stream-ordered copies. Kernels report bad data through a
 // device error slot that the host checks whenever it synchronizes, so a step
-// needs no synchronization before the trainer reads its loss.
+// needs no synchronization before the trainer reads its loss. Markers are
+// CUDA events, each with a page-locked copy of the error slot taken just
+// before it, so that waiting for one checks the work before it without
+// another copy; they are pooled, since a trainer records one per step.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,7 +15,9 @@
 
 #include "../cpu/Tensor.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <vector>
 
 using namespace cleave::rt;
 using namespace cleave::rt::cuda;
@@ -41,11 +46,9 @@ const char *kernelName(int32_t id) {
   return "kernel";
 }
 
-/// Reports (and ends the process on) the first error a kernel raised.
-void reportDeviceError() {
-  DeviceError e;
-  check(cudaMemcpy(&e, state().error, sizeof(e), cudaMemcpyDeviceToHost),
-        "reading the device error slot");
+/// Reports (and ends the process on) the first error a kernel raised, as
+/// copied out of the error slot into `e`.
+void reportDeviceError(const DeviceError &e) {
   switch (e.code) {
   case kNoError:
     return;
@@ -68,6 +71,33 @@ void reportDeviceError() {
     cleave_rt_fail("cleave_rt_%s: device error %d", kernelName(e.kernel),
                    int(e.code));
   }
+}
+
+/// Reads the error slot (after the stream has run) and reports its error.
+void reportDeviceError() {
+  DeviceError e;
+  check(cudaMemcpy(&e, state().error, sizeof(e), cudaMemcpyDeviceToHost),
+        "reading the device error slot");
+  reportDeviceError(e);
+}
+
+/// A marker: an event, and the error slot as it was just before it.
+struct Marker {
+  cudaEvent_t event = nullptr;
+  DeviceError *error = nullptr; // page-locked
+  bool free = true;
+};
+
+std::vector<Marker> &markers() {
+  static std::vector<Marker> pool;
+  return pool;
+}
+
+Marker &markerOf(int64_t handle, const char *fn) {
+  std::vector<Marker> &pool = markers();
+  if (handle < 0 || size_t(handle) >= pool.size() || pool[size_t(handle)].free)
+    cleave_rt_fail("%s: %lld is not a recorded marker", fn, (long long)handle);
+  return pool[size_t(handle)];
 }
 
 } // namespace
@@ -214,4 +244,79 @@ extern "C" void cleave_rt_arena_read(const char *arena, int64_t offset,
 extern "C" void cleave_rt_synchronize(void) {
   check(cudaStreamSynchronize(stream()), "running the step");
   reportDeviceError();
+}
+
+extern "C" void *cleave_rt_host_alloc(int64_t bytes) {
+  cleave_rt_backend_init();
+  if (bytes < 0)
+    cleave_rt_fail("host buffer size %lld is negative", (long long)bytes);
+  void *p = nullptr;
+  cudaError_t status =
+      cudaMallocHost(&p, std::max<size_t>(64, static_cast<size_t>(bytes)));
+  if (status != cudaSuccess)
+    cleave_rt_fail("cannot allocate a %lld-byte page-locked host buffer: %s",
+                   (long long)bytes, cudaGetErrorString(status));
+  return p;
+}
+
+extern "C" void cleave_rt_host_free(void *p) {
+  if (p)
+    cudaFreeHost(p);
+}
+
+extern "C" void cleave_rt_arena_write_async(char *arena, int64_t offset,
+                                            const void *src, int64_t bytes) {
+  if (bytes > 0)
+    check(cudaMemcpyAsync(arena + offset, src, size_t(bytes),
+                          cudaMemcpyHostToDevice, stream()),
+          "copying to the arena");
+}
+
+extern "C" void cleave_rt_arena_read_async(const char *arena, int64_t offset,
+                                           void *dst, int64_t bytes) {
+  if (bytes > 0)
+    check(cudaMemcpyAsync(dst, arena + offset, size_t(bytes),
+                          cudaMemcpyDeviceToHost, stream()),
+          "copying from the arena");
+}
+
+extern "C" int64_t cleave_rt_marker_record(void) {
+  std::vector<Marker> &pool = markers();
+  size_t i = 0;
+  while (i < pool.size() && !pool[i].free)
+    ++i;
+  if (i == pool.size()) {
+    Marker m;
+    check(cudaEventCreate(&m.event), "creating a marker's event");
+    check(cudaMallocHost(reinterpret_cast<void **>(&m.error),
+                         sizeof(DeviceError)),
+          "allocating a marker's error copy");
+    pool.push_back(m);
+  }
+  Marker &m = pool[i];
+  check(cudaMemcpyAsync(m.error, errorSlot(), sizeof(DeviceError),
+                        cudaMemcpyDeviceToHost, stream()),
+        "copying the error slot for a marker");
+  check(cudaEventRecord(m.event, stream()), "recording a marker");
+  m.free = false;
+  return int64_t(i);
+}
+
+extern "C" void cleave_rt_marker_wait(int64_t marker) {
+  Marker &m = markerOf(marker, "cleave_rt_marker_wait");
+  check(cudaEventSynchronize(m.event), "running the step");
+  reportDeviceError(*m.error);
+}
+
+extern "C" double cleave_rt_marker_elapsed_ms(int64_t from, int64_t to) {
+  const char *fn = "cleave_rt_marker_elapsed_ms";
+  float ms = 0;
+  check(cudaEventElapsedTime(&ms, markerOf(from, fn).event,
+                             markerOf(to, fn).event),
+        "timing between markers");
+  return double(ms);
+}
+
+extern "C" void cleave_rt_marker_free(int64_t marker) {
+  markerOf(marker, "cleave_rt_marker_free").free = true;
 }

@@ -96,24 +96,26 @@ int64_t cleave::rt::trainer::programBatchSize() {
 
 BatchStaging::BatchStaging() : batchSize(programBatchSize()) {
   const cleave_program_info &p = cleave_program;
-  std::vector<size_t> offsets;
-  size_t bytes = 0;
   for (int64_t i = 0; i < p.num_inputs; ++i) {
-    offsets.push_back(bytes);
-    bytes += (size_t(tensorBytes(p.inputs[i].tensor)) + 63) / 64 * 64;
+    offsets.push_back(setBytes);
+    setBytes += (size_t(tensorBytes(p.inputs[i].tensor)) + 63) / 64 * 64;
   }
-  buffer.resize(bytes);
-  for (size_t offset : offsets)
-    inputs.push_back(buffer.data() + offset);
+  buffer = std::make_unique<HostBuffer>(2 * setBytes);
 }
+
+BatchStaging::~BatchStaging() = default;
 
 void BatchStaging::fill(const Dataset &data, BatchSchedule &schedule,
                         int64_t step, Arena &arena) {
   const cleave_program_info &p = cleave_program;
+  char *set = buffer->get() + size_t(step & 1) * setBytes;
+  std::vector<char *> inputs;
+  for (size_t offset : offsets)
+    inputs.push_back(set + offset);
   for (int64_t row = 0; row < batchSize; ++row)
     data.copySample(schedule.sample(step, row), row, inputs.data());
   for (int64_t i = 0; i < p.num_inputs; ++i)
-    arena.write(p.inputs[i].tensor, inputs[size_t(i)]);
+    arena.writeAsync(p.inputs[i].tensor, inputs[size_t(i)]);
 }
 
 //===----------------------------------------------------------------------===//

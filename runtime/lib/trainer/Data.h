@@ -81,21 +81,28 @@ std::unique_ptr<Dataset> openTokenDataset(const std::string &path,
                                           int64_t seq);
 
 class Arena;
+class HostBuffer;
 
 /// Moves each step's batch into the program's inputs: the rows are gathered
-/// into host buffers, kept from step to step, and each input then goes to
-/// the arena in one copy (the arena may be device memory).
+/// into host buffers (HostBuffer: page-locked on CUDA), and each input then
+/// goes to the arena in one asynchronous copy, after the kernels already
+/// called, so that the host prepares step s + 1 while the device runs step
+/// s. Two sets of buffers take turns: the set of step s is filled again at
+/// step s + 2, by which time the caller must have waited for a marker
+/// recorded after step s.
 class BatchStaging {
 public:
   BatchStaging();
+  ~BatchStaging();
   /// Copies the batch of `step` into the program's inputs in `arena`.
   void fill(const Dataset &data, BatchSchedule &schedule, int64_t step,
             Arena &arena);
 
 private:
   int64_t batchSize;
-  std::vector<char> buffer;   // every input's batch, each 64-byte aligned
-  std::vector<char *> inputs; // input i's batch within `buffer`
+  std::vector<size_t> offsets; // input i's batch within a set, 64-aligned
+  size_t setBytes = 0;
+  std::unique_ptr<HostBuffer> buffer; // the two sets
 };
 
 } // namespace cleave::rt::trainer

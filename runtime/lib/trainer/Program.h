@@ -80,9 +80,35 @@ public:
   void read(const cleave_tensor &t, void *dst) const {
     cleave_rt_arena_read(arena, t.offset, dst, tensorBytes(t));
   }
+  /// The same without waiting (cleave_rt_arena_write_async): `src` is
+  /// HostBuffer memory, left unchanged until a marker recorded after this
+  /// call has been waited for.
+  void writeAsync(const cleave_tensor &t, const void *src) {
+    cleave_rt_arena_write_async(arena, t.offset, src, tensorBytes(t));
+  }
+  /// The same without waiting: `dst` (HostBuffer memory) holds the bytes
+  /// once a marker recorded after this call has been waited for.
+  void readAsync(const cleave_tensor &t, void *dst) const {
+    cleave_rt_arena_read_async(arena, t.offset, dst, tensorBytes(t));
+  }
 
 private:
   char *arena = nullptr;
+};
+
+/// Host memory for the asynchronous copies (cleave_rt_host_alloc:
+/// page-locked on CUDA).
+class HostBuffer {
+public:
+  explicit HostBuffer(size_t bytes)
+      : data(static_cast<char *>(cleave_rt_host_alloc(int64_t(bytes)))) {}
+  ~HostBuffer() { cleave_rt_host_free(data); }
+  HostBuffer(const HostBuffer &) = delete;
+  HostBuffer &operator=(const HostBuffer &) = delete;
+  char *get() const { return data; }
+
+private:
+  char *data;
 };
 
 /// Writes each parameter's initial value (init_data or init_file) into the

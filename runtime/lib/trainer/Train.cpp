@@ -476,26 +476,43 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
     saveCheckpoint(o.save, arena, done, loss, dataOrder);
     savedAt = done;
   };
-  for (int64_t step = first; step <= last && !interrupted; ++step) {
-    auto start = std::chrono::steady_clock::now();
-    staging->fill(*data, *schedule, step, arena);
-    cleave_program_run(arena.base());
-    // Waits for the step's kernels, so the time is the step's.
-    float value;
-    arena.read(lossOut.tensor, &value);
-    std::chrono::duration<double, std::milli> took =
-        std::chrono::steady_clock::now() - start;
+
+  // The host runs one step ahead of the device: it stages the batch of
+  // step s and calls its kernels, and only then waits for step s - 1 and
+  // reports it, so that the device never idles while the host prepares a
+  // step. The loss (and the loss scale) of each step are copied into
+  // page-locked slots, two steps' worth, before the step's marker.
+  struct Readback {
+    float loss, scale;
+  };
+  HostBuffer readback(2 * sizeof(Readback));
+  auto slotOf = [&](int64_t step) {
+    return reinterpret_cast<Readback *>(readback.get()) + (step & 1);
+  };
+  struct InFlight {
+    int64_t step, marker;
+  };
+  std::optional<InFlight> pending;
+  // A step's time runs from the previous step's marker to its own: the
+  // device's time per step once steps overlap.
+  int64_t since = cleave_rt_marker_record();
+  auto finish = [&] {
+    int64_t step = pending->step;
+    cleave_rt_marker_wait(pending->marker);
+    double ms = cleave_rt_marker_elapsed_ms(since, pending->marker);
+    cleave_rt_marker_free(since);
+    since = pending->marker;
+    pending.reset();
+    float value = slotOf(step)->loss;
     loss = value;
     done = step;
     bool skippedStep = false;
     if (lossScale) {
-      float next;
-      arena.read(lossScale->tensor, &next);
+      float next = slotOf(step)->scale;
       skippedStep = next < scale;
       skipped += skippedStep;
       scale = next;
     }
-    double ms = took.count();
     totalMs += ms;
     windowMs += ms;
     ++windowSteps;
@@ -530,9 +547,28 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
       windowMs = 0;
       windowSteps = 0;
     }
-    if (o.saveEvery && step % o.saveEvery == 0)
+  };
+  for (int64_t step = first; step <= last && !interrupted; ++step) {
+    staging->fill(*data, *schedule, step, arena);
+    cleave_program_run(arena.base());
+    arena.readAsync(lossOut.tensor, &slotOf(step)->loss);
+    if (lossScale)
+      arena.readAsync(lossScale->tensor, &slotOf(step)->scale);
+    int64_t marker = cleave_rt_marker_record();
+    if (pending)
+      finish();
+    pending = InFlight{step, marker};
+    if (o.saveEvery && step % o.saveEvery == 0) {
+      finish();
       save();
+      // The checkpoint's time is not the next step's.
+      cleave_rt_marker_free(since);
+      since = cleave_rt_marker_record();
+    }
   }
+  if (pending)
+    finish();
+  cleave_rt_marker_free(since);
 
   if (!o.save.empty() && savedAt != done)
     save();

@@ -14,6 +14,7 @@
 
 #include "FakeCuda.h"
 
+#include <chrono>
 #include <csetjmp>
 #include <cstdio>
 #include <cstdlib>
@@ -394,6 +395,47 @@ void fill(void *p, int v, size_t n) {
 } // namespace
 
 namespace {
+/// Copies from page-locked memory run when they are called here, but on a
+/// GPU later: the host must leave the source alone until it has waited for
+/// an event recorded after the copy (or for the stream). Each such source
+/// is checked then, by a hash of its bytes.
+struct InFlightSource {
+  const char *bytes;
+  size_t size;
+  uint64_t hash;
+  uint64_t events; ///< events recorded before the copy
+};
+std::vector<InFlightSource> &inFlightSources() {
+  static std::vector<InFlightSource> sources;
+  return sources;
+}
+uint64_t eventsRecorded = 0;
+uint64_t hashOf(const char *p, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; ++i)
+    h = (h ^ uint8_t(p[i])) * 1099511628211ull;
+  return h;
+}
+/// Checks and forgets the sources of the copies before event number
+/// `order` (every copy for ~0).
+void settleSources(uint64_t order) {
+  std::vector<InFlightSource> &sources = inFlightSources();
+  for (size_t i = 0; i < sources.size();) {
+    const InFlightSource &src = sources[i];
+    if (src.events >= order) {
+      ++i;
+      continue;
+    }
+    if (hashOf(src.bytes, src.size) != src.hash)
+      fake::die("the host changed page-locked memory that an asynchronous "
+                "copy to the device was still reading (it must wait for an "
+                "event recorded after the copy first)");
+    sources.erase(sources.begin() + std::ptrdiff_t(i));
+  }
+}
+} // namespace
+
+namespace {
 /// $CLEAVE_EMULATED_GPUS, default 8.
 int deviceCount() {
   static int n = [] {
@@ -433,6 +475,7 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned) {
 cudaError_t cudaStreamSynchronize(cudaStream_t) {
   countHostWait("cudaStreamSynchronize");
   fake::drainStream();
+  settleSources(~uint64_t(0));
   return cudaSuccess;
 }
 cudaError_t cudaStreamQuery(cudaStream_t) {
@@ -486,14 +529,95 @@ cudaError_t cudaMemcpy(void *d, const void *s, size_t n, cudaMemcpyKind) {
   copy(d, s, n);
   return cudaSuccess;
 }
+namespace {
+/// The page-locked allocations: start -> size.
+std::map<const char *, size_t> &pinned() {
+  static std::map<const char *, size_t> ranges;
+  return ranges;
+}
+bool isPinned(const void *p) {
+  const char *c = static_cast<const char *>(p);
+  auto it = pinned().upper_bound(c);
+  if (it == pinned().begin())
+    return false;
+  --it;
+  return c < it->first + it->second;
+}
+} // namespace
+
+cudaError_t cudaMallocHost(void **p, size_t n) {
+  countHostWait("cudaMallocHost");
+  *p = allocate(n);
+  if (!*p)
+    return cudaErrorInvalidValue;
+  pinned()[static_cast<const char *>(*p)] = n;
+  return cudaSuccess;
+}
+cudaError_t cudaFreeHost(void *p) {
+  countHostWait("cudaFreeHost");
+  if (p && !pinned().erase(static_cast<const char *>(p)))
+    fake::die("cudaFreeHost of memory that cudaMallocHost did not return");
+  // (Freeing synchronizes the device.)
+  settleSources(~uint64_t(0));
+  std::free(p);
+  return cudaSuccess;
+}
+
 cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n,
                             cudaMemcpyKind k, cudaStream_t) {
-  // From or to pageable host memory (all the backend has), an async copy
-  // waits for the stream too.
-  if (k == cudaMemcpyHostToDevice || k == cudaMemcpyDeviceToHost)
-    countHostWait(k == cudaMemcpyHostToDevice ? "cudaMemcpyAsync to the device"
-                                              : "cudaMemcpyAsync to the host");
+  // From or to pageable host memory, an async copy makes the host wait.
+  if (k == cudaMemcpyHostToDevice && !isPinned(s))
+    countHostWait("cudaMemcpyAsync from pageable memory");
+  if (k == cudaMemcpyHostToDevice && isPinned(s))
+    inFlightSources().push_back({static_cast<const char *>(s), n,
+                                 hashOf(static_cast<const char *>(s), n),
+                                 eventsRecorded});
+  if (k == cudaMemcpyDeviceToHost && !isPinned(d))
+    countHostWait("cudaMemcpyAsync to pageable memory");
   copy(d, s, n);
+  return cudaSuccess;
+}
+
+struct CUevent_st {
+  uint64_t order = 0; ///< its number among the events recorded
+  bool recorded = false;
+  std::chrono::steady_clock::time_point at;
+};
+cudaError_t cudaEventCreate(cudaEvent_t *e) {
+  *e = new CUevent_st;
+  return cudaSuccess;
+}
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t) {
+  // Kernels ran when they were launched; the event completes after the
+  // stream's host work, in stream order.
+  e->recorded = false;
+  e->order = ++eventsRecorded;
+  if (fake::pollHostWork()) {
+    e->at = std::chrono::steady_clock::now();
+    e->recorded = true;
+    return cudaSuccess;
+  }
+  fake::enqueueHostWork([e] {
+    e->at = std::chrono::steady_clock::now();
+    e->recorded = true;
+    return true;
+  });
+  return cudaSuccess;
+}
+cudaError_t cudaEventSynchronize(cudaEvent_t e) {
+  countHostWait("cudaEventSynchronize");
+  fake::drainStream();
+  settleSources(e->order);
+  return e->recorded ? cudaSuccess : cudaErrorInvalidValue;
+}
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t from, cudaEvent_t to) {
+  if (!from->recorded || !to->recorded)
+    return cudaErrorNotReady;
+  *ms = std::chrono::duration<float, std::milli>(to->at - from->at).count();
+  return cudaSuccess;
+}
+cudaError_t cudaEventDestroy(cudaEvent_t e) {
+  delete e;
   return cudaSuccess;
 }
 cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *p, int) {

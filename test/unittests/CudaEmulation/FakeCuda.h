@@ -212,6 +212,16 @@ cudaError_t cudaGetDevice(int *device);
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags);
 cudaError_t cudaStreamSynchronize(cudaStream_t s);
 cudaError_t cudaStreamQuery(cudaStream_t s);
+struct CUevent_st;
+typedef CUevent_st *cudaEvent_t;
+cudaError_t cudaEventCreate(cudaEvent_t *e);
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s);
+cudaError_t cudaEventSynchronize(cudaEvent_t e);
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t from, cudaEvent_t to);
+cudaError_t cudaEventDestroy(cudaEvent_t e);
+/// Page-locked host memory: copies from and to it do not wait.
+cudaError_t cudaMallocHost(void **p, size_t n);
+cudaError_t cudaFreeHost(void *p);
 cudaError_t cudaStreamGetDevice(cudaStream_t s, int *device);
 cudaError_t cudaDeviceGetPCIBusId(char *id, int len, int device);
 cudaError_t cudaGetLastError();

@@ -3,12 +3,15 @@
 // The backend functions of cleave_rt.h on the GPU: the names of both
 // backends linked here, idempotent initialization, a zeroed arena, host
 // <-> arena copies at offsets (a read sees the kernels called before it),
-// synchronize, and free; the CPU reference's arena functions beside them.
+// synchronize, and free; the CPU reference's arena functions beside them;
+// the asynchronous copies through page-locked memory and the markers that
+// order them, which report a device error when waited for.
 //
 //===----------------------------------------------------------------------===//
 
 #include "CudaTestUtil.h"
 
+#include <cmath>
 #include <cstring>
 
 using namespace cleave::rt::test;
@@ -83,6 +86,71 @@ TEST_F(CudaBackend, TwoArenas) {
   CUDA_AND_CPU(b, unary, CLEAVE_SIN, &y, &y);
   a.expectMatch(x, "exp in arena a", elementwiseTolerance(CLEAVE_F32));
   b.expectMatch(y, "sin in arena b", elementwiseTolerance(CLEAVE_F32));
+}
+
+TEST_F(CudaBackend, AsyncCopiesAndMarkers) {
+  SKIP_IN_CPU_ONLY_MODE();
+  // Data up through page-locked memory, a chain of kernels, the result
+  // back, then one marker: the result is there once the marker is waited.
+  DevicePair p(size_t(16) << 20);
+  cleave_tensor x = p.add(CLEAVE_F32, {1000, 256});
+  const int64_t bytes = 1000 * 256 * 4;
+  float *up = static_cast<float *>(cleave_rt_host_alloc(bytes));
+  float *down = static_cast<float *>(cleave_rt_host_alloc(bytes));
+  ASSERT_TRUE(up && down);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(up) % 64, 0u);
+  for (int64_t i = 0; i < 1000 * 256; ++i)
+    up[i] = float(i % 97) / 97.0f;
+  int64_t before = cleave_rt_marker_record();
+  cleave_rt_arena_write_async(p.deviceArena(), x.offset, up, bytes);
+  for (int i = 0; i < 5; ++i)
+    cleave_rt_unary(p.deviceArena(), CLEAVE_EXP, &x, &x);
+  cleave_rt_arena_read_async(p.deviceArena(), x.offset, down, bytes);
+  int64_t after = cleave_rt_marker_record();
+  EXPECT_NE(before, after);
+  cleave_rt_marker_wait(before);
+  cleave_rt_marker_wait(after);
+  EXPECT_GE(cleave_rt_marker_elapsed_ms(before, after), 0.0);
+  int64_t bad = 0;
+  for (int64_t i = 0; i < 1000 * 256; ++i) {
+    double expect = up[i];
+    for (int k = 0; k < 5; ++k)
+      expect = std::exp(expect);
+    bad += std::abs(down[i] - expect) > 1e-4 * std::abs(expect);
+  }
+  EXPECT_EQ(bad, 0) << "five exps after an asynchronous upload";
+  cleave_rt_marker_free(before);
+  cleave_rt_marker_free(after);
+  // Freed markers are reused.
+  int64_t again = cleave_rt_marker_record();
+  EXPECT_TRUE(again == before || again == after);
+  cleave_rt_marker_wait(again);
+  cleave_rt_marker_free(again);
+  cleave_rt_host_free(up);
+  cleave_rt_host_free(down);
+  cleave_rt_host_free(nullptr);
+}
+
+/// A gather with an index out of range, then a marker: waiting for the
+/// marker reports the error.
+void gatherOutOfRangeThenMarker() {
+  DevicePair p;
+  cleave_tensor table = p.add(CLEAVE_F32, {50, 8});
+  cleave_tensor ids = p.add(CLEAVE_I64, {3});
+  cleave_tensor out = p.add(CLEAVE_F32, {3, 8});
+  p.fill(table, -1, 1, 31);
+  p.setValues(ids, {1, 60, 2});
+  cleave_rt_gather(p.deviceArena(), &table, &ids, &out, 0);
+  cleave_rt_marker_wait(cleave_rt_marker_record());
+}
+
+TEST_F(CudaBackend, MarkerWaitReportsDeviceErrors) {
+  SKIP_IN_CPU_ONLY_MODE();
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(gatherOutOfRangeThenMarker(),
+               "error: cleave_rt_gather: index 60 is out of range");
+  EXPECT_DEATH(cleave_rt_marker_wait(12345),
+               "cleave_rt_marker_wait: 12345 is not a recorded marker");
 }
 
 } // namespace

@@ -364,6 +364,31 @@ void cleave_rt_arena_read(const char *arena, int64_t offset, void *dst,
 /* Waits for every kernel called so far and reports any error they raised
  * (an index out of range found on the device). */
 void cleave_rt_synchronize(void);
+/* Overlapping the host with the device: the trainer prepares and calls
+ * step N+1 (its batch, its kernels) while the device still runs step N,
+ * and reads step N's loss when it is done. On the CPU, whose kernels run as
+ * they are called, these are plain copies and clock readings.
+ *
+ * Host memory for the copies below, 64-byte aligned: page-locked on CUDA,
+ * where a copy from pageable memory would make the host wait. */
+void *cleave_rt_host_alloc(int64_t bytes);
+void cleave_rt_host_free(void *p);
+/* Copies `bytes` between cleave_rt_host_alloc memory and the arena after
+ * the kernels already called, without waiting for them: `src` must stay
+ * unchanged, and `dst` is not valid, until a marker recorded after the
+ * call has been waited for. */
+void cleave_rt_arena_write_async(char *arena, int64_t offset, const void *src,
+                                 int64_t bytes);
+void cleave_rt_arena_read_async(const char *arena, int64_t offset, void *dst,
+                                int64_t bytes);
+/* A marker after the work called so far, as an opaque handle. Waiting for
+ * it waits for that work only (not for what was called after it) and
+ * reports any error the work raised. The time between two waited markers
+ * is the device's, in milliseconds. Freed handles are reused. */
+int64_t cleave_rt_marker_record(void);
+void cleave_rt_marker_wait(int64_t marker);
+double cleave_rt_marker_elapsed_ms(int64_t from, int64_t to);
+void cleave_rt_marker_free(int64_t marker);
 
 /* Reports a fatal error ("error: <message>") and exits with status 1. */
 #if defined(__GNUC__)
