@@ -262,24 +262,34 @@ TEST(RuntimeLinear, WithoutPreLeavesItAlone) {
 }
 
 TEST(RuntimeLinear, F16AndBf16) {
-  for (int32_t dtype : {CLEAVE_F16, CLEAVE_BF16}) {
-    TestArena arena;
-    const LinearCase c = {{2, 6, 32}, {24, 32}, true};
-    unsigned seed = 73;
-    GemmOperands g(arena, dtype, c, seed);
-    cleave_tensor bias = arena.add(dtype, {24});
-    cleave_tensor out = arena.add(dtype, g.out);
-    cleave_tensor pre = arena.add(dtype, g.out);
-    std::vector<double> bv = arena.fill(bias, -1, 1, seed);
-    cleave_rt_linear(arena.data(), &g.x, &g.w, &bias, &out, &pre, 1,
-                     CLEAVE_ACT_GELU_TANH);
-    // f32 accumulation, one rounding of each output to the 16-bit type.
-    double rtol = dtype == CLEAVE_F16 ? 1.0 / 2048 : 1.0 / 256;
-    LinearRef ref =
-        refLinear(c.x, g.xv, c.w, g.wv, bv, true, CLEAVE_ACT_GELU_TANH);
-    expectClose(arena.values(out), ref.out, rtol, 1e-3);
-    expectClose(arena.values(pre), ref.pre, rtol, 1e-3);
-  }
+  // A transposed 16-bit weight is converted while it is transposed; the
+  // large one splits the transpose over threads.
+  const LinearCase cases[] = {
+      {{2, 6, 32}, {24, 32}, true},
+      {{2, 6, 32}, {32, 24}, false},
+      {{50, 300}, {700, 300}, true},
+  };
+  for (int32_t dtype : {CLEAVE_F16, CLEAVE_BF16})
+    for (const LinearCase &c : cases) {
+      TestArena arena(size_t(16) << 20);
+      unsigned seed = 73;
+      GemmOperands g(arena, dtype, c, seed);
+      cleave_tensor bias = arena.add(dtype, {g.n()});
+      cleave_tensor out = arena.add(dtype, g.out);
+      cleave_tensor pre = arena.add(dtype, g.out);
+      std::vector<double> bv = arena.fill(bias, -1, 1, seed);
+      cleave_rt_linear(arena.data(), &g.x, &g.w, &bias, &out, &pre,
+                       c.transposed, CLEAVE_ACT_GELU_TANH);
+      // f32 accumulation, one rounding of each output to the 16-bit type.
+      double rtol = dtype == CLEAVE_F16 ? 1.0 / 2048 : 1.0 / 256;
+      double atol = std::max(1e-3, 1e-4 * std::sqrt(double(c.x.back()) + 1));
+      LinearRef ref = refLinear(c.x, g.xv, c.w, g.wv, bv, c.transposed,
+                                CLEAVE_ACT_GELU_TANH);
+      SCOPED_TRACE(std::string(dtype == CLEAVE_F16 ? "f16" : "bf16") + " n " +
+                   std::to_string(g.n()) + (c.transposed ? " transposed" : ""));
+      expectClose(arena.values(out), ref.out, rtol, atol);
+      expectClose(arena.values(pre), ref.pre, rtol, atol);
+    }
 }
 
 TEST(RuntimeLinear, OutputMayAliasTheInput) {
