@@ -244,15 +244,15 @@ print(f"model FLOPs per step: {m['flops'] / 1e12:.2f} TFLOP (6 P T + 12 L B S^2 
 env = dict(os.environ, LD_LIBRARY_PATH=libs)
 
 
-def run_steps(prog, label, extra):
+def run_steps(prog, label, extra, args=()):
     """Losses and the median step time (ms), or (None, None) when a loss is
     not finite."""
     log = os.path.join(os.path.dirname(m["weights"]), label.replace(" ", "_") + ".jsonl")
     t0 = time.time()
     subprocess.run([prog, "--inputs", os.path.join(pack, "idx.npy"), "--targets",
                     os.path.join(pack, "labels.npy"), "--steps",
-                    str(WARMUP + STEPS), "--log-json", log, "--quiet"], check=True,
-                   env=dict(env, **extra))
+                    str(WARMUP + STEPS), "--log-json", log, "--quiet", *args],
+                   check=True, env=dict(env, **extra))
     print(f"[{label}] ran {WARMUP + STEPS} steps in {time.time() - t0:.0f} s "
           "(with start-up)")
     with open(log) as f:
@@ -275,19 +275,23 @@ for precision in ("bf16", "fp32"):
         continue
     if precision == "bf16":
         # The same program with each fused linear as GEMM + epilogue kernel,
-        # and with the materialized (TF32 cuBLAS) attention instead of the
-        # fused kernels.
-        for label, env_var, value in (
-                ("unfused linear", "CLEAVE_CUDA_LINEAR", "unfused"),
-                ("CUDA-core attention forward", "CLEAVE_CUDA_ATTENTION", "fused-simt"),
-                ("materialized attention", "CLEAVE_CUDA_ATTENTION", "materialized")):
-            other_losses, other_ms = run_steps(prog, f"{precision} {label}",
-                                               {env_var: value})
+        # with the materialized (TF32 cuBLAS) attention instead of the fused
+        # kernels, and with the host waiting for each step before it
+        # prepares the next (no overlap of launches with the GPU's work).
+        for label, env_var, value, args in (
+                ("unfused linear", "CLEAVE_CUDA_LINEAR", "unfused", ()),
+                ("CUDA-core attention forward", "CLEAVE_CUDA_ATTENTION", "fused-simt", ()),
+                ("materialized attention", "CLEAVE_CUDA_ATTENTION", "materialized", ()),
+                ("steps not overlapped", None, None, ("--no-overlap",))):
+            other_losses, other_ms = run_steps(
+                prog, f"{precision} {label}",
+                {env_var: value} if env_var else {}, args)
+            how = f"{env_var}={value}" if env_var else " ".join(args)
             if other_losses is None:
                 failed = True
             else:
                 print(f"[{precision}] default: {ms:.1f} ms per step; {label} "
-                      f"({env_var}={value}): {other_ms:.1f} ms "
+                      f"({how}): {other_ms:.1f} ms "
                       f"({other_ms / ms:.3f}x)")
     achieved = m["flops"] / (ms / 1000) / 1e12
     peak = peak_bf16 if precision == "bf16" else peak_fp32

@@ -47,6 +47,7 @@ struct TrainOptions {
   std::string save, resume, exportOnnx, logJson;
   int64_t saveEvery = 0, logEvery = 1;
   bool quiet = false;
+  bool overlap = true;
 };
 
 std::string listTensors(const cleave_named_tensor *list, int64_t begin,
@@ -118,6 +119,10 @@ training:
                       with --resume: s, i.e. none)
   --save DIR          write a checkpoint to DIR at the end
   --save-every K      also after every K-th step (needs --save)
+  --no-overlap        wait for each step before preparing the next; by
+                      default the host stages the batch of step k+1 and
+                      calls its kernels while the device (GPU) still
+                      runs step k. For measuring what the overlap gains
   --resume DIR        load the checkpoint in DIR (parameters and
                       optimizer state) and continue after its step; the
                       losses are those of an uninterrupted run
@@ -141,8 +146,10 @@ progress line:
   step k/N  loss X  tokens/s Y  ms/step Z  eta Ts  mem M MiB
   [scale S  skipped K]
 tokens are the elements of the target per step; tokens/s and ms/step
-average the steps since the previous line (one step: copying the
-batch in, running the program and reading the loss back); eta
+average the steps since the previous line (a step's time runs from the
+end of the step before it to its own end on the device, which on the
+CPU includes copying the batch in; a line is printed once the next
+step has been started, or at the end); eta
 extrapolates the mean step time of this run; mem is the process's
 peak resident memory (the data, the runtime and, on the CPU, the
 arena). With dynamic loss scaling, S is the loss scale after the step
@@ -318,6 +325,9 @@ TrainOptions parseArgs(int argc, char **argv) {
     } else if (flag == "--quiet") {
       noValue();
       o.quiet = true;
+    } else if (flag == "--no-overlap") {
+      noValue();
+      o.overlap = false;
     } else if (flag == "--log-json") {
       o.logJson = next();
     } else {
@@ -558,8 +568,11 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
     if (pending)
       finish();
     pending = InFlight{step, marker};
-    if (o.saveEvery && step % o.saveEvery == 0) {
+    if (!o.overlap)
       finish();
+    if (o.saveEvery && step % o.saveEvery == 0) {
+      if (pending)
+        finish();
       save();
       // The checkpoint's time is not the next step's.
       cleave_rt_marker_free(since);

@@ -251,7 +251,7 @@ TEST_F(Trainer, Help) {
   for (const char *text :
        {"usage:", "--inputs", "--targets", "--tokens", "--shuffle",
         "--save-every", "--resume", "--export-onnx", "--log-json", "TOTAL",
-        "x  f32 [4, 3]", "targets  f32 [4]", "loss  f32 []",
+        "--no-overlap", "x  f32 [4, 3]", "targets  f32 [4]", "loss  f32 []",
         "parameters: 2 of the model",
         R"({"loss":"mse","optimizer":"sgd","lr":0.1,"momentum":0.5})"})
     EXPECT_NE(out.find(text), std::string::npos) << text << "\n" << out;
@@ -447,6 +447,33 @@ TEST_F(Trainer, ResumeRepeatsAnUninterruptedRun) {
   EXPECT_NE(err.find("error: --steps 4 is before the checkpoint's step 10"),
             std::string::npos)
       << err;
+}
+
+// Waiting for each step before preparing the next (--no-overlap) trains
+// the same: the same losses and the same checkpoint, with checkpoints at
+// steps 3 and 6 in between (a checkpoint waits for its step first).
+TEST_F(Trainer, NoOverlapTrainsTheSame) {
+  writeRegressionData(7);
+  const std::string data = "--inputs x.npy --targets t.npy --shuffle --seed 5 "
+                           "--quiet --steps 8 --save-every 3 ";
+  ASSERT_EQ(
+      run(CLEAVE_FAKE_TRAIN, data + "--save overlap --log-json overlap.jsonl"),
+      0)
+      << err;
+  ASSERT_EQ(run(CLEAVE_FAKE_TRAIN,
+                data + "--no-overlap --save sync --log-json sync.jsonl"),
+            0)
+      << err;
+  std::vector<LogLine> a = readLog("overlap.jsonl"), b = readLog("sync.jsonl");
+  ASSERT_EQ(a.size(), 8u);
+  ASSERT_EQ(b.size(), 8u);
+  for (size_t k = 0; k < 8; ++k) {
+    EXPECT_EQ(a[k].step, (long long)k + 1);
+    EXPECT_EQ(b[k].step, (long long)k + 1);
+    EXPECT_EQ(a[k].lossText, b[k].lossText) << "step " << k + 1;
+  }
+  EXPECT_EQ(slurp("overlap/model.safetensors"),
+            slurp("sync/model.safetensors"));
 }
 
 // The safetensors layout: header length, the JSON header with the metadata
