@@ -15,6 +15,11 @@
 #include <map>
 #include <mutex>
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define CLEAVE_F16C_DISPATCH 1
+#endif
+
 using namespace cleave::rt;
 
 //===----------------------------------------------------------------------===//
@@ -45,6 +50,47 @@ void badDtype(const char *what, int32_t dtype) {
   cleave_rt_fail("%s: unsupported dtype %d", what, dtype);
 }
 
+#ifdef CLEAVE_F16C_DISPATCH
+// f16 <-> f32 with the F16C instructions, 8 elements at a time, where the
+// CPU has them (checked at run time: the runtime itself is built for plain
+// x86-64). They round as floatToHalf does (to nearest even, inf on
+// overflow, NaN kept quiet with its top mantissa bits), so the results are
+// the same bits; ConvertTest checks every f16 and many f32 values. The
+// scalar conversions, with their branches, do not vectorize: fp16 training
+// steps spent a sixth of their time more than bf16 ones on the CPU.
+
+bool haveF16c() {
+  static const bool yes =
+      __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  return yes;
+}
+
+__attribute__((target("avx,f16c"))) void
+halvesToFloatsF16c(const uint16_t *src, float *dst, int64_t n) {
+  int64_t blocks = n / 8;
+#pragma omp parallel for schedule(static) if (n >= kParallelElements)
+  for (int64_t b = 0; b < blocks; ++b)
+    _mm256_storeu_ps(dst + 8 * b,
+                     _mm256_cvtph_ps(_mm_loadu_si128(
+                         reinterpret_cast<const __m128i *>(src + 8 * b))));
+  for (int64_t i = 8 * blocks; i < n; ++i)
+    dst[i] = halfToFloat(src[i]);
+}
+
+__attribute__((target("avx,f16c"))) void
+floatsToHalvesF16c(const float *src, uint16_t *dst, int64_t n) {
+  int64_t blocks = n / 8;
+#pragma omp parallel for schedule(static) if (n >= kParallelElements)
+  for (int64_t b = 0; b < blocks; ++b)
+    _mm_storeu_si128(
+        reinterpret_cast<__m128i *>(dst + 8 * b),
+        _mm256_cvtps_ph(_mm256_loadu_ps(src + 8 * b),
+                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  for (int64_t i = 8 * blocks; i < n; ++i)
+    dst[i] = floatToHalf(src[i]);
+}
+#endif
+
 } // namespace
 
 void cleave::rt::convertToF32(const void *src, int32_t dtype, float *dst,
@@ -54,6 +100,10 @@ void cleave::rt::convertToF32(const void *src, int32_t dtype, float *dst,
     std::memcpy(dst, src, size_t(n) * 4);
     return;
   case CLEAVE_F16:
+#ifdef CLEAVE_F16C_DISPATCH
+    if (haveF16c())
+      return halvesToFloatsF16c(static_cast<const uint16_t *>(src), dst, n);
+#endif
     return convertLoop(src, dst, n, [](const void *p, int64_t i) {
       return halfToFloat(static_cast<const uint16_t *>(p)[i]);
     });
@@ -144,6 +194,10 @@ void cleave::rt::convertFromF32(const float *src, void *dst, int32_t dtype,
     return;
   case CLEAVE_F16: {
     auto *out = static_cast<uint16_t *>(dst);
+#ifdef CLEAVE_F16C_DISPATCH
+    if (haveF16c())
+      return floatsToHalvesF16c(src, out, n);
+#endif
 #pragma omp parallel for schedule(static) if (n >= kParallelElements)
     for (int64_t i = 0; i < n; ++i)
       out[i] = floatToHalf(src[i]);

@@ -3,7 +3,8 @@
 // Scalar conversions between f32 and the two 16-bit float formats the
 // runtime stores: IEEE binary16 (f16) and bfloat16 (the top half of an f32).
 // Both narrowing conversions round to nearest, ties to even, and keep NaN a
-// (quiet) NaN. Header-only so that kernels and tests share one definition.
+// (quiet) NaN; widening an f16 NaN quiets it too. Header-only so that kernels
+// and tests share one definition.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,13 +40,15 @@ inline uint16_t floatToBf16(float f) {
   return uint16_t(u >> 16);
 }
 
-/// f16 -> f32 is exact, subnormals included.
+/// f16 -> f32 is exact, subnormals included; a NaN keeps its payload and
+/// comes out quiet, as the F16C instruction (vcvtph2ps) makes it.
 inline float halfToFloat(uint16_t h) {
   uint32_t sign = uint32_t(h & 0x8000u) << 16;
   uint32_t exp = (h >> 10) & 0x1fu;
   uint32_t mant = h & 0x3ffu;
   if (exp == 0x1f) // inf or NaN
-    return bitsToFloat(sign | 0x7f800000u | (mant << 13));
+    return bitsToFloat(sign | 0x7f800000u | (mant ? 0x400000u : 0u) |
+                       (mant << 13));
   if (exp == 0) {
     if (mant == 0)
       return bitsToFloat(sign);
