@@ -476,6 +476,36 @@ TEST_F(Trainer, NoOverlapTrainsTheSame) {
             slurp("sync/model.safetensors"));
 }
 
+// SIGTERM (as Ctrl-C) ends the run after the step in flight, saves the
+// checkpoint of that step and exits with 128 + 15; resuming from it gives
+// the checkpoint of a run that was never interrupted.
+TEST_F(Trainer, SignalSavesTheLastStepAndResumes) {
+  writeRegressionData(7);
+  const std::string data = "--inputs x.npy --targets t.npy --shuffle --seed 4 "
+                           "--quiet ";
+  // Far more steps than run in the second before the signal.
+  int status = run("(" CLEAVE_FAKE_TRAIN,
+                   data + "--steps 100000000 --save cut & p=$!; sleep 1; "
+                          "kill -TERM $p; wait $p)");
+  ASSERT_EQ(status, 128 + 15) << err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      err, m,
+      std::regex(
+          R"(interrupted after step (\d+) \(checkpoint saved to cut\))")))
+      << err;
+  long long step = std::stoll(m[1].str());
+  ASSERT_GT(step, 0);
+  EXPECT_NE(
+      slurp("cut/meta.json").find("\"step\": " + std::to_string(step) + ","),
+      std::string::npos);
+  std::string steps = "--steps " + std::to_string(step + 3) + " ";
+  ASSERT_EQ(run(CLEAVE_FAKE_TRAIN, data + steps + "--resume cut --save cut"), 0)
+      << err;
+  ASSERT_EQ(run(CLEAVE_FAKE_TRAIN, data + steps + "--save full"), 0) << err;
+  EXPECT_EQ(slurp("cut/model.safetensors"), slurp("full/model.safetensors"));
+}
+
 // The safetensors layout: header length, the JSON header with the metadata
 // and the tensors in order of decreasing element size, padded to 8 bytes;
 // also read by Python (json + numpy) where available.
