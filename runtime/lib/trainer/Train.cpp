@@ -595,16 +595,16 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
   if (!o.exportOnnx.empty())
     exportOnnx(o.exportOnnx, arena);
   if (!o.quiet) {
-    if (done >= first)
+    if (done >= first) {
       std::printf("trained steps %lld..%lld in %.1f s, final loss %s\n",
                   (long long)first, (long long)done, totalMs / 1000,
                   jsonFloat(*loss).c_str());
-    if (done >= first && lossScale)
-      std::printf("loss scaling: %lld of %lld steps skipped (non-finite "
-                  "gradients), scale now %g\n",
-                  (long long)skipped, (long long)(done - first + 1),
-                  double(scale));
-    else
+      if (lossScale)
+        std::printf("loss scaling: %lld of %lld steps skipped (non-finite "
+                    "gradients), scale now %g\n",
+                    (long long)skipped, (long long)(done - first + 1),
+                    double(scale));
+    } else
       std::printf("no steps to run: the checkpoint is at step %lld\n",
                   (long long)done);
     if (!o.save.empty())

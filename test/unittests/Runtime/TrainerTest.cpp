@@ -302,6 +302,8 @@ TEST_F(Trainer, LossesMatchFloat64Reference) {
   EXPECT_NE(out.find("data: 16 samples from x.npy, t.npy; batch 4"),
             std::string::npos)
       << out;
+  EXPECT_NE(out.find("\ntrained steps 1..20 in "), std::string::npos) << out;
+  EXPECT_EQ(out.find("no steps to run"), std::string::npos) << out;
   // The banner names the backend the arena lives on.
   const std::regex banner(R"(training steps 1\.\.20; arena [0-9.]+ )"
                           R"((bytes|KiB|MiB|GiB) on cpu)");
@@ -437,6 +439,14 @@ TEST_F(Trainer, ResumeRepeatsAnUninterruptedRun) {
   ASSERT_EQ(run(CLEAVE_FAKE_TRAIN, data + "--steps 10 --resume half"), 0)
       << err;
   EXPECT_EQ(err, "");
+  ASSERT_EQ(run(CLEAVE_FAKE_TRAIN, "--inputs x.npy --targets t.npy --shuffle "
+                                   "--seed 3 --steps 10 --resume half"),
+            0)
+      << err;
+  EXPECT_NE(out.find("no steps to run: the checkpoint is at step 10"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("trained steps"), std::string::npos) << out;
   ASSERT_EQ(run(CLEAVE_FAKE_TRAIN, "--inputs x.npy --targets t.npy --steps "
                                    "10 --resume half"),
             0)
