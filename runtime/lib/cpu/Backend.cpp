@@ -19,18 +19,28 @@ extern "C" const char *cleave_rt_backend_name(void) { return "cpu"; }
 
 extern "C" void cleave_rt_backend_init(void) {}
 
-extern "C" char *cleave_rt_arena_alloc(int64_t bytes) {
+namespace {
+/// What aligned_alloc gets for `bytes`: a multiple of the 64-byte alignment,
+/// and one line for 0 bytes so that the pointer is valid.
+size_t alignedSize(int64_t bytes) {
+  return std::max<size_t>(64, (static_cast<size_t>(bytes) + 63) / 64 * 64);
+}
+
+/// `bytes` of 64-byte aligned host memory for the `noun` ("arena", "host
+/// buffer"), or a clear error.
+void *allocateAligned(int64_t bytes, const char *noun) {
   if (bytes < 0)
-    cleave_rt_fail("arena size %lld is negative", (long long)bytes);
-  // aligned_alloc needs a multiple of the alignment; a 0-byte arena gets
-  // one line so that the pointer is valid.
-  size_t size = (static_cast<size_t>(bytes) + 63) / 64 * 64;
-  if (size == 0)
-    size = 64;
-  void *arena = std::aligned_alloc(64, size);
-  if (!arena)
-    cleave_rt_fail("cannot allocate the %lld-byte arena", (long long)bytes);
-  std::memset(arena, 0, size);
+    cleave_rt_fail("%s size %lld is negative", noun, (long long)bytes);
+  void *p = std::aligned_alloc(64, alignedSize(bytes));
+  if (!p)
+    cleave_rt_fail("cannot allocate the %lld-byte %s", (long long)bytes, noun);
+  return p;
+}
+} // namespace
+
+extern "C" char *cleave_rt_arena_alloc(int64_t bytes) {
+  void *arena = allocateAligned(bytes, "arena");
+  std::memset(arena, 0, alignedSize(bytes));
   return static_cast<char *>(arena);
 }
 
@@ -51,14 +61,7 @@ extern "C" void cleave_rt_arena_read(const char *arena, int64_t offset,
 extern "C" void cleave_rt_synchronize(void) {}
 
 extern "C" void *cleave_rt_host_alloc(int64_t bytes) {
-  if (bytes < 0)
-    cleave_rt_fail("host buffer size %lld is negative", (long long)bytes);
-  size_t size =
-      std::max<size_t>(64, (static_cast<size_t>(bytes) + 63) / 64 * 64);
-  void *p = std::aligned_alloc(64, size);
-  if (!p)
-    cleave_rt_fail("cannot allocate a %lld-byte host buffer", (long long)bytes);
-  return p;
+  return allocateAligned(bytes, "host buffer");
 }
 
 extern "C" void cleave_rt_host_free(void *p) { std::free(p); }

@@ -96,11 +96,16 @@ int64_t cleave::rt::trainer::programBatchSize() {
 
 BatchStaging::BatchStaging() : batchSize(programBatchSize()) {
   const cleave_program_info &p = cleave_program;
+  std::vector<size_t> offsets;
+  size_t setBytes = 0;
   for (int64_t i = 0; i < p.num_inputs; ++i) {
     offsets.push_back(setBytes);
     setBytes += (size_t(tensorBytes(p.inputs[i].tensor)) + 63) / 64 * 64;
   }
   buffer = std::make_unique<HostBuffer>(2 * setBytes);
+  for (int set = 0; set < 2; ++set)
+    for (size_t offset : offsets)
+      inputs[set].push_back(buffer->get() + size_t(set) * setBytes + offset);
 }
 
 BatchStaging::~BatchStaging() = default;
@@ -108,14 +113,11 @@ BatchStaging::~BatchStaging() = default;
 void BatchStaging::fill(const Dataset &data, BatchSchedule &schedule,
                         int64_t step, Arena &arena) {
   const cleave_program_info &p = cleave_program;
-  char *set = buffer->get() + size_t(step & 1) * setBytes;
-  std::vector<char *> inputs;
-  for (size_t offset : offsets)
-    inputs.push_back(set + offset);
+  std::vector<char *> &set = inputs[step & 1];
   for (int64_t row = 0; row < batchSize; ++row)
-    data.copySample(schedule.sample(step, row), row, inputs.data());
+    data.copySample(schedule.sample(step, row), row, set.data());
   for (int64_t i = 0; i < p.num_inputs; ++i)
-    arena.writeAsync(p.inputs[i].tensor, inputs[size_t(i)]);
+    arena.writeAsync(p.inputs[i].tensor, set[size_t(i)]);
 }
 
 //===----------------------------------------------------------------------===//

@@ -100,9 +100,9 @@ public:
 
 private:
   int64_t batchSize;
-  std::vector<size_t> offsets; // input i's batch within a set, 64-aligned
-  size_t setBytes = 0;
   std::unique_ptr<HostBuffer> buffer; // the two sets
+  /// Input i's batch in set 0 and set 1 (64-byte aligned within `buffer`).
+  std::vector<char *> inputs[2];
 };
 
 } // namespace cleave::rt::trainer

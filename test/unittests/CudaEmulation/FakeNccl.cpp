@@ -49,7 +49,8 @@ struct ncclComm {
   ncclResult_t error = ncclSuccess;
   std::string lastError;
   MPI_Comm mpi = MPI_COMM_NULL;
-  /// This member's (rank, world rank); at the root, every other member's.
+  /// This member's (rank, world rank), and at the root every other
+  /// member's, as they arrive.
   int me[2] = {0, 0};
   std::vector<int> entries;
   /// The world rank of each rank, once known.
@@ -251,17 +252,12 @@ MPI_Op mpiOp(ncclRedOp_t op) {
 std::vector<char> toWire(const void *src, ncclDataType_t t, size_t count) {
   std::vector<char> wire(count * wireBytes(t));
   const uint16_t *bits = static_cast<const uint16_t *>(src);
-  if (t == ncclFloat16)
-    for (size_t i = 0; i < count; ++i) {
-      float v = cleave::rt::halfToFloat(bits[i]);
-      std::memcpy(wire.data() + 4 * i, &v, 4);
-    }
-  else if (t == ncclBfloat16)
-    for (size_t i = 0; i < count; ++i) {
-      float v = cleave::rt::bf16ToFloat(bits[i]);
-      std::memcpy(wire.data() + 4 * i, &v, 4);
-    }
-  else if (count)
+  for (size_t i = 0; is16Bit(t) && i < count; ++i) {
+    float v = t == ncclFloat16 ? cleave::rt::halfToFloat(bits[i])
+                               : cleave::rt::bf16ToFloat(bits[i]);
+    std::memcpy(wire.data() + 4 * i, &v, 4);
+  }
+  if (!is16Bit(t) && count)
     std::memcpy(wire.data(), src, wire.size());
   return wire;
 }
