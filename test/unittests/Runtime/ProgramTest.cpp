@@ -22,16 +22,14 @@ using namespace cleave::rt::test;
 
 namespace {
 
-class RuntimeProgram : public ::testing::Test {
+class RuntimeProgram : public ScratchDirTest {
 protected:
+  RuntimeProgram() : ScratchDirTest("cleave_program_") {}
+
   void SetUp() override {
-    const ::testing::TestInfo *info =
-        ::testing::UnitTest::GetInstance()->current_test_info();
-    dir = ::testing::TempDir() + "cleave_program_" + info->name() + "_" +
-          std::to_string(::getpid());
-    ASSERT_EQ(
-        std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str()),
-        0);
+    ScratchDirTest::SetUp();
+    if (HasFatalFailure())
+      return;
     // v = [10, 20, 30] after 8 bytes of padding.
     float v[3] = {10, 20, 30};
     std::ofstream weights(dir + "/fake_weights.bin", std::ios::binary);
@@ -44,23 +42,10 @@ protected:
     ASSERT_TRUE(writeNpy(dir + "/b.npy", "<f4", {3}, b, sizeof(b), error));
   }
 
-  /// The folder goes with a passing test (a failing one keeps it to look at).
-  void TearDown() override {
-    if (!HasFailure())
-      std::system(("rm -rf '" + dir + "'").c_str());
-  }
-
-  /// Runs the program (or `exe`) in `dir` with `args`; returns the exit
-  /// status and leaves stderr in `err`.
+  /// Runs the program (or `exe`) in `dir` with `args`.
   int run(const std::string &args,
           const std::string &exe = CLEAVE_FAKE_PROGRAM) {
-    std::string cmd =
-        "cd '" + dir + "' && " + exe + " " + args + " >stdout.txt 2>stderr.txt";
-    int status = std::system(cmd.c_str());
-    std::ifstream errFile(dir + "/stderr.txt"), outFile(dir + "/stdout.txt");
-    err.assign(std::istreambuf_iterator<char>(errFile), {});
-    out.assign(std::istreambuf_iterator<char>(outFile), {});
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return ScratchDirTest::run(exe, args);
   }
 
   void expectSum() {
@@ -76,8 +61,6 @@ protected:
     for (int i = 0; i < 6; ++i)
       EXPECT_EQ(s[i], want[i]) << i;
   }
-
-  std::string dir, err, out;
 };
 
 TEST_F(RuntimeProgram, NamedInputs) {

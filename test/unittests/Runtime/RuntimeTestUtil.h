@@ -21,9 +21,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace cleave::rt::test {
 
@@ -240,6 +246,51 @@ inline void check(const std::vector<double> &got,
     GTEST_FLAG_SET(death_test_style, "threadsafe");                            \
     EXPECT_EXIT(statement, ::testing::ExitedWithCode(1), regex);               \
   } while (0)
+
+/// A test with a folder of its own (GoogleTest's temporary directory, the
+/// prefix, the test's name and the process id), in which it runs programs.
+/// The folder goes with a passing test; a failing one keeps it to look at.
+class ScratchDirTest : public ::testing::Test {
+protected:
+  explicit ScratchDirTest(std::string prefix) : prefix(std::move(prefix)) {}
+
+  void SetUp() override {
+    const ::testing::TestInfo *info =
+        ::testing::UnitTest::GetInstance()->current_test_info();
+    dir = ::testing::TempDir() + prefix + info->name() + "_" +
+          std::to_string(::getpid());
+    ASSERT_EQ(
+        std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str()),
+        0);
+  }
+  void TearDown() override {
+    if (!HasFailure())
+      std::system(("rm -rf '" + dir + "'").c_str());
+  }
+
+  /// Runs `exe` with `args` in `dir` (environment assignments in `env`);
+  /// returns the exit status and leaves stdout and stderr in `out`, `err`.
+  int run(const std::string &exe, const std::string &args,
+          const std::string &env = "") {
+    std::string cmd = "cd '" + dir + "' && " + env + " " + exe + " " + args +
+                      " >stdout.txt 2>stderr.txt";
+    int status = std::system(cmd.c_str());
+    out = slurp("stdout.txt");
+    err = slurp("stderr.txt");
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+  /// The bytes of `file` in `dir` ("" when it cannot be read).
+  std::string slurp(const std::string &file) {
+    std::ifstream in(dir + "/" + file, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+
+  std::string dir, out, err;
+
+private:
+  std::string prefix;
+};
 
 } // namespace cleave::rt::test
 

@@ -40,38 +40,9 @@ struct LogLine {
   double loss = 0, tokensPerS = 0, ms = 0;
 };
 
-class Trainer : public ::testing::Test {
+class Trainer : public ScratchDirTest {
 protected:
-  void SetUp() override {
-    const ::testing::TestInfo *info =
-        ::testing::UnitTest::GetInstance()->current_test_info();
-    dir = ::testing::TempDir() + "cleave_trainer_" + info->name() + "_" +
-          std::to_string(::getpid());
-    ASSERT_EQ(
-        std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str()),
-        0);
-  }
-  void TearDown() override {
-    if (!HasFailure())
-      std::system(("rm -rf '" + dir + "'").c_str());
-  }
-
-  /// Runs `exe` with `args` in `dir` (environment assignments in `env`);
-  /// returns the exit status and leaves stdout and stderr in `out`, `err`.
-  int run(const std::string &exe, const std::string &args,
-          const std::string &env = "") {
-    std::string cmd = "cd '" + dir + "' && " + env + " " + exe + " " + args +
-                      " >stdout.txt 2>stderr.txt";
-    int status = std::system(cmd.c_str());
-    out = slurp("stdout.txt");
-    err = slurp("stderr.txt");
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-
-  std::string slurp(const std::string &file) {
-    std::ifstream in(dir + "/" + file, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  }
+  Trainer() : ScratchDirTest("cleave_trainer_") {}
 
   bool exists(const std::string &file) {
     struct stat st;
@@ -208,7 +179,6 @@ protected:
                            .c_str()) == 0;
   }
 
-  std::string dir, out, err;
   std::vector<float> x, t;
 };
 
