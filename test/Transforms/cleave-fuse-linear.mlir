@@ -219,3 +219,85 @@ func.func @gemm_f32_result(%x: tensor<16x32xbf16>, %dy: tensor<16x64xbf16>) -> (
   %3 = graph.cast %2 : tensor<64x32xbf16> -> tensor<64x32xf16>
   return %1, %3 : tensor<64x32xf32>, tensor<64x32xf16>
 }
+
+// -----
+
+// The bias gradient of a linear without GELU, the sum of its dy over the
+// rows, joins the weight gradient's gemm that reads dy as [rows, n]: one
+// pass over dy instead of two. The sum comes first in the step and its
+// user before the gemm's operands: the fused gemm takes the gemm's place
+// and that user moves after it.
+// CHECK-LABEL: func.func @gemm_bias_grad
+// CHECK-SAME: (%[[X:.*]]: tensor<2x8x32xf32>, %[[DY:.*]]: tensor<2x8x64xf32>)
+// CHECK-NEXT: %[[X2:.*]] = graph.reshape %[[X]] : tensor<2x8x32xf32> -> tensor<16x32xf32>
+// CHECK-NEXT: %[[DY2:.*]] = graph.reshape %[[DY]] : tensor<2x8x64xf32> -> tensor<16x64xf32>
+// CHECK-NEXT: %[[DW:.*]], %[[DB:.*]] = graph.gemm %[[DY2]], %[[X2]] transpose_lhs : tensor<16x64xf32>, tensor<16x32xf32> -> tensor<64x32xf32>, tensor<1x1x64xf32>
+// CHECK-NEXT: %[[B:.*]] = graph.reshape %[[DB]] : tensor<1x1x64xf32> -> tensor<64xf32>
+// CHECK-NEXT: %[[B2:.*]] = graph.mul %[[B]], %[[B]]
+// CHECK-NEXT: return %[[DW]], %[[B2]]
+func.func @gemm_bias_grad(%x: tensor<2x8x32xf32>, %dy: tensor<2x8x64xf32>) -> (tensor<64x32xf32>, tensor<64xf32>) {
+  %0 = graph.reduce sum %dy dims [0, 1] keepdim : tensor<2x8x64xf32>
+  %1 = graph.reshape %0 : tensor<1x1x64xf32> -> tensor<64xf32>
+  %2 = graph.reshape %x : tensor<2x8x32xf32> -> tensor<16x32xf32>
+  %5 = graph.mul %1, %1 : tensor<64xf32>, tensor<64xf32>
+  %3 = graph.reshape %dy : tensor<2x8x64xf32> -> tensor<16x64xf32>
+  %4 = graph.gemm %3, %2 transpose_lhs : tensor<16x64xf32>, tensor<16x32xf32> -> tensor<64x32xf32>
+  return %4, %5 : tensor<64x32xf32>, tensor<64xf32>
+}
+
+// -----
+
+// The gemm first, and a user of its product before the sum: the fused gemm
+// takes the sum's place and that user moves after it.
+// CHECK-LABEL: func.func @gemm_bias_grad_gemm_first
+// CHECK-SAME: (%[[X:.*]]: tensor<16x32xf32>, %[[DY:.*]]: tensor<16x64xf32>)
+// CHECK-NEXT: %[[E:.*]] = graph.exp %[[DY]]
+// CHECK-NEXT: %[[DW:.*]], %[[DB:.*]] = graph.gemm %[[DY]], %[[X]] transpose_lhs : tensor<16x64xf32>, tensor<16x32xf32> -> tensor<64x32xf32>, tensor<64xf32>
+// CHECK-NEXT: %[[N:.*]] = graph.neg %[[DW]]
+// CHECK-NEXT: return %[[N]], %[[DB]], %[[E]]
+func.func @gemm_bias_grad_gemm_first(%x: tensor<16x32xf32>, %dy: tensor<16x64xf32>) -> (tensor<64x32xf32>, tensor<64xf32>, tensor<16x64xf32>) {
+  %0 = graph.gemm %dy, %x transpose_lhs : tensor<16x64xf32>, tensor<16x32xf32> -> tensor<64x32xf32>
+  %1 = graph.neg %0 : tensor<64x32xf32>
+  %2 = graph.exp %dy : tensor<16x64xf32>
+  %3 = graph.reduce sum %dy dims [0] : tensor<16x64xf32>
+  return %1, %3, %2 : tensor<64x32xf32>, tensor<64xf32>, tensor<16x64xf32>
+}
+
+// -----
+
+// Under mixed precision the weight gradient is stored in f32 and the
+// 16-bit sum is cast to f32 for the optimizer: the gemm stores the sum in
+// f32 too, and the cast goes. A rank-2 dy is the gemm's lhs itself.
+// CHECK-LABEL: func.func @gemm_bias_grad_f32
+// CHECK-SAME: (%[[X:.*]]: tensor<16x32xbf16>, %[[DY:.*]]: tensor<16x64xbf16>)
+// CHECK-NEXT: %[[DW:.*]], %[[DB:.*]] = graph.gemm %[[DY]], %[[X]] transpose_lhs : tensor<16x64xbf16>, tensor<16x32xbf16> -> tensor<64x32xf32>, tensor<64xf32>
+// CHECK-NEXT: return %[[DW]], %[[DB]]
+func.func @gemm_bias_grad_f32(%x: tensor<16x32xbf16>, %dy: tensor<16x64xbf16>) -> (tensor<64x32xf32>, tensor<64xf32>) {
+  %0 = graph.reduce sum %dy dims [0] : tensor<16x64xbf16>
+  %1 = graph.cast %0 : tensor<64xbf16> -> tensor<64xf32>
+  %2 = graph.gemm %dy, %x transpose_lhs : tensor<16x64xbf16>, tensor<16x32xbf16> -> tensor<64x32xf32>
+  return %2, %1 : tensor<64x32xf32>, tensor<64xf32>
+}
+
+// -----
+
+// Left alone: a sum over other dimensions, a max, a gemm that does not read
+// the summed value transposed, and a sum whose 16-bit value has another
+// use beside its cast (it stays a sum; the gemm's bf16 sum is cast).
+// CHECK-LABEL: func.func @gemm_bias_grad_not_fused
+// CHECK: graph.reduce sum %{{.*}} dims [0] keepdim : tensor<2x8x64xf32>
+// CHECK: graph.reduce max
+// CHECK: graph.gemm %{{.*}}, %{{.*}} transpose_rhs : tensor<16x64xf32>, tensor<32x64xf32> -> tensor<16x32xf32>
+// CHECK: %[[DW:.*]], %[[DB:.*]] = graph.gemm %{{.*}}, %{{.*}} transpose_lhs : tensor<16x64xbf16>, tensor<16x32xbf16> -> tensor<64x32xf32>, tensor<64xbf16>
+// CHECK: graph.cast %[[DB]] : tensor<64xbf16> -> tensor<64xf32>
+func.func @gemm_bias_grad_not_fused(%dy: tensor<2x8x64xf32>, %a: tensor<16x64xf32>, %w: tensor<32x64xf32>, %x16: tensor<16x32xbf16>, %dy16: tensor<16x64xbf16>) -> (tensor<1x8x64xf32>, tensor<1x1x64xf32>, tensor<16x32xf32>, tensor<64xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<64xbf16>) {
+  %0 = graph.reduce sum %dy dims [0] keepdim : tensor<2x8x64xf32>
+  %1 = graph.reduce max %dy dims [0, 1] keepdim : tensor<2x8x64xf32>
+  %2 = graph.reshape %dy : tensor<2x8x64xf32> -> tensor<16x64xf32>
+  %3 = graph.gemm %2, %w transpose_rhs : tensor<16x64xf32>, tensor<32x64xf32> -> tensor<16x32xf32>
+  %4 = graph.reduce sum %a dims [0] : tensor<16x64xf32>
+  %5 = graph.reduce sum %dy16 dims [0] : tensor<16x64xbf16>
+  %6 = graph.cast %5 : tensor<64xbf16> -> tensor<64xf32>
+  %7 = graph.gemm %dy16, %x16 transpose_lhs : tensor<16x64xbf16>, tensor<16x32xbf16> -> tensor<64x32xf32>
+  return %0, %1, %3, %4, %7, %6, %5 : tensor<1x8x64xf32>, tensor<1x1x64xf32>, tensor<16x32xf32>, tensor<64xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<64xbf16>
+}

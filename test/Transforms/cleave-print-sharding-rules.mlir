@@ -59,11 +59,14 @@ func.func @matmul_gelu_grad(%dy: tensor<2x8x16xf32>, %w: tensor<16x32xf32>, %pre
 // -----
 
 // gemm: the rows (op(lhs)'s first dim, lhs's columns when transposed) and
-// op(rhs)'s columns are parallel, the contraction a sum.
-func.func @gemm(%dy: tensor<16x64xf32>, %x: tensor<16x32xf32>, %h: tensor<2x8x32xf32>, %w: tensor<64x32xf32>) -> (tensor<64x32xf32>, tensor<2x8x64xf32>) {
+// op(rhs)'s columns are parallel, the contraction a sum; the bias gradient
+// shares the rows and sums over the contraction too.
+func.func @gemm(%dy: tensor<16x64xf32>, %x: tensor<16x32xf32>, %h: tensor<2x8x32xf32>, %w: tensor<64x32xf32>) -> (tensor<64x32xf32>, tensor<2x8x64xf32>, tensor<1x1x64xf32>) {
   // expected-remark @+1 {{sharding rule ([b, a], [b, c]) -> ([a, c]) {a=64, b=16 reduction(sum), c=32}}}
   %0 = graph.gemm %dy, %x transpose_lhs : tensor<16x64xf32>, tensor<16x32xf32> -> tensor<64x32xf32>
   // expected-remark @+1 {{sharding rule ([a, b, c], [d, c]) -> ([a, b, d]) {a=2, b=8, c=32 reduction(sum), d=64}}}
   %1 = graph.gemm %h, %w transpose_rhs : tensor<2x8x32xf32>, tensor<64x32xf32> -> tensor<2x8x64xf32>
-  return %0, %1 : tensor<64x32xf32>, tensor<2x8x64xf32>
+  // expected-remark @+1 {{sharding rule ([b, a], [b, c]) -> ([a, c], [1, 1, a]) {a=64, b=16 reduction(sum), c=32}}}
+  %2:2 = graph.gemm %dy, %x transpose_lhs : tensor<16x64xf32>, tensor<16x32xf32> -> tensor<64x32xf32>, tensor<1x1x64xf32>
+  return %0, %1, %2#1 : tensor<64x32xf32>, tensor<2x8x64xf32>, tensor<1x1x64xf32>
 }

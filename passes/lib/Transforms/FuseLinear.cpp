@@ -10,7 +10,9 @@
 // gradient's sum become one graph.matmul_gelu_grad (cuBLASLt's DGELU_BGRAD).
 // The rank-2 transposes left around matmuls (the weight gradients' x^T dy,
 // a tied LM head's x W^T) are then folded into graph.gemm, which reads its
-// operands transposed as BLAS does.
+// operands transposed as BLAS does. Last, the bias gradient of a linear
+// without GELU, a sum of dy, joins its weight gradient's gemm, which reads
+// dy anyway (cuBLASLt's BGRADB).
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,7 +38,7 @@ namespace {
 /// Counters the patterns update (the pass's statistics).
 struct FusionCounts {
   int64_t linear = 0, activations = 0, transposes = 0, geluGrads = 0,
-          biasGrads = 0, gemmTransposes = 0, gemmCasts = 0;
+          biasGrads = 0, gemmTransposes = 0, gemmCasts = 0, gemmBiasGrads = 0;
 };
 
 /// A rewrite pattern of this pass: it counts what it fuses.
@@ -190,8 +192,9 @@ LogicalResult foldOperandTransposes(Operation *op, Value lhs, Value rhs,
     return failure();
   UnitAttr unit = rewriter.getUnitAttr();
   rewriter.replaceOpWithNewOp<GemmOp>(
-      op, op->getResult(0).getType(), fromLhs ? fromLhs : lhs,
-      fromRhs ? fromRhs : rhs, tl != bool(fromLhs) ? unit : UnitAttr(),
+      op, op->getResult(0).getType(), /*bias_grad=*/Type(),
+      fromLhs ? fromLhs : lhs, fromRhs ? fromRhs : rhs,
+      tl != bool(fromLhs) ? unit : UnitAttr(),
       tr != bool(fromRhs) ? unit : UnitAttr());
   counts.gemmTransposes += bool(fromLhs) + bool(fromRhs);
   return success();
@@ -219,6 +222,8 @@ struct FoldGemmTransposes : FusionPattern<GemmOp> {
 
   LogicalResult matchAndRewrite(GemmOp op,
                                 PatternRewriter &rewriter) const override {
+    if (op.getBiasGrad()) // it sums lhs as stored
+      return failure();
     return foldOperandTransposes(op, op.getLhs(), op.getRhs(),
                                  op.getTransposeLhs(), op.getTransposeRhs(),
                                  rewriter, counts);
@@ -240,6 +245,8 @@ struct FuseTransposedResult : FusionPattern<TransposeOp> {
     Value a, b;
     bool ta = false, tb = false;
     if (auto gemm = dyn_cast<GemmOp>(product)) {
+      if (gemm.getBiasGrad())
+        return failure();
       a = gemm.getLhs();
       b = gemm.getRhs();
       ta = gemm.getTransposeLhs();
@@ -256,8 +263,8 @@ struct FuseTransposedResult : FusionPattern<TransposeOp> {
         !isa<FloatType>(at.getElementType()))
       return failure();
     UnitAttr unit = rewriter.getUnitAttr();
-    rewriter.replaceOpWithNewOp<GemmOp>(op, op.getType(), b, a,
-                                        tb ? UnitAttr() : unit,
+    rewriter.replaceOpWithNewOp<GemmOp>(op, op.getType(), /*bias_grad=*/Type(),
+                                        b, a, tb ? UnitAttr() : unit,
                                         ta ? UnitAttr() : unit);
     rewriter.eraseOp(product);
     ++counts.gemmTransposes;
@@ -275,17 +282,126 @@ struct FuseGemmCast : FusionPattern<CastOp> {
                                 PatternRewriter &rewriter) const override {
     auto gemm = op.getOperand().getDefiningOp<GemmOp>();
     auto to = dyn_cast<RankedTensorType>(op.getType());
-    if (!gemm || !gemm->hasOneUse() || !to || !to.getElementType().isF32() ||
-        gemm.getType().getElementType().getIntOrFloatBitWidth() != 16)
+    if (!gemm || gemm.getBiasGrad() || !gemm->hasOneUse() || !to ||
+        !to.getElementType().isF32() ||
+        gemm.getResult().getType().getElementType().getIntOrFloatBitWidth() !=
+            16)
       return failure();
     rewriter.replaceOpWithNewOp<GemmOp>(
-        op, to, gemm.getLhs(), gemm.getRhs(), gemm.getTransposeLhsAttr(),
-        gemm.getTransposeRhsAttr());
+        op, to, /*bias_grad=*/Type(), gemm.getLhs(), gemm.getRhs(),
+        gemm.getTransposeLhsAttr(), gemm.getTransposeRhsAttr());
     rewriter.eraseOp(gemm);
     ++counts.gemmCasts;
     return success();
   }
 };
+
+/// Whether `type` holds a bias vector of `n` elements: [n] or [1, ..., 1, n].
+bool isBiasVector(RankedTensorType type, int64_t n) {
+  return type.getRank() >= 1 && type.getShape().back() == n &&
+         llvm::all_of(type.getShape().drop_back(),
+                      [](int64_t d) { return d == 1; });
+}
+
+/// The gemm that reads `sum`'s operand D as its transposed lhs (D itself,
+/// rank 2, or D reshaped to [rows, m]), for `sum` the sum of D over every
+/// dimension but the last: the weight gradient dy^T x beside its bias
+/// gradient.
+GemmOp weightGradientOf(ReduceOp sum) {
+  Value d = sum.getOperand();
+  auto type = cast<RankedTensorType>(d.getType());
+  int64_t rank = type.getRank();
+  if (sum.getKind() != ReductionKind::Sum || rank < 2 ||
+      !isa<FloatType>(type.getElementType()) ||
+      !llvm::equal(sum.getDims(), llvm::seq<int64_t>(0, rank - 1)))
+    return {};
+  auto readsAsLhs = [&](Value lhs) -> GemmOp {
+    for (Operation *user : lhs.getUsers())
+      if (auto gemm = dyn_cast<GemmOp>(user); gemm && gemm.getLhs() == lhs &&
+                                              gemm.getTransposeLhs() &&
+                                              !gemm.getBiasGrad())
+        return gemm;
+    return {};
+  };
+  if (rank == 2)
+    return readsAsLhs(d);
+  for (Operation *user : d.getUsers()) {
+    auto reshape = dyn_cast<ReshapeOp>(user);
+    if (!reshape)
+      continue;
+    RankedTensorType to = reshape.getType();
+    if (to.getRank() == 2 && to.getDimSize(1) == type.getShape().back())
+      if (GemmOp gemm = readsAsLhs(reshape))
+        return gemm;
+  }
+  return {};
+}
+
+/// Moves the ops between `from` and `fused` (in one block) that use the
+/// results of `fused`, directly or through each other, to just after it,
+/// in their order: the uses that `fused`'s results took over from an op
+/// before it.
+void moveUsersAfter(Operation *from, Operation *fused) {
+  llvm::SmallPtrSet<Operation *, 8> users = {fused};
+  SmallVector<Operation *> moved;
+  for (Operation *op = from->getNextNode(); op != fused; op = op->getNextNode())
+    if (llvm::any_of(op->getOperands(), [&](Value v) {
+          return users.contains(v.getDefiningOp());
+        })) {
+      users.insert(op);
+      moved.push_back(op);
+    }
+  Operation *point = fused;
+  for (Operation *op : moved) {
+    op->moveAfter(point);
+    point = op;
+  }
+}
+
+/// Makes `sum` the bias_grad result of its weight gradient's gemm (see
+/// weightGradientOf). A 16-bit sum whose one use, through at most one
+/// reshape, is a cast to f32 is stored in f32 instead when the gemm stores
+/// f32 (the optimizer's master gradient): the cast goes too. The new gemm
+/// takes the later place of the two, and the uses of the earlier one that
+/// came before it move after it.
+void fuseBiasGradIntoGemm(ReduceOp sum, GemmOp gemm) {
+  Operation *replaced = sum;
+  SmallVector<Operation *, 2> dead;
+  RankedTensorType dbType = sum.getType();
+  if (gemm.getResult().getType().getElementType().isF32() &&
+      !dbType.getElementType().isF32()) {
+    Operation *user = replaced->hasOneUse() ? *replaced->user_begin() : nullptr;
+    if (isa_and_nonnull<ReshapeOp>(user) && user->hasOneUse()) {
+      dead.push_back(replaced);
+      replaced = user;
+      user = *user->user_begin();
+    }
+    auto cast = dyn_cast_or_null<CastOp>(user);
+    auto castType =
+        cast ? dyn_cast<RankedTensorType>(cast.getType()) : RankedTensorType();
+    if (castType && castType.getElementType().isF32() &&
+        isBiasVector(castType, dbType.getShape().back())) {
+      dead.push_back(replaced);
+      replaced = cast;
+      dbType = castType;
+    } else {
+      dead.clear();
+      replaced = sum;
+    }
+  }
+  bool gemmFirst = gemm->isBeforeInBlock(replaced);
+  OpBuilder builder(gemmFirst ? replaced : gemm.getOperation());
+  auto fused = GemmOp::create(
+      builder, gemm.getLoc(), gemm.getResult().getType(), dbType, gemm.getLhs(),
+      gemm.getRhs(), gemm.getTransposeLhsAttr(), gemm.getTransposeRhsAttr());
+  gemm.getResult().replaceAllUsesWith(fused.getResult());
+  replaced->getResult(0).replaceAllUsesWith(fused.getBiasGrad());
+  moveUsersAfter(gemmFirst ? gemm.getOperation() : replaced, fused);
+  gemm.erase();
+  replaced->erase();
+  for (Operation *op : llvm::reverse(dead))
+    op->erase();
+}
 
 struct FuseLinearPass : cleave::impl::FuseLinearPassBase<FuseLinearPass> {
   void runOnOperation() override {
@@ -302,6 +418,18 @@ struct FuseLinearPass : cleave::impl::FuseLinearPassBase<FuseLinearPass> {
                      FuseTransposedResult, FuseGemmCast>(&getContext(), counts);
     if (failed(applyPatternsGreedily(getOperation(), std::move(gemmPatterns))))
       return signalPassFailure();
+    // Then the bias gradients, beside the gemms those patterns made.
+    SmallVector<std::pair<ReduceOp, GemmOp>> pairs;
+    getOperation()->walk([&](ReduceOp sum) {
+      if (GemmOp gemm = weightGradientOf(sum);
+          gemm && sum->getBlock() == gemm->getBlock() &&
+          llvm::none_of(pairs, [&](auto &p) { return p.second == gemm; }))
+        pairs.emplace_back(sum, gemm);
+    });
+    for (auto [sum, gemm] : pairs)
+      fuseBiasGradIntoGemm(sum, gemm);
+    counts.gemmBiasGrads += pairs.size();
+    numGemmBiasGrads += counts.gemmBiasGrads;
     numGemmTransposes += counts.gemmTransposes;
     numGemmCasts += counts.gemmCasts;
     numLinear += counts.linear;

@@ -366,10 +366,10 @@ LogicalResult Lowering::lowerOp(Operation *op) {
         return success();
       })
       .Case<GemmOp>([&](GemmOp g) {
-        call("cleave_rt_gemm",
-             {arena, in[0], in[1], out[0],
-              constI32(g.getTransposeLhs() ? 1 : 0),
-              constI32(g.getTransposeRhs() ? 1 : 0)});
+        Value dbias = g.getBiasGrad() ? out[1] : null();
+        call("cleave_rt_gemm", {arena, in[0], in[1], out[0], dbias,
+                                constI32(g.getTransposeLhs() ? 1 : 0),
+                                constI32(g.getTransposeRhs() ? 1 : 0)});
         return success();
       })
       .Case<MatmulGeluGradOp>([&](MatmulGeluGradOp g) {

@@ -132,16 +132,27 @@ LinearPlan planRowsGemm(const char *k, NamedOperands operands,
   return p;
 }
 
+/// Checks that a bias gradient has n elements along its last dimension.
+void checkBiasGrad(const char *k, const cleave_tensor *dbias, int64_t n) {
+  if (dbias && (numElements(*dbias) != n || dbias->rank < 1 ||
+                dbias->shape[dbias->rank - 1] != n))
+    cleave_rt_fail("%s: expects dbias with %lld elements along its last "
+                   "dimension, got %s",
+                   k, (long long)n, shapeString(*dbias).c_str());
+}
+
 } // namespace
 
-GemmPlan planGemm(const char *k, const cleave_tensor *a,
-                  const cleave_tensor *b, const cleave_tensor *out,
+GemmPlan planGemm(const char *k, const cleave_tensor *a, const cleave_tensor *b,
+                  const cleave_tensor *out, const cleave_tensor *dbias,
                   int32_t transposeA, int32_t transposeB) {
   GemmPlan p;
   p.transposeA = transposeA != 0;
   p.transposeB = transposeB != 0;
   bool ok;
   if (!p.transposeA) {
+    if (dbias)
+      cleave_rt_fail("%s: dbias (the sum of a's rows) needs transpose_a", k);
     // a [..., m, k]: the rows of a linear without bias.
     LinearPlan rows = planRowsGemm(k, {{"a", a}, {"b", b}, {"out", out}}, *a,
                                    *b, *out, transposeB, CLEAVE_ACT_NONE, ok);
@@ -149,7 +160,7 @@ GemmPlan planGemm(const char *k, const cleave_tensor *a,
     p.k = rows.k;
     p.n = rows.n;
   } else {
-    checkFloatOperands(k, {{"a", a}, {"b", b}, {"out", out}});
+    checkFloatOperands(k, {{"a", a}, {"b", b}, {"out", out}, {"dbias", dbias}});
     ok = a->rank == 2 && b->rank == 2 && out->rank == 2;
     if (ok) {
       p.k = a->shape[0];
@@ -165,6 +176,7 @@ GemmPlan planGemm(const char *k, const cleave_tensor *a,
                    k, p.transposeA ? "[k, m]" : "[..., m, k]",
                    p.transposeB ? "[n, k]" : "[k, n]", shapeString(*a).c_str(),
                    shapeString(*b).c_str(), shapeString(*out).c_str());
+  checkBiasGrad(k, dbias, p.m);
   return p;
 }
 
@@ -209,11 +221,7 @@ LinearPlan planMatmulGeluGrad(const char *k, const cleave_tensor *dy,
                    k, p.transposed ? "[n, k]" : "[k, n]",
                    shapeString(*dy).c_str(), shapeString(*w).c_str(),
                    shapeString(*pre).c_str(), shapeString(*dz).c_str());
-  if (dbias && (numElements(*dbias) != p.n || dbias->rank < 1 ||
-                dbias->shape[dbias->rank - 1] != p.n))
-    cleave_rt_fail("%s: expects dbias with %lld elements along its last "
-                   "dimension, got %s",
-                   k, (long long)p.n, shapeString(*dbias).c_str());
+  checkBiasGrad(k, dbias, p.n);
   return p;
 }
 

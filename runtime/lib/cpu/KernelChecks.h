@@ -66,17 +66,19 @@ private:
 MatmulPlan planMatmul(const char *kernel, const cleave_tensor *a,
                       const cleave_tensor *b, const cleave_tensor *out);
 
-/// The GEMM of one linear: out [rows, n] = x [rows, k] W [k, n] (W read
-/// transposed from w [n, k] when `transposed`).
-/// cleave_rt_gemm: out [m, n] = op(a) [m, k] x op(b) [k, n].
+/// cleave_rt_gemm: out [m, n] = op(a) [m, k] x op(b) [k, n], and with
+/// transposeA the optional dbias [m] = the sums of a's k rows.
 struct GemmPlan {
   int64_t m = 0, k = 0, n = 0;
   bool transposeA = false, transposeB = false;
 };
 GemmPlan planGemm(const char *kernel, const cleave_tensor *a,
                   const cleave_tensor *b, const cleave_tensor *out,
-                  int32_t transposeA, int32_t transposeB);
+                  const cleave_tensor *dbias, int32_t transposeA,
+                  int32_t transposeB);
 
+/// The GEMM of one linear: out [rows, n] = x [rows, k] W [k, n] (W read
+/// transposed from w [n, k] when `transposed`).
 struct LinearPlan {
   int64_t rows = 0, k = 0, n = 0;
   bool transposed = false;

@@ -254,6 +254,31 @@ void linear(char *arena, const LinearPlan &p, const cleave_tensor &x,
     pv->commit();
 }
 
+/// dbias [n] = the column sums of x [rows, n]. Each strip of columns is
+/// summed over the rows in order by one thread, in f64 (as the reduce
+/// kernel does): the same bits whatever the thread count.
+void sumColumns(char *arena, const float *x, int64_t rows, int64_t n,
+                const cleave_tensor &dbias) {
+  constexpr int64_t kBlock = 512;
+  Output<float> bv(arena, dbias);
+  int64_t blocks = (n + kBlock - 1) / kBlock;
+  bool parallel = rows * n >= kParallelElements;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t b = 0; b < blocks; ++b) {
+    int64_t j0 = b * kBlock, len = std::min(kBlock, n - j0);
+    double sums[kBlock] = {};
+    for (int64_t r = 0; r < rows; ++r) {
+      const float *row = x + r * n + j0;
+#pragma omp simd
+      for (int64_t j = 0; j < len; ++j)
+        sums[j] += row[j];
+    }
+    for (int64_t j = 0; j < len; ++j)
+      bv.data()[j0 + j] = float(sums[j]);
+  }
+  bv.commit();
+}
+
 /// dz = gelu'(pre) * (dy W), and dbias = the column sums of dz: one sgemm
 /// into dz's f32 view, one pass over it, and one over its columns.
 void matmulGeluGrad(char *arena, const LinearPlan &p, const cleave_tensor &dy,
@@ -289,29 +314,8 @@ void matmulGeluGrad(char *arena, const LinearPlan &p, const cleave_tensor &dy,
     apply([](float v) { return geluErfGrad(v); });
   else
     apply([](float v) { return geluTanhGrad(v); });
-  if (dbias) {
-    // Each strip of columns is summed over the rows in order by one thread,
-    // in f64 (as the reduce kernel does): the same bits whatever the thread
-    // count.
-    constexpr int64_t kBlock = 512;
-    Output<float> bv(arena, *dbias);
-    int64_t blocks = (n + kBlock - 1) / kBlock;
-    bool parallel = total >= kParallelElements;
-#pragma omp parallel for schedule(static) if (parallel)
-    for (int64_t b = 0; b < blocks; ++b) {
-      int64_t j0 = b * kBlock, len = std::min(kBlock, n - j0);
-      double sums[kBlock] = {};
-      for (int64_t r = 0; r < p.rows; ++r) {
-        const float *row = op + r * n + j0;
-#pragma omp simd
-        for (int64_t j = 0; j < len; ++j)
-          sums[j] += row[j];
-      }
-      for (int64_t j = 0; j < len; ++j)
-        bv.data()[j0 + j] = float(sums[j]);
-    }
-    bv.commit();
-  }
+  if (dbias)
+    sumColumns(arena, op, p.rows, n, *dbias);
   ov.commit();
 }
 
@@ -336,17 +340,24 @@ void cleave_rt_matmul(char *arena, const cleave_tensor *a,
   matmul("cleave_rt_matmul", arena, a, b, out);
 }
 
-void cleave_rt_gemm(char *arena, const cleave_tensor *a,
-                    const cleave_tensor *b, const cleave_tensor *out,
+void cleave_rt_gemm(char *arena, const cleave_tensor *a, const cleave_tensor *b,
+                    const cleave_tensor *out, const cleave_tensor *dbias,
                     int32_t transpose_a, int32_t transpose_b) {
-  GemmPlan p = planGemm("cleave_rt_gemm", a, b, out, transpose_a, transpose_b);
+  GemmPlan p =
+      planGemm("cleave_rt_gemm", a, b, out, dbias, transpose_a, transpose_b);
   useSingleThreadedBlas();
-  // sgemm must not write over its inputs: copy an input that aliases out.
-  Input<float> av(arena, *a, overlaps(*a, *out)),
-      bv(arena, *b, overlaps(*b, *out));
+  // sgemm must not write over its inputs: copy an input that an output
+  // overlaps.
+  auto written = [&](const cleave_tensor &t) {
+    return overlaps(t, *out) || (dbias && overlaps(t, *dbias));
+  };
+  Input<float> av(arena, *a, written(*a)), bv(arena, *b, written(*b));
   Output<float> ov(arena, *out);
   sgemm(p.transposeA, p.transposeB, av.data(), bv.data(), ov.data(), p.m, p.n,
         p.k);
+  // a is [k, m] here (planGemm): its column sums.
+  if (dbias)
+    sumColumns(arena, av.data(), p.k, p.m, *dbias);
   ov.commit();
 }
 

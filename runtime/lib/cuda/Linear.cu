@@ -14,14 +14,17 @@
 // take the unfused path: one GEMM into f32 scratch, then one epilogue kernel
 // (and a column sum in f64 for the bias gradient). Both round each output
 // once, as the CPU backend does. CLEAVE_CUDA_LINEAR=unfused forces the
-// unfused path (read at each call, for tests and benchmarks).
+// unfused path (read at each call, for tests and benchmarks). The weight
+// gradient's cleave_rt_gemm (Matmul.cu) borrows the BGRADB epilogue, which
+// sums its bias gradient, and the column sum (Linear.cuh).
 //
 //===----------------------------------------------------------------------===//
+
+#include "Linear.cuh"
 
 #include "DeviceUtil.cuh"
 #include "KernelUtil.cuh"
 
-#include "../cpu/KernelChecks.h"
 #include "../cpu/Tensor.h"
 
 #include <cublasLt.h>
@@ -102,26 +105,42 @@ struct LtChoice {
   bool found = false;
   cublasLtMatmulHeuristicResult_t result;
 };
-using LtKey = std::tuple<int64_t, int64_t, int64_t, int32_t, bool, int32_t>;
+
+/// One row-major GEMM for cuBLASLt: d [m, n] = op(a) [m, k] op(b) [k, n],
+/// a and b stored in `abType`, d (and a bias or bias gradient) in `dType`.
+struct LtGemm {
+  int64_t m = 0, n = 0, k = 0;
+  bool transposeA = false, transposeB = false;
+  int32_t abType = CLEAVE_F32, dType = CLEAVE_F32;
+
+  /// The GEMM of a linear (x [rows, k], the weight as b).
+  static LtGemm of(const LinearPlan &p, int32_t dtype) {
+    return {p.rows, p.n, p.k, false, p.transposed, dtype, dtype};
+  }
+};
+/// The problem and the epilogue: what a heuristic choice is cached for.
+using LtKey = std::tuple<int64_t, int64_t, int64_t, bool, bool, int32_t,
+                         int32_t, int32_t>;
 
 /// cuBLASLt wants a workspace; 32 MiB is what it recommends on Hopper.
 constexpr size_t kWorkspaceBytes = size_t(32) << 20;
 
-/// One cuBLASLt matmul d [rows, n] = x [rows, k] W with `epilogue`, where
-/// x, w and d share one dtype; `bias` is the bias (or, for *_BGRAD, the
-/// bias gradient) and `aux` the GELU input (stored, or read by DGELU).
-/// False when cuBLASLt offers no algorithm for it.
-bool runLt(const char *kernel, const LinearPlan &p, int32_t dtype,
-           cublasLtEpilogue_t epilogue, const void *w, const void *x, void *d,
-           const void *bias, const void *aux) {
-  // Row-major d [rows, n] = x W is column-major d^T = W^T x^T: cuBLAS's A
-  // is the weight, B is x, and bias vectors run along D's rows (n).
-  cudaDataType_t type = blasType(dtype);
+/// One cuBLASLt matmul d = op(a) op(b) with `epilogue`; `bias` is the bias
+/// (along d's columns, n) or, for BGRADB, the bias gradient (the sums of
+/// op(a)'s columns, m), or for DGELU_BGRAD (those of d); `aux` the GELU
+/// input (stored, or read by DGELU). False when cuBLASLt offers no
+/// algorithm for it.
+bool runLt(const char *kernel, const LtGemm &g, cublasLtEpilogue_t epilogue,
+           const void *a, const void *b, void *d, const void *bias,
+           const void *aux) {
+  // Row-major d [m, n] = op(a) op(b) is column-major d^T = op(b)^T op(a)^T:
+  // cuBLAS's A is b, its B is a, and D is n x m, so bias vectors run along
+  // D's rows (n) and BGRADB's along its columns (m).
   LtCall call;
   checkBlas(cublasLtMatmulDescCreate(&call.op, CUBLAS_COMPUTE_32F, CUDA_R_32F),
             "creating a cuBLASLt matmul");
-  cublasOperation_t opA = p.transposed ? CUBLAS_OP_T : CUBLAS_OP_N,
-                    opB = CUBLAS_OP_N;
+  cublasOperation_t opA = g.transposeB ? CUBLAS_OP_T : CUBLAS_OP_N,
+                    opB = g.transposeA ? CUBLAS_OP_T : CUBLAS_OP_N;
   call.set(CUBLASLT_MATMUL_DESC_TRANSA, opA);
   call.set(CUBLASLT_MATMUL_DESC_TRANSB, opB);
   call.set(CUBLASLT_MATMUL_DESC_EPILOGUE, epilogue);
@@ -129,22 +148,27 @@ bool runLt(const char *kernel, const LinearPlan &p, int32_t dtype,
     call.set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
   if (aux) {
     call.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, aux);
-    call.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, int64_t(p.n));
+    call.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, int64_t(g.n));
   }
-  // The stored weight: [k, n] row-major is n x k column-major; [n, k] is
-  // k x n, read transposed.
-  checkBlas(cublasLtMatrixLayoutCreate(&call.a, type,
-                                       p.transposed ? p.k : p.n,
-                                       p.transposed ? p.n : p.k,
-                                       p.transposed ? p.k : p.n),
+  // Row-major [r, c] is c x r column-major, read transposed when op is T:
+  // b is [k, n] (n x k) or [n, k] (k x n); a is [m, k] (k x m) or [k, m]
+  // (m x k).
+  cudaDataType_t abType = blasType(g.abType);
+  checkBlas(cublasLtMatrixLayoutCreate(
+                &call.a, abType, g.transposeB ? g.k : g.n,
+                g.transposeB ? g.n : g.k, g.transposeB ? g.k : g.n),
             "creating a cuBLASLt layout");
-  checkBlas(cublasLtMatrixLayoutCreate(&call.b, type, p.k, p.rows, p.k),
+  checkBlas(cublasLtMatrixLayoutCreate(
+                &call.b, abType, g.transposeA ? g.m : g.k,
+                g.transposeA ? g.k : g.m, g.transposeA ? g.m : g.k),
             "creating a cuBLASLt layout");
-  checkBlas(cublasLtMatrixLayoutCreate(&call.d, type, p.n, p.rows, p.n),
-            "creating a cuBLASLt layout");
+  checkBlas(
+      cublasLtMatrixLayoutCreate(&call.d, blasType(g.dType), g.n, g.m, g.n),
+      "creating a cuBLASLt layout");
 
   static std::map<LtKey, LtChoice> choices;
-  LtKey key{p.rows, p.k, p.n, dtype, p.transposed, int32_t(epilogue)};
+  LtKey key{g.m,          g.n,      g.k,     g.transposeA,
+            g.transposeB, g.abType, g.dType, int32_t(epilogue)};
   auto it = choices.find(key);
   if (it == choices.end()) {
     LtChoice choice;
@@ -192,10 +216,10 @@ bool runLt(const char *kernel, const LinearPlan &p, int32_t dtype,
   const cublasLtMatmulHeuristicResult_t &chosen = it->second.result;
   ScratchBuffer workspace(chosen.workspaceSize, kernel);
   float alpha = 1.0f, beta = 0.0f;
-  cublasStatus_t status = cublasLtMatmul(
-      ltHandle(), call.op, &alpha, w, call.a, x, call.b, &beta, d, call.d, d,
-      call.d, &chosen.algo, workspace.as<void>(), chosen.workspaceSize,
-      stream());
+  cublasStatus_t status =
+      cublasLtMatmul(ltHandle(), call.op, &alpha, b, call.a, a, call.b, &beta,
+                     d, call.d, d, call.d, &chosen.algo, workspace.as<void>(),
+                     chosen.workspaceSize, stream());
   if (status == CUBLAS_STATUS_NOT_SUPPORTED ||
       status == CUBLAS_STATUS_INVALID_VALUE) {
     // Refused at launch (the heuristic's check does not promise that the
@@ -243,8 +267,8 @@ bool linearLt(char *arena, const LinearPlan &p, const cleave_tensor &x,
       p.activation == CLEAVE_ACT_NONE ? CUBLASLT_EPILOGUE_BIAS
       : pre                           ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
                                       : CUBLASLT_EPILOGUE_GELU_BIAS;
-  return runLt(kKernel, p, x.dtype, epilogue, dataOf(arena, w),
-               dataOf(arena, x), dataOf(arena, out), dataOf(arena, bias),
+  return runLt(kKernel, LtGemm::of(p, x.dtype), epilogue, dataOf(arena, x),
+               dataOf(arena, w), dataOf(arena, out), dataOf(arena, bias),
                pre ? dataOf(arena, *pre) : nullptr);
 }
 
@@ -255,9 +279,9 @@ bool geluGradLt(char *arena, const LinearPlan &p, const cleave_tensor &dy,
                 const cleave_tensor &dz, const cleave_tensor *dbias) {
   if (!ltApplies(p, true, {&dy, &w, &pre}, {&dz, dbias}))
     return false;
-  return runLt(kGradKernel, p, dy.dtype,
+  return runLt(kGradKernel, LtGemm::of(p, dy.dtype),
                dbias ? CUBLASLT_EPILOGUE_DGELU_BGRAD : CUBLASLT_EPILOGUE_DGELU,
-               dataOf(arena, w), dataOf(arena, dy), dataOf(arena, dz),
+               dataOf(arena, dy), dataOf(arena, w), dataOf(arena, dz),
                dbias ? dataOf(arena, *dbias) : nullptr, dataOf(arena, pre));
 }
 
@@ -412,25 +436,6 @@ __global__ void columnSumKernel(const double *partial, int64_t splits,
   }
 }
 
-/// dbias = the column sums of acc [rows, n], in f64, in an order fixed by
-/// the shape.
-void biasGradient(const float *acc, int64_t rows, int64_t n,
-                  const cleave_tensor &dbias, char *arena) {
-  if (n == 0)
-    return;
-  int64_t splits = std::max<int64_t>(
-      1, (rows + kSumRowsPerSplit - 1) / kSumRowsPerSplit);
-  ScratchBuffer partial(size_t(splits * n) * sizeof(double), kGradKernel);
-  int64_t tasks = splits * ((n + kSumColumns - 1) / kSumColumns);
-  columnPartialSumKernel<<<unsigned(std::min<int64_t>(tasks, 65535 * 8)),
-                           dim3(kSumColumns, kSumLanes), 0, stream()>>>(
-      acc, rows, n, partial.as<double>());
-  checkLaunchOf(kGradKernel);
-  columnSumKernel<<<blocksFor(n), kThreads, 0, stream()>>>(
-      partial.as<double>(), splits, n, dataOf(arena, dbias), dbias.dtype);
-  checkLaunchOf(kGradKernel);
-}
-
 void geluGradUnfused(char *arena, const LinearPlan &p, const cleave_tensor &dy,
                      const cleave_tensor &w, const cleave_tensor &pre,
                      const cleave_tensor &dz, const cleave_tensor *dbias) {
@@ -450,7 +455,7 @@ void geluGradUnfused(char *arena, const LinearPlan &p, const cleave_tensor &dy,
       acc, total, pp, pre.dtype, dataOf(arena, dz), dz.dtype);
   checkLaunchOf(kGradKernel);
   if (dbias)
-    biasGradient(acc, p.rows, p.n, *dbias, arena);
+    sumColumns(kGradKernel, acc, p.rows, p.n, *dbias, arena);
 }
 
 /// Fails unless cuBLAS's int dimensions can hold the GEMM.
@@ -463,6 +468,44 @@ void checkGemmSize(const char *kernel, const LinearPlan &p) {
 }
 
 } // namespace
+
+void cleave::rt::cuda::sumColumns(const char *kernel, const float *x,
+                                  int64_t rows, int64_t n,
+                                  const cleave_tensor &dbias, char *arena) {
+  if (n == 0)
+    return;
+  int64_t splits =
+      std::max<int64_t>(1, (rows + kSumRowsPerSplit - 1) / kSumRowsPerSplit);
+  ScratchBuffer partial(size_t(splits * n) * sizeof(double), kernel);
+  int64_t tasks = splits * ((n + kSumColumns - 1) / kSumColumns);
+  columnPartialSumKernel<<<unsigned(std::min<int64_t>(tasks, 65535 * 8)),
+                           dim3(kSumColumns, kSumLanes), 0, stream()>>>(
+      x, rows, n, partial.as<double>());
+  checkLaunchOf(kernel);
+  columnSumKernel<<<blocksFor(n), kThreads, 0, stream()>>>(
+      partial.as<double>(), splits, n, dataOf(arena, dbias), dbias.dtype);
+  checkLaunchOf(kernel);
+}
+
+bool cleave::rt::cuda::gemmBiasGradLt(char *arena, const GemmPlan &p,
+                                      const cleave_tensor &a,
+                                      const cleave_tensor &b,
+                                      const cleave_tensor &out,
+                                      const cleave_tensor &dbias) {
+  if (forceUnfused() || p.m == 0 || p.n == 0 || p.k == 0 || p.m > INT_MAX ||
+      p.n > INT_MAX || p.k > INT_MAX || a.dtype != b.dtype ||
+      dbias.dtype != out.dtype ||
+      (out.dtype != a.dtype && out.dtype != CLEAVE_F32))
+    return false;
+  for (const cleave_tensor *in : {&a, &b})
+    for (const cleave_tensor *written : {&out, &dbias})
+      if (overlaps(*in, *written))
+        return false;
+  LtGemm g{p.m, p.n, p.k, p.transposeA, p.transposeB, a.dtype, out.dtype};
+  return runLt("cleave_rt_gemm", g, CUBLASLT_EPILOGUE_BGRADB, dataOf(arena, a),
+               dataOf(arena, b), dataOf(arena, out), dataOf(arena, dbias),
+               nullptr);
+}
 
 extern "C" void cleave_rt_linear(char *arena, const cleave_tensor *x,
                                  const cleave_tensor *w,

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "DeviceUtil.cuh"
+#include "Linear.cuh"
 
 #include "../cpu/KernelChecks.h"
 #include "../cpu/Tensor.h"
@@ -221,6 +222,25 @@ void matmul(const char *kernel, char *arena, const cleave_tensor *a,
     matmulI64(kernel, arena, p, *a, *b, *out);
 }
 
+/// out = op(a) op(b) on cuBLAS: 16-bit operands as stored, out in their
+/// type or f32 (the accumulators unrounded); other dtypes staged as f32.
+void plainGemm(const char *k, char *arena, const GemmPlan &p,
+               const cleave_tensor &a, const cleave_tensor &b,
+               const cleave_tensor &out) {
+  int64_t lda = p.transposeA ? p.m : p.k, ldb = p.transposeB ? p.k : p.n;
+  // 16-bit operands as stored, out in their type or f32 (the accumulators
+  // unrounded).
+  bool direct = sixteenBitOperands(a, b) &&
+                (out.dtype == a.dtype || out.dtype == CLEAVE_F32);
+  runFloatGemm(k, arena, a, b, out, direct,
+               [&](cudaDataType_t abType, cudaDataType_t cType, const void *ap,
+                   const void *bp, void *cp) {
+                 gemmInto(k, abType, cType, p.transposeA, p.transposeB, p.m,
+                          p.n, p.k, 1.0f, ap, lda, 0, bp, ldb, 0, 0.0f, cp, p.n,
+                          0, 1);
+               });
+}
+
 } // namespace
 
 extern "C" {
@@ -230,25 +250,27 @@ void cleave_rt_matmul(char *arena, const cleave_tensor *a,
   matmul("cleave_rt_matmul", arena, a, b, out);
 }
 
-void cleave_rt_gemm(char *arena, const cleave_tensor *a,
-                    const cleave_tensor *b, const cleave_tensor *out,
+void cleave_rt_gemm(char *arena, const cleave_tensor *a, const cleave_tensor *b,
+                    const cleave_tensor *out, const cleave_tensor *dbias,
                     int32_t transpose_a, int32_t transpose_b) {
   const char *k = "cleave_rt_gemm";
-  GemmPlan p = planGemm(k, a, b, out, transpose_a, transpose_b);
-  if (p.m == 0 || p.n == 0)
+  GemmPlan p = planGemm(k, a, b, out, dbias, transpose_a, transpose_b);
+  if (p.m == 0 || (dbias && gemmBiasGradLt(arena, p, *a, *b, *out, *dbias)))
     return;
-  int64_t lda = p.transposeA ? p.m : p.k, ldb = p.transposeB ? p.k : p.n;
-  // 16-bit operands as stored, out in their type or f32 (the accumulators
-  // unrounded).
-  bool direct = sixteenBitOperands(*a, *b) &&
-                (out->dtype == a->dtype || out->dtype == CLEAVE_F32);
-  runFloatGemm(k, arena, *a, *b, *out, direct,
-               [&](cudaDataType_t abType, cudaDataType_t cType,
-                   const void *ap, const void *bp, void *cp) {
-                 gemmInto(k, abType, cType, p.transposeA, p.transposeB, p.m,
-                          p.n, p.k, 1.0f, ap, lda, 0, bp, ldb, 0, 0.0f, cp,
-                          p.n, 0, 1);
-               });
+  // Unfused, the bias gradient sums a's rows (a is [k, m]) after the GEMM,
+  // from an f32 view taken before it (the GEMM may write over a).
+  ScratchBuffer aCopy;
+  const float *af = dbias && p.k > 0
+                        ? f32Input(arena, *a, overlaps(*a, *out), aCopy, k)
+                        : nullptr;
+  if (p.n > 0)
+    plainGemm(k, arena, p, *a, *b, *out);
+  if (af)
+    sumColumns(k, af, p.k, p.m, *dbias, arena);
+  else if (dbias)
+    check(cudaMemsetAsync(dataOf(arena, *dbias), 0,
+                          size_t(p.m) * elementSize(dbias->dtype), stream()),
+          "clearing the bias gradient (an empty sum)");
 }
 
 void cleave_rt_expert_matmul(char *arena, const cleave_tensor *x,

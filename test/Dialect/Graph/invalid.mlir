@@ -895,3 +895,27 @@ func.func @gemm_result_type(%a: tensor<8x4xbf16>, %b: tensor<8x6xbf16>) {
   %0 = graph.gemm %a, %b transpose_lhs : tensor<8x4xbf16>, tensor<8x6xbf16> -> tensor<4x6xf16>
   return
 }
+
+// -----
+
+func.func @gemm_bias_grad_untransposed(%a: tensor<4x8xf32>, %b: tensor<8x6xf32>) {
+  // expected-error @+1 {{has a bias gradient but no transpose_lhs: it sums the rows of the [k, m] lhs}}
+  %0:2 = graph.gemm %a, %b : tensor<4x8xf32>, tensor<8x6xf32> -> tensor<4x6xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @gemm_bias_grad_shape(%a: tensor<8x4xbf16>, %b: tensor<8x6xbf16>) {
+  // expected-error @+1 {{expects a bias gradient of shape [4] or with the summed dimensions kept, of 'bf16' or 'f32', got 'tensor<2x4xf32>'}}
+  %0:2 = graph.gemm %a, %b transpose_lhs : tensor<8x4xbf16>, tensor<8x6xbf16> -> tensor<4x6xf32>, tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @gemm_bias_grad_type(%a: tensor<8x4xbf16>, %b: tensor<8x6xbf16>) {
+  // expected-error @+1 {{expects a bias gradient of shape [4] or with the summed dimensions kept, of 'bf16', got 'tensor<4xf16>'}}
+  %0:2 = graph.gemm %a, %b transpose_lhs : tensor<8x4xbf16>, tensor<8x6xbf16> -> tensor<4x6xbf16>, tensor<4xf16>
+  return
+}

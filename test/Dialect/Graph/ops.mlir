@@ -266,6 +266,15 @@ func.func @gemm(%x: tensor<2x8x32xf32>, %w: tensor<64x32xf32>, %dy: tensor<16x64
   return %0, %1, %2 : tensor<2x8x64xf32>, tensor<64x32xf32>, tensor<32x16xf32>
 }
 
+// CHECK-LABEL: func.func @gemm_bias_grad
+func.func @gemm_bias_grad(%dy: tensor<16x64xbf16>, %x: tensor<16x32xbf16>) -> (tensor<64xbf16>, tensor<1x1x64xf32>) {
+  // CHECK: %{{.*}}, %{{.*}} = graph.gemm %{{.*}}, %{{.*}} transpose_lhs : tensor<16x64xbf16>, tensor<16x32xbf16> -> tensor<64x32xbf16>, tensor<64xbf16>
+  %0:2 = graph.gemm %dy, %x transpose_lhs : tensor<16x64xbf16>, tensor<16x32xbf16> -> tensor<64x32xbf16>, tensor<64xbf16>
+  // CHECK: %{{.*}}, %{{.*}} = graph.gemm %{{.*}}, %{{.*}} transpose_lhs : tensor<16x64xbf16>, tensor<16x32xbf16> -> tensor<64x32xf32>, tensor<1x1x64xf32>
+  %1:2 = graph.gemm %dy, %x transpose_lhs : tensor<16x64xbf16>, tensor<16x32xbf16> -> tensor<64x32xf32>, tensor<1x1x64xf32>
+  return %0#1, %1#1 : tensor<64xbf16>, tensor<1x1x64xf32>
+}
+
 // CHECK-LABEL: func.func @gemm_f32_result
 func.func @gemm_f32_result(%dy: tensor<16x64xbf16>, %x: tensor<16x32xbf16>) -> tensor<64x32xf32> {
   // CHECK: graph.gemm %{{.*}}, %{{.*}} transpose_lhs : tensor<16x64xbf16>, tensor<16x32xbf16> -> tensor<64x32xf32>

@@ -10,6 +10,7 @@
 //                  D = gelu(aux)
 //   DGELU          D = AB * gelu'(aux)
 //   DGELU_BGRAD    the same, and bias[i] = the sum of row i of D
+//   BGRADB         D = AB, and bias[j] = the sum of column j of op(B)
 // with the bias and aux in D's type and GELU in its tanh form. Operand
 // shapes that do not chain (op(A) m x k, op(B) k x n, D m x n), leading
 // dimensions under the rows, a missing bias or aux pointer, and an aux
@@ -175,10 +176,10 @@ cublasStatus_t cublasLtMatmul(
     fail("operand shapes that do not chain (op(A) m x k, op(B) k x n, "
          "C and D m x n)");
   cublasLtEpilogue_t e = desc->epilogue;
-  bool wantsBias = e == CUBLASLT_EPILOGUE_BIAS ||
-                   e == CUBLASLT_EPILOGUE_GELU_BIAS ||
-                   e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS ||
-                   e == CUBLASLT_EPILOGUE_DGELU_BGRAD;
+  bool wantsBias =
+      e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_GELU_BIAS ||
+      e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS ||
+      e == CUBLASLT_EPILOGUE_DGELU_BGRAD || e == CUBLASLT_EPILOGUE_BGRADB;
   bool wantsAux = e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS ||
                   e == CUBLASLT_EPILOGUE_DGELU ||
                   e == CUBLASLT_EPILOGUE_DGELU_BGRAD;
@@ -214,7 +215,9 @@ cublasStatus_t cublasLtMatmul(
         v += be * fake::loadElement(C, c->type, at(*c, CUBLAS_OP_N, i, j),
                                     false);
       int64_t ai = int64_t(i) + int64_t(j) * desc->auxLd;
-      float bias = wantsBias && e != CUBLASLT_EPILOGUE_DGELU_BGRAD
+      bool isGradient =
+          e == CUBLASLT_EPILOGUE_DGELU_BGRAD || e == CUBLASLT_EPILOGUE_BGRADB;
+      float bias = wantsBias && !isGradient
                        ? fake::loadElement(desc->bias, dt, int64_t(i), false)
                        : 0.0f;
       switch (e) {
@@ -247,5 +250,12 @@ cublasStatus_t cublasLtMatmul(
   for (uint64_t i = 0; i < rowSum.size(); ++i)
     fake::storeElement(const_cast<void *>(desc->bias), dt, int64_t(i),
                        rowSum[i]);
+  if (e == CUBLASLT_EPILOGUE_BGRADB)
+    for (uint64_t j = 0; j < n; ++j) {
+      float sum = 0.0f;
+      for (uint64_t l = 0; l < k; ++l)
+        sum += fake::loadElement(B, b->type, at(*b, desc->transB, l, j), false);
+      fake::storeElement(const_cast<void *>(desc->bias), dt, int64_t(j), sum);
+    }
   return CUBLAS_STATUS_SUCCESS;
 }

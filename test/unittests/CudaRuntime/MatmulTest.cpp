@@ -100,7 +100,7 @@ TEST_F(CudaMatmul, GemmTransposedOperands) {
         p.fill(a, -1, 1, seed++);
         p.fill(b, -1, 1, seed++);
         p.fill(out, 5, 6, seed++); // overwritten (also when K = 0)
-        CUDA_AND_CPU(p, gemm, &a, &b, &out, c.ta, c.tb);
+        CUDA_AND_CPU(p, gemm, &a, &b, &out, nullptr, c.ta, c.tb);
         p.expectMatch(out, std::string("gemm ") + dtypeName(dtype) + " b " +
                                dtypeName(bType) + " out " +
                                dtypeName(outType) + " case " +
@@ -269,15 +269,60 @@ void runGeluGradCases(const char *implementation) {
         }
 }
 
+/// gemm with the bias gradient (the sums of a's rows) of a weight gradient
+/// dy^T x: every float dtype, the product in it or f32 and the sums in the
+/// product's type (BGRADB) or the operands' (unfused), as [m] and kept
+/// [1, 1, m]; K = 0 (zero sums) and N = 0 (sums alone).
+void runGemmBiasGradCases(const char *implementation) {
+  struct Case {
+    Shape a, b;
+    int32_t tb;
+  };
+  const Case cases[] = {
+      {{33, 17}, {33, 9}, 0},
+      {{520, 128}, {520, 64}, 0},  // 2 splits of the unfused sum
+      {{1400, 24}, {72, 1400}, 1}, // 3 splits, b read transposed
+      {{0, 5}, {0, 4}, 0},
+      {{6, 5}, {6, 0}, 0},
+  };
+  unsigned seed = 340;
+  for (const Case &c : cases)
+    for (int32_t dtype : {CLEAVE_F32, CLEAVE_BF16, CLEAVE_F16})
+      for (int32_t outType : {dtype, int32_t(CLEAVE_F32)})
+        for (int32_t sumType : {outType, dtype})
+          for (bool kept : {false, true}) {
+            int64_t m = c.a[1], n = c.tb ? c.b[0] : c.b[1];
+            Shape dbShape = kept ? Shape{1, 1, m} : Shape{m};
+            DevicePair p(capacityFor({c.a, c.b, {m, n}, {m}}));
+            cleave_tensor a = p.add(dtype, c.a);
+            cleave_tensor b = p.add(dtype, c.b);
+            cleave_tensor out = p.add(outType, {m, n});
+            cleave_tensor db = p.add(sumType, dbShape);
+            p.fill(a, -1, 1, seed++);
+            p.fill(b, -1, 1, seed++);
+            p.fill(out, 5, 6, seed++);
+            p.fill(db, 5, 6, seed++); // overwritten (also when K = 0)
+            CUDA_AND_CPU(p, gemm, &a, &b, &out, &db, 1, c.tb);
+            std::string what =
+                std::string("gemm bias grad ") + implementation + " " +
+                dtypeName(dtype) + " out " + dtypeName(outType) + " sums " +
+                dtypeName(sumType) + " case " + std::to_string(&c - cases);
+            p.expectMatch(out, what);
+            p.expectMatch(db, what + " (bias grad)");
+          }
+}
+
 TEST_F(CudaMatmul, LinearFused) {
   runLinearCases("fused");
   runGeluGradCases("fused");
+  runGemmBiasGradCases("fused");
 }
 
 TEST_F(CudaMatmul, LinearUnfused) {
   LinearImplementation forced("unfused");
   runLinearCases("unfused");
   runGeluGradCases("unfused");
+  runGemmBiasGradCases("unfused");
 }
 
 TEST_F(CudaMatmul, LinearMixedDtypesAndAliasing) {

@@ -484,7 +484,7 @@ TEST(RuntimeGemm, TransposedOperands) {
       arena.fill(out, 5, 6, 99); // must be overwritten
       std::vector<double> av = arena.fill(a, -1, 1, seed++);
       std::vector<double> bv = arena.fill(b, -1, 1, seed++);
-      cleave_rt_gemm(arena.data(), &a, &b, &out, c.ta, c.tb);
+      cleave_rt_gemm(arena.data(), &a, &b, &out, nullptr, c.ta, c.tb);
       double k = double(c.ta ? c.a[0] : c.a.back());
       std::vector<double> want = refGemm(c.a, av, c.b, bv, c.ta, c.tb);
       SCOPED_TRACE(::testing::Message()
@@ -508,7 +508,7 @@ TEST(RuntimeGemm, SixteenBitOperandsIntoF32) {
     cleave_tensor out = arena.add(CLEAVE_F32, {40, 24});
     std::vector<double> av = arena.fill(a, -1, 1, 220);
     std::vector<double> bv = arena.fill(b, -1, 1, 221);
-    cleave_rt_gemm(arena.data(), &a, &b, &out, 1, 0);
+    cleave_rt_gemm(arena.data(), &a, &b, &out, nullptr, 1, 0);
     expectClose(arena.values(out), refGemm({96, 40}, av, {96, 24}, bv, true, false),
                 1e-4, 1e-4 * std::sqrt(97.0));
   }
@@ -520,9 +520,61 @@ TEST(RuntimeGemm, OutputMayAliasAnInput) {
   cleave_tensor a = arena.add(CLEAVE_F32, {6, 6}), b = arena.add(CLEAVE_F32, {6, 6});
   std::vector<double> av = arena.fill(a, -1, 1, 210);
   std::vector<double> bv = arena.fill(b, -1, 1, 211);
-  cleave_rt_gemm(arena.data(), &a, &b, &a, 1, 0);
+  cleave_rt_gemm(arena.data(), &a, &b, &a, nullptr, 1, 0);
   expectClose(arena.values(a), refGemm({6, 6}, av, {6, 6}, bv, true, false),
               1e-5, 1e-5);
+}
+
+/// The sums of a's k rows (a weight gradient's bias gradient), beside the
+/// GEMM: for f32, f16 and bf16 operands, a product in their type or f32
+/// and the sums in either, as [m] or [1, 1, m]; K = 0 gives zeros and
+/// N = 0 still sums. Within f32 tolerance, or one rounding for 16-bit
+/// sums.
+TEST(RuntimeGemm, BiasGradient) {
+  struct Case {
+    Shape a, b, dbias;
+    bool tb;
+  };
+  const Case cases[] = {
+      {{33, 17}, {33, 9}, {17}, false},
+      {{33, 17}, {9, 33}, {1, 1, 17}, true},
+      {{700, 96}, {700, 40}, {96}, false}, // threads split the sums
+      {{0, 5}, {0, 4}, {5}, false},        // K = 0: zero sums
+      {{6, 5}, {6, 0}, {5}, false},        // N = 0: sums, no product
+  };
+  unsigned seed = 230;
+  for (int32_t dtype : {CLEAVE_F32, CLEAVE_F16, CLEAVE_BF16})
+    for (int32_t outType : {dtype, int32_t(CLEAVE_F32)})
+      for (int32_t sumType : {dtype, outType})
+        for (const Case &c : cases) {
+          TestArena arena(size_t(8) << 20);
+          cleave_tensor a = arena.add(dtype, c.a), b = arena.add(dtype, c.b);
+          int64_t n = c.tb ? c.b[0] : c.b[1];
+          cleave_tensor out = arena.add(outType, {c.a[1], n});
+          cleave_tensor dbias = arena.add(sumType, c.dbias);
+          arena.fill(dbias, 5, 6, 98); // must be overwritten
+          std::vector<double> av = arena.fill(a, -1, 1, seed++);
+          std::vector<double> bv = arena.fill(b, -1, 1, seed++);
+          cleave_rt_gemm(arena.data(), &a, &b, &out, &dbias, 1, c.tb);
+          SCOPED_TRACE(::testing::Message()
+                       << "case " << (&c - cases) << " dtypes " << dtype << " "
+                       << outType << " " << sumType);
+          double k = double(c.a[0]);
+          std::vector<double> sums(size_t(c.a[1]), 0.0);
+          for (int64_t r = 0; r < c.a[0]; ++r)
+            for (int64_t j = 0; j < c.a[1]; ++j)
+              sums[size_t(j)] += av[size_t(r * c.a[1] + j)];
+          double rel = sumType == CLEAVE_F32   ? 1e-5
+                       : sumType == CLEAVE_F16 ? 1.0 / 2048
+                                               : 1.0 / 256;
+          expectClose(arena.values(dbias), sums, rel,
+                      std::max(1e-5, 1e-6 * std::sqrt(k + 1)));
+          double outRel = outType == CLEAVE_F32   ? 1e-4
+                          : outType == CLEAVE_F16 ? 1.0 / 2048
+                                                  : 1.0 / 256;
+          expectClose(arena.values(out), refGemm(c.a, av, c.b, bv, true, c.tb),
+                      outRel, std::max(1e-3, 1e-4 * std::sqrt(k + 1)));
+        }
 }
 
 TEST(RuntimeGemm, BadOperandsFail) {
@@ -532,15 +584,27 @@ TEST(RuntimeGemm, BadOperandsFail) {
   cleave_tensor a3 = arena.add(CLEAVE_F32, {2, 8, 4});
   cleave_tensor i = arena.add(CLEAVE_I64, {8, 4});
   char *d = arena.data();
-  EXPECT_RT_FAIL(cleave_rt_gemm(d, &a, &b, &out, 0, 0),
+  EXPECT_RT_FAIL(cleave_rt_gemm(d, &a, &b, &out, nullptr, 0, 0),
                  "cleave_rt_gemm: expects a \\[\\.\\.\\., m, k\\], b "
                  "\\[k, n\\], out \\[\\.\\.\\., m, n\\], got a "
                  "\\[8, 4\\], b \\[8, 6\\], out \\[4, 6\\]");
-  EXPECT_RT_FAIL(cleave_rt_gemm(d, &a3, &b, &out, 1, 0),
+  EXPECT_RT_FAIL(cleave_rt_gemm(d, &a3, &b, &out, nullptr, 1, 0),
                  "cleave_rt_gemm: expects a \\[k, m\\], b \\[k, n\\]");
-  EXPECT_RT_FAIL(cleave_rt_gemm(d, &a, &b, &out, 1, 1),
+  EXPECT_RT_FAIL(cleave_rt_gemm(d, &a, &b, &out, nullptr, 1, 1),
                  "cleave_rt_gemm: expects a \\[k, m\\], b \\[n, k\\]");
-  EXPECT_RT_FAIL(cleave_rt_gemm(d, &i, &b, &out, 1, 0),
+  EXPECT_RT_FAIL(cleave_rt_gemm(d, &i, &b, &out, nullptr, 1, 0),
+                 "cleave_rt_gemm: expects float operands, got i64");
+  cleave_tensor db = arena.add(CLEAVE_F32, {4}),
+                db6 = arena.add(CLEAVE_F32, {6});
+  cleave_tensor rows = arena.add(CLEAVE_F32, {4, 8});
+  EXPECT_RT_FAIL(cleave_rt_gemm(d, &rows, &b, &out, &db, 0, 0),
+                 "cleave_rt_gemm: dbias \\(the sum of a's rows\\) needs "
+                 "transpose_a");
+  EXPECT_RT_FAIL(cleave_rt_gemm(d, &a, &b, &out, &db6, 1, 0),
+                 "cleave_rt_gemm: expects dbias with 4 elements along its "
+                 "last dimension, got \\[6\\]");
+  cleave_tensor dbi = arena.add(CLEAVE_I64, {4});
+  EXPECT_RT_FAIL(cleave_rt_gemm(d, &a, &b, &out, &dbi, 1, 0),
                  "cleave_rt_gemm: expects float operands, got i64");
 }
 

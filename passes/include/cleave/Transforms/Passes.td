@@ -88,6 +88,13 @@ def FuseLinearPass : Pass<"cleave-fuse-linear"> {
     the activations. A cast of a 16-bit gemm product to f32 (a weight
     gradient under mixed precision) makes the gemm store f32.
 
+    Last, the sum over every dimension but the last of a linear's `dy`
+    (the bias gradient of a linear without GELU) joins the weight
+    gradient's `gemm dy, x transpose_lhs` as its `bias_grad` result,
+    cuBLASLt's `BGRADB` epilogue on the GPU, so `dy` is read once instead
+    of twice; a cast of that 16-bit sum to f32 for the optimizer makes it
+    f32 when the gemm stores f32.
+
     Run after `-cleave-autodiff`: the fused ops have no gradient rule.
 
     ```mlir
@@ -116,7 +123,9 @@ def FuseLinearPass : Pass<"cleave-fuse-linear"> {
     Statistic<"numGemmCasts", "num-gemm-casts",
               "Casts of 16-bit gemm products to f32 folded into the gemm">,
     Statistic<"numBiasGrads", "num-bias-grads",
-              "Bias-gradient sums fused into a matmul_gelu_grad">
+              "Bias-gradient sums fused into a matmul_gelu_grad">,
+    Statistic<"numGemmBiasGrads", "num-gemm-bias-grads",
+              "Bias-gradient sums fused into a weight gradient's gemm">
   ];
   let dependentDialects = ["::cleave::graph::GraphDialect"];
 }

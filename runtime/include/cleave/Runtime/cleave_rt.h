@@ -118,9 +118,13 @@ void cleave_rt_matmul(char *arena, const cleave_tensor *a,
  * rows) or, with transpose_a != 0, the rank-2 [k, m] read transposed; b is
  * the rank-2 [k, n] or, with transpose_b != 0, [n, k] read transposed; out
  * is [..., m, n]. Float operands; the product accumulates in f32 and out is
- * rounded once. */
-void cleave_rt_gemm(char *arena, const cleave_tensor *a,
-                    const cleave_tensor *b, const cleave_tensor *out,
+ * rounded once. dbias, when not NULL (only with transpose_a), has m
+ * elements ([m] or [1, ..., 1, m]) and receives the sum of a's k rows (for
+ * a weight gradient dy^T x, the bias gradient), accumulated in f32 or
+ * wider and rounded once. The CUDA backend runs it as one cuBLASLt GEMM
+ * with the BGRADB epilogue where cuBLASLt offers it. */
+void cleave_rt_gemm(char *arena, const cleave_tensor *a, const cleave_tensor *b,
+                    const cleave_tensor *out, const cleave_tensor *dbias,
                     int32_t transpose_a, int32_t transpose_b);
 /* The activations of cleave_rt_linear (graph.linear's `activation`). */
 enum cleave_activation {

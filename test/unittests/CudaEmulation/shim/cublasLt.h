@@ -1,5 +1,5 @@
-// Shim: the cuBLASLt subset of Linear.cu (matmuls with bias and GELU
-// epilogues), emulated in FakeCublasLt.cpp (see ../FakeCuda.h).
+// Shim: the cuBLASLt subset of Linear.cu (matmuls with bias, GELU and
+// bias-gradient epilogues), emulated in FakeCublasLt.cpp (see ../FakeCuda.h).
 #ifndef CLEAVE_TEST_CUDAEMULATION_CUBLASLT_H
 #define CLEAVE_TEST_CUDAEMULATION_CUBLASLT_H
 
@@ -29,6 +29,7 @@ enum cublasLtEpilogue_t {
   CUBLASLT_EPILOGUE_GELU_AUX_BIAS = 164,
   CUBLASLT_EPILOGUE_DGELU = 192,
   CUBLASLT_EPILOGUE_DGELU_BGRAD = 208,
+  CUBLASLT_EPILOGUE_BGRADB = 512,
 };
 enum cublasLtMatmulPreferenceAttributes_t {
   CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK = 3,

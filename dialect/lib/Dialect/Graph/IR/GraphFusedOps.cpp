@@ -55,6 +55,25 @@ FailureOr<int64_t> verifyRowsTimesWeight(Operation *op, StringRef xName,
   return n;
 }
 
+/// Checks a bias gradient result: n elements, as [n] or as [1, ..., 1, n]
+/// (the summed dimensions kept, `keptRank` of them plus one when
+/// `keptRank` > 0, any number otherwise), of one of `elementTypes`.
+LogicalResult verifyBiasGrad(Operation *op, Value biasGrad, int64_t n,
+                             int64_t keptRank, ArrayRef<Type> elementTypes) {
+  auto type = cast<RankedTensorType>(biasGrad.getType());
+  bool kept = (keptRank == 0 || type.getRank() == keptRank) &&
+              llvm::all_of(type.getShape().drop_back(),
+                           [](int64_t d) { return d == 1; });
+  if (llvm::is_contained(elementTypes, type.getElementType()) &&
+      (type.getRank() == 1 || kept) && type.getShape().back() == n)
+    return success();
+  InFlightDiagnostic diag =
+      op->emitOpError("expects a bias gradient of shape [")
+      << n << "] or with the summed dimensions kept, of ";
+  llvm::interleave(elementTypes, diag, " or ");
+  return diag << ", got " << type;
+}
+
 } // namespace
 
 LogicalResult LinearOp::verify() {
@@ -118,17 +137,8 @@ LogicalResult MatmulGeluGradOp::verify() {
   if (getPreactivation().getType() != out)
     return emitOpError("expects the preactivation to have the result's type ")
            << out << ", got " << getPreactivation().getType();
-  if (Value db = getBiasGrad()) {
-    auto type = cast<RankedTensorType>(db.getType());
-    bool kept = type.getRank() == out.getRank() &&
-                llvm::all_of(type.getShape().drop_back(),
-                             [](int64_t d) { return d == 1; });
-    if (type.getElementType() != out.getElementType() ||
-        (type.getRank() != 1 && !kept) || type.getShape().back() != *n)
-      return emitOpError("expects a bias gradient of shape [")
-             << *n << "] or with the summed dimensions kept, of "
-             << out.getElementType() << ", got " << type;
-  }
+  if (Value db = getBiasGrad())
+    return verifyBiasGrad(*this, db, *n, out.getRank(), {out.getElementType()});
   return success();
 }
 
@@ -171,12 +181,24 @@ LogicalResult GemmOp::verify() {
   bool transposeRhs = getTransposeRhs();
   // The result is in the operands' type, or f32 (the f32 accumulators
   // stored unrounded).
+  Type resultElement = out.getElementType();
   if (out.getElementType() != lhs.getElementType()) {
     if (!out.getElementType().isF32())
       return emitOpError("expects a result of the operands' element type or "
                          "f32, got ")
              << out;
     out = out.clone(lhs.getElementType());
+  }
+  if (Value db = getBiasGrad()) {
+    if (!getTransposeLhs())
+      return emitOpError("has a bias gradient but no transpose_lhs: it sums "
+                         "the rows of the [k, m] lhs");
+    SmallVector<Type, 2> types = {lhs.getElementType()};
+    if (resultElement != lhs.getElementType())
+      types.push_back(resultElement);
+    if (lhs.getRank() == 2 &&
+        failed(verifyBiasGrad(*this, db, lhs.getDimSize(1), 0, types)))
+      return failure();
   }
   if (!getTransposeLhs())
     return verifyRowsTimesWeight(*this, "lhs", lhs, rhs, transposeRhs, out,
@@ -210,7 +232,12 @@ ShardingRule GemmOp::getShardingRule() {
   int64_t rank = lhs.getRank();
   bool tl = getTransposeLhs(), tr = getTransposeRhs();
   if (tl) {
-    b.addFactor(lhs.getDimSize(1), {B::operand(0, 1), B::result(0, 0)});
+    // The bias gradient shares m and sums over k, the reduction factor.
+    SmallVector<B::DimRef> m = {B::operand(0, 1), B::result(0, 0)};
+    if (Value db = getBiasGrad())
+      m.push_back(
+          B::result(1, cast<RankedTensorType>(db.getType()).getRank() - 1));
+    b.addFactor(lhs.getDimSize(1), m);
   } else {
     for (int64_t d = 0; d + 1 < rank; ++d)
       b.addFactor(lhs.getDimSize(d), {B::operand(0, d), B::result(0, d)});

@@ -3,7 +3,8 @@
 // Ops that -cleave-fuse-linear creates after -cleave-autodiff: several graph
 // ops computed by one runtime kernel (a GEMM with its bias and activation,
 // or the activation's gradient and the bias gradient, as the epilogue, as
-// cuBLASLt offers it; a GEMM that reads its operands transposed). They have sharding rules and
+// cuBLASLt offers it; a GEMM that reads its operands transposed, and may
+// sum the bias gradient too). They have sharding rules and
 // verifiers (GraphFusedOps.cpp) and no gradient: fusion runs on the finished
 // training step. Included by GraphOps.td.
 //
@@ -102,18 +103,27 @@ def Graph_GemmOp : Graph_FusedOp<"gemm", [Pure]> {
     `gemm dy, x transpose_lhs`, a tied LM head's `x transpose(W)` becomes
     `gemm x, W transpose_rhs`. No transposed copy is stored.
 
+    With `transpose_lhs`, the op may also return `bias_grad`, the sum of
+    `lhs` over its rows (the contraction dimension): for the weight
+    gradient `dy^T x` of a linear, the bias gradient, which cuBLASLt sums
+    in the GEMM's epilogue (`BGRADB`) instead of a second pass over `dy`.
+    It is `[m]` or `[1, ..., 1, m]`, of the result's element type or the
+    operands', and sums in f32.
+
     ```mlir
-    %dw = graph.gemm %dy, %x transpose_lhs
-        : tensor<16x64xf32>, tensor<16x32xf32> -> tensor<64x32xf32>
+    %dw, %db = graph.gemm %dy, %x transpose_lhs
+        : tensor<16x64xf32>, tensor<16x32xf32>
+        -> tensor<64x32xf32>, tensor<64xf32>
     ```
   }];
   let arguments = (ins Graph_FloatTensor:$lhs, Graph_FloatTensor:$rhs,
                        UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
-  let results = (outs Graph_FloatTensor:$result);
+  let results = (outs Graph_FloatTensor:$result,
+                      Optional<Graph_FloatTensor>:$bias_grad);
   let assemblyFormat = [{
     $lhs `,` $rhs (`transpose_lhs` $transpose_lhs^)?
     (`transpose_rhs` $transpose_rhs^)? attr-dict `:` type($lhs) `,`
-    type($rhs) `->` type($result)
+    type($rhs) `->` type(results)
   }];
   let hasVerifier = 1;
 }
