@@ -125,11 +125,11 @@ using LtKey = std::tuple<int64_t, int64_t, int64_t, bool, bool, int32_t,
 /// cuBLASLt wants a workspace; 32 MiB is what it recommends on Hopper.
 constexpr size_t kWorkspaceBytes = size_t(32) << 20;
 
-/// One cuBLASLt matmul d = op(a) op(b) with `epilogue`; `bias` is the bias
-/// (along d's columns, n) or, for BGRADB, the bias gradient (the sums of
-/// op(a)'s columns, m), or for DGELU_BGRAD (those of d); `aux` the GELU
-/// input (stored, or read by DGELU). False when cuBLASLt offers no
-/// algorithm for it.
+/// One cuBLASLt matmul d = op(a) op(b) with `epilogue`. `bias` is the bias
+/// (n values, one per column of d) or a bias gradient: for BGRADB the sums
+/// of op(a) over k (m values), for DGELU_BGRAD the sums of d over its rows
+/// (n values). `aux` is the GELU input (stored, or read by DGELU). False
+/// when cuBLASLt offers no algorithm for it.
 bool runLt(const char *kernel, const LtGemm &g, cublasLtEpilogue_t epilogue,
            const void *a, const void *b, void *d, const void *bias,
            const void *aux) {

@@ -228,8 +228,6 @@ void plainGemm(const char *k, char *arena, const GemmPlan &p,
                const cleave_tensor &a, const cleave_tensor &b,
                const cleave_tensor &out) {
   int64_t lda = p.transposeA ? p.m : p.k, ldb = p.transposeB ? p.k : p.n;
-  // 16-bit operands as stored, out in their type or f32 (the accumulators
-  // unrounded).
   bool direct = sixteenBitOperands(a, b) &&
                 (out.dtype == a.dtype || out.dtype == CLEAVE_F32);
   runFloatGemm(k, arena, a, b, out, direct,
