@@ -202,14 +202,15 @@ TEST(RuntimeNpy, TensorMismatchErrors) {
   EXPECT_EQ(error, path + ": expected shape [2, 3], got [3, 2]");
 }
 
-/// Runs a Python snippet with NumPy; false when that is unavailable.
+/// Whether /usr/bin/python3 has NumPy (scripts/setup.sh installs it).
 bool havePythonNumpy() {
   return std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") == 0;
 }
 
 TEST(RuntimeNpy, NumpyReadsOurFilesAndWeReadTheirs) {
-  if (!havePythonNumpy())
-    GTEST_SKIP() << "/usr/bin/python3 with numpy is not available";
+  ASSERT_TRUE(havePythonNumpy())
+      << "/usr/bin/python3 has no numpy, which scripts/setup.sh installs "
+         "(python3-numpy)";
   TestArena arena;
   cleave_tensor f = arena.add(CLEAVE_F32, {2, 3});
   cleave_tensor h = arena.add(CLEAVE_F16, {4});

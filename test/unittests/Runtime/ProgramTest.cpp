@@ -92,39 +92,32 @@ TEST_F(RuntimeProgram, Help) {
 
 TEST_F(RuntimeProgram, UserErrors) {
   EXPECT_EQ(run("--input a=a.npy --output-dir out"), 1);
-  EXPECT_NE(err.find("error: missing input 'b'"), std::string::npos) << err;
+  EXPECT_ERR_HAS("error: missing input 'b'");
 
   EXPECT_EQ(run("--input a=b.npy --input b=b.npy --output-dir out"), 1);
-  EXPECT_NE(err.find("error: input 'a': b.npy: expected shape [2, 3], got "
-                     "[3]"),
-            std::string::npos)
-      << err;
+  EXPECT_ERR_HAS("error: input 'a': b.npy: expected shape [2, 3], got "
+                 "[3]");
 
   EXPECT_EQ(run("--input a=a.npy --input b=nope.npy --output-dir out"), 1);
-  EXPECT_NE(err.find("nope.npy: cannot open"), std::string::npos) << err;
+  EXPECT_ERR_HAS("nope.npy: cannot open");
 
   EXPECT_EQ(run("--input a.npy --input b.npy --input a.npy --output-dir o"), 1);
-  EXPECT_NE(err.find("error: too many inputs"), std::string::npos) << err;
+  EXPECT_ERR_HAS("error: too many inputs");
 
   EXPECT_EQ(run("--input a=a.npy --input a=a.npy --output-dir o"), 1);
-  EXPECT_NE(err.find("error: input 'a' is given twice"), std::string::npos)
-      << err;
+  EXPECT_ERR_HAS("error: input 'a' is given twice");
 
   EXPECT_EQ(run("--input a.npy --input b.npy"), 1);
-  EXPECT_NE(err.find("error: missing --output-dir"), std::string::npos) << err;
+  EXPECT_ERR_HAS("error: missing --output-dir");
 
   EXPECT_EQ(run("--frobnicate"), 1);
-  EXPECT_NE(err.find("error: unknown argument '--frobnicate'"),
-            std::string::npos)
-      << err;
+  EXPECT_ERR_HAS("error: unknown argument '--frobnicate'");
 }
 
 TEST_F(RuntimeProgram, AbiVersion) {
   EXPECT_EQ(run("--help", CLEAVE_FAKE_PROGRAM_ABI1), 1);
-  EXPECT_NE(err.find("error: the program was compiled for runtime ABI "
-                     "version 1 but this runtime implements 2"),
-            std::string::npos)
-      << err;
+  EXPECT_ERR_HAS("error: the program was compiled for runtime ABI "
+                 "version 1 but this runtime implements 2");
 }
 
 TEST_F(RuntimeProgram, WrongDtypeInput) {
@@ -132,26 +125,20 @@ TEST_F(RuntimeProgram, WrongDtypeInput) {
   std::string error;
   ASSERT_TRUE(writeNpy(dir + "/bi.npy", "<i8", {3}, ints, sizeof(ints), error));
   EXPECT_EQ(run("--input a.npy --input bi.npy --output-dir out"), 1);
-  EXPECT_NE(err.find("error: input 'b': bi.npy: expected dtype f32 ('<f4'), "
-                     "got '<i8'"),
-            std::string::npos)
-      << err;
+  EXPECT_ERR_HAS("error: input 'b': bi.npy: expected dtype f32 ('<f4'), "
+                 "got '<i8'");
 }
 
 TEST_F(RuntimeProgram, MissingOrShortWeights) {
   // Truncate the weights: 8 bytes of padding and one float.
   ASSERT_EQ(::truncate((dir + "/fake_weights.bin").c_str(), 12), 0);
   EXPECT_EQ(run("--input a.npy --input b.npy --output-dir out"), 1);
-  EXPECT_NE(err.find("fake_weights.bin: parameter 'v' needs 12 bytes at "
-                     "offset 8, the file has 4"),
-            std::string::npos)
-      << err;
+  EXPECT_ERR_HAS("fake_weights.bin: parameter 'v' needs 12 bytes at "
+                 "offset 8, the file has 4");
   ASSERT_EQ(::unlink((dir + "/fake_weights.bin").c_str()), 0);
   EXPECT_EQ(run("--input a.npy --input b.npy --output-dir out"), 1);
-  EXPECT_NE(err.find("fake_weights.bin: cannot open the initial value of "
-                     "parameter 'v'"),
-            std::string::npos)
-      << err;
+  EXPECT_ERR_HAS("fake_weights.bin: cannot open the initial value of "
+                 "parameter 'v'");
 }
 
 } // namespace

@@ -247,6 +247,10 @@ inline void check(const std::vector<double> &got,
     EXPECT_EXIT(statement, ::testing::ExitedWithCode(1), regex);               \
   } while (0)
 
+/// Expects the stderr of a ScratchDirTest's last run to contain `text`,
+/// and shows that stderr when it does not.
+#define EXPECT_ERR_HAS(text) EXPECT_NE(err.find(text), std::string::npos) << err
+
 /// A test with a folder of its own (GoogleTest's temporary directory, the
 /// prefix, the test's name and the process id), in which it runs programs.
 /// The folder goes with a passing test; a failing one keeps it to look at.

@@ -82,9 +82,7 @@ TEST_F(Trainer, ResumeRepeatsAnUninterruptedRun) {
   EXPECT_EQ(err, "warning: checkpoint half was written with data order "
                  "'shuffle seed 3', this run uses 'sequential'\n");
   EXPECT_EQ(run(CLEAVE_FAKE_TRAIN, data + "--steps 4 --resume half"), 1);
-  EXPECT_NE(err.find("error: --steps 4 is before the checkpoint's step 10"),
-            std::string::npos)
-      << err;
+  EXPECT_ERR_HAS("error: --steps 4 is before the checkpoint's step 10");
 }
 
 // Waiting for each step before preparing the next (--no-overlap) trains
@@ -178,9 +176,9 @@ TEST_F(Trainer, CheckpointFormat) {
   std::memcpy(&step, f.data.data(), 8);
   EXPECT_EQ(step, 3);
 
-  if (!pythonHas("json, numpy"))
-    GTEST_SKIP() << "/usr/bin/python3 has no numpy: the Python reading of "
-                    "the checkpoint is not checked";
+  ASSERT_TRUE(pythonHas("json, numpy"))
+      << CLEAVE_PYTHON3 << " has no numpy, which scripts/setup.sh installs "
+      << "(python3-numpy): the Python reading of the checkpoint is unchecked";
   const char *script = R"(import json, struct, sys
 import numpy as np
 blob = open("ck/model.safetensors", "rb").read()
@@ -222,24 +220,18 @@ TEST_F(Trainer, ResumeFromAnotherModel) {
   EXPECT_EQ(run(CLEAVE_FAKE_TRAIN_OTHER,
                 "--inputs x.npy --targets t.npy --steps 4 --resume ck"),
             1);
-  EXPECT_NE(err.find("error: checkpoint ck is from another model: parameter "
-                     "'b' is f32 [] in the checkpoint but f32 [1] in this "
-                     "program"),
-            std::string::npos)
-      << err;
+  EXPECT_ERR_HAS("error: checkpoint ck is from another model: parameter "
+                 "'b' is f32 [] in the checkpoint but f32 [1] in this "
+                 "program");
   EXPECT_EQ(out.find("step "), std::string::npos) << "no step ran";
 
   EXPECT_EQ(run(CLEAVE_FAKE_TRAIN_LM, "--steps 4 --resume ck"), 1);
-  EXPECT_NE(err.find("error: checkpoint ck is from another model: parameter "
-                     "'table' (f32 [8, 8]) is not in the checkpoint"),
-            std::string::npos)
-      << err;
+  EXPECT_ERR_HAS("error: checkpoint ck is from another model: parameter "
+                 "'table' (f32 [8, 8]) is not in the checkpoint");
 
   EXPECT_EQ(run(CLEAVE_FAKE_TRAIN, "--steps 4 --resume nowhere"), 1);
-  EXPECT_NE(err.find("error: cannot open the checkpoint nowhere/"
-                     "model.safetensors"),
-            std::string::npos)
-      << err;
+  EXPECT_ERR_HAS("error: cannot open the checkpoint nowhere/"
+                 "model.safetensors");
 
   // A truncated checkpoint is an error, not a crash.
   std::string bytes = slurp("ck/model.safetensors");
@@ -248,10 +240,8 @@ TEST_F(Trainer, ResumeFromAnotherModel) {
     cut.write(bytes.data(), std::streamsize(bytes.size() - 4));
   }
   EXPECT_EQ(run(CLEAVE_FAKE_TRAIN, "--steps 4 --resume ck"), 1);
-  EXPECT_NE(err.find("is not a valid safetensors file: tensor 'b.momentum' "
-                     "has data_offsets outside the file"),
-            std::string::npos)
-      << err;
+  EXPECT_ERR_HAS("is not a valid safetensors file: tensor 'b.momentum' "
+                 "has data_offsets outside the file");
 }
 
 // --export-onnx writes the source model with the trained w and b inline
@@ -262,19 +252,15 @@ TEST_F(Trainer, ExportOnnx) {
   EXPECT_EQ(run(CLEAVE_FAKE_TRAIN, "--inputs x.npy --targets t.npy --steps 3 "
                                    "--export-onnx out.onnx"),
             1);
-  EXPECT_NE(err.find("error: --export-onnx: the source model "
-                     "fake_train_model.onnx does not exist"),
-            std::string::npos)
-      << err;
+  EXPECT_ERR_HAS("error: --export-onnx: the source model "
+                 "fake_train_model.onnx does not exist");
   EXPECT_EQ(run(CLEAVE_FAKE_TRAIN_LM, "--steps 3 --export-onnx out.onnx"), 1);
-  EXPECT_NE(err.find("error: --export-onnx: the program has no source ONNX "
-                     "model"),
-            std::string::npos)
-      << err;
+  EXPECT_ERR_HAS("error: --export-onnx: the program has no source ONNX "
+                 "model");
 
-  if (!pythonHas("onnx, numpy"))
-    GTEST_SKIP() << "/usr/bin/python3 has no onnx or numpy: the ONNX export "
-                    "is not checked";
+  ASSERT_TRUE(pythonHas("onnx, numpy"))
+      << CLEAVE_PYTHON3 << " has no onnx or numpy, which scripts/setup.sh "
+      << "installs (python3-onnx, python3-numpy): the ONNX export is unchecked";
   const char *make = R"(import numpy as np, onnx
 from onnx import TensorProto, helper, numpy_helper
 inits = [numpy_helper.from_array(np.array([0.1, -0.2, 0.3], np.float32), "w"),
@@ -296,10 +282,8 @@ onnx.save_model(model, "fake_train_model.onnx", save_as_external_data=True,
   EXPECT_EQ(run(CLEAVE_FAKE_TRAIN, "--inputs x.npy --targets t.npy --steps 3 "
                                    "--export-onnx afile/out.onnx"),
             1);
-  EXPECT_NE(err.find("error: --export-onnx: cannot create the directory "
-                     "afile: "),
-            std::string::npos)
-      << err;
+  EXPECT_ERR_HAS("error: --export-onnx: cannot create the directory "
+                 "afile: ");
   EXPECT_EQ(out.find("step "), std::string::npos) << "no step ran";
   ASSERT_EQ(run(CLEAVE_FAKE_TRAIN, "--inputs x.npy --targets t.npy --steps 3 "
                                    "--quiet --save ck --export-onnx "

@@ -167,39 +167,31 @@ TEST_F(Trainer, DataErrors) {
   EXPECT_EQ(run(CLEAVE_FAKE_TRAIN, "--inputs bad.npy --targets t.npy "
                                    "--steps 1"),
             1);
-  EXPECT_NE(err.find("error: input 'x': bad.npy: not a .npy file (bad "
-                     "magic)"),
-            std::string::npos)
-      << err;
+  EXPECT_ERR_HAS("error: input 'x': bad.npy: not a .npy file (bad "
+                 "magic)");
 
   float wide[12] = {};
   writeNpyFile("x2.npy", "<f4", {3, 4}, wide, sizeof(wide));
   EXPECT_EQ(run(CLEAVE_FAKE_TRAIN, "--inputs x2.npy --targets t.npy "
                                    "--steps 1"),
             1);
-  EXPECT_NE(err.find("error: input 'x': x2.npy: expected shape [N, 3] "
-                     "(samples of the input's [4, 3] batches), got [3, 4]"),
-            std::string::npos)
-      << err;
+  EXPECT_ERR_HAS("error: input 'x': x2.npy: expected shape [N, 3] "
+                 "(samples of the input's [4, 3] batches), got [3, 4]");
 
   writeNpyFile("t5.npy", "<f4", {5}, wide, 20);
   EXPECT_EQ(run(CLEAVE_FAKE_TRAIN, "--inputs x.npy --targets t5.npy "
                                    "--steps 1"),
             1);
-  EXPECT_NE(err.find("error: the inputs have different sample counts: 'x' "
-                     "(x.npy) has 6, 'targets' (t5.npy) has 5"),
-            std::string::npos)
-      << err;
+  EXPECT_ERR_HAS("error: the inputs have different sample counts: 'x' "
+                 "(x.npy) has 6, 'targets' (t5.npy) has 5");
 
   int64_t ints[6] = {};
   writeNpyFile("ti.npy", "<i8", {6}, ints, sizeof(ints));
   EXPECT_EQ(run(CLEAVE_FAKE_TRAIN, "--inputs x.npy --targets ti.npy "
                                    "--steps 1"),
             1);
-  EXPECT_NE(err.find("error: input 'targets': ti.npy: expected dtype f32 "
-                     "('<f4'; '<f8' and '<f2' are converted), got '<i8'"),
-            std::string::npos)
-      << err;
+  EXPECT_ERR_HAS("error: input 'targets': ti.npy: expected dtype f32 "
+                 "('<f4'; '<f8' and '<f2' are converted), got '<i8'");
 
   // float64 data is converted.
   std::vector<double> t64(t.begin(), t.end());
@@ -249,17 +241,13 @@ TEST_F(Trainer, UnwritableOutputs) {
   EXPECT_EQ(run(CLEAVE_FAKE_TRAIN, "--inputs x.npy --targets t.npy "
                                    "--steps 3 --save afile/ck"),
             1);
-  EXPECT_NE(err.find("error: cannot create the checkpoint directory "
-                     "afile/ck: "),
-            std::string::npos)
-      << err;
+  EXPECT_ERR_HAS("error: cannot create the checkpoint directory "
+                 "afile/ck: ");
   EXPECT_EQ(out.find("step "), std::string::npos) << out;
   EXPECT_EQ(run(CLEAVE_FAKE_TRAIN, "--inputs x.npy --targets t.npy "
                                    "--steps 3 --log-json afile/log.jsonl"),
             1);
-  EXPECT_NE(err.find("error: cannot write the log afile/log.jsonl: "),
-            std::string::npos)
-      << err;
+  EXPECT_ERR_HAS("error: cannot write the log afile/log.jsonl: ");
 }
 
 /// A uint16 token file of `n` tokens 0, 1, ..., 7, 0, 1, ... shifted so
@@ -329,28 +317,22 @@ TEST_F(Trainer, TokenFile) {
 
   EXPECT_EQ(run(CLEAVE_FAKE_TRAIN_LM, "--tokens train.bin --seq 5 --steps 1"),
             1);
-  EXPECT_NE(err.find("error: --seq 5 does not match the model's sequence "
-                     "length 4 (input 'idx' is i64 [2, 4])"),
-            std::string::npos)
-      << err;
+  EXPECT_ERR_HAS("error: --seq 5 does not match the model's sequence "
+                 "length 4 (input 'idx' is i64 [2, 4])");
   {
     std::ofstream f(dir + "/short.bin", std::ios::binary);
     f.write(reinterpret_cast<const char *>(tokens.data()), 8);
   }
   EXPECT_EQ(run(CLEAVE_FAKE_TRAIN_LM, "--tokens short.bin --steps 1"), 1);
-  EXPECT_NE(err.find("error: short.bin: one sample of sequence length 4 "
-                     "needs 5 tokens, the file has 4"),
-            std::string::npos)
-      << err;
+  EXPECT_ERR_HAS("error: short.bin: one sample of sequence length 4 "
+                 "needs 5 tokens, the file has 4");
   {
     std::ofstream f(dir + "/odd.bin", std::ios::binary);
     f.write(reinterpret_cast<const char *>(tokens.data()), 11);
   }
   EXPECT_EQ(run(CLEAVE_FAKE_TRAIN_LM, "--tokens odd.bin --steps 1"), 1);
-  EXPECT_NE(err.find("error: odd.bin: its size of 11 bytes is not a whole "
-                     "number of uint16 tokens"),
-            std::string::npos)
-      << err;
+  EXPECT_ERR_HAS("error: odd.bin: its size of 11 bytes is not a whole "
+                 "number of uint16 tokens");
 }
 
 // Integer labels in an int32 .npy are converted to the input's i64.
@@ -381,9 +363,7 @@ TEST_F(Trainer, Int32LabelsAreConverted) {
   EXPECT_EQ(run(CLEAVE_FAKE_TRAIN_LM,
                 "--inputs idx.npy --targets labels.npy --steps 1 --quiet"),
             1);
-  EXPECT_NE(err.find("error: fake program: token 5 or label 9 out of range"),
-            std::string::npos)
-      << err;
+  EXPECT_ERR_HAS("error: fake program: token 5 or label 9 out of range");
 }
 
 } // namespace
