@@ -2,6 +2,7 @@
 # lit configuration of Cleave's FileCheck tests.
 
 import os
+import re
 import shutil
 import subprocess
 
@@ -17,6 +18,35 @@ config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unittests
                    "grad_model"]
 
 llvm_config.use_default_substitutions()
+
+
+def runtime_abi_defines(header):
+    """FileCheck numeric variables for the numbers of the runtime ABI.
+
+    The lowering's tests must not copy the runtime's numbers (a kind, a
+    dtype, the ABI version) by hand: they name them. Every entry
+    X(NAME, VALUE, ...) of the X-macro lists of cleave_rt_enums.h becomes
+    `-D#CLEAVE_<NAME>=VALUE`, as do CLEAVE_RT_ABI_VERSION and the other
+    plain `#define CLEAVE_RT_<NAME> <number>` constants, so that a test
+    running `FileCheck %s %rt-abi` matches `[[#CLEAVE_GELU_TANH]]` or
+    computes `[[#CLEAVE_F32 + mul(2, 4294967296)]]`. The header is read, not
+    compiled: its lists keep one `X(NAME, VALUE, ...)` per line."""
+    with open(header) as f:
+        text = f.read()
+    values = {}
+    for name, value in re.findall(r"^\s*X\((\w+),\s*(\d+)\b", text, re.M):
+        values["CLEAVE_" + name] = value
+    for name, value in re.findall(r"^#define\s+(CLEAVE_RT_\w+)\s+(\d+)\s*$",
+                                  text, re.M):
+        values[name] = value
+    if "CLEAVE_RT_ABI_VERSION" not in values or "CLEAVE_GELU_TANH" not in values:
+        lit_config.fatal("cannot read the ABI's lists from " + header)
+    return " ".join("-D#%s=%s" % item for item in sorted(values.items()))
+
+
+config.substitutions.append(("%rt-abi", runtime_abi_defines(os.path.join(
+    config.cleave_src_root, "runtime", "include", "cleave", "Runtime",
+    "cleave_rt_enums.h"))))
 config.substitutions.append(("%examples", os.path.join(config.cleave_src_root, "examples")))
 
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

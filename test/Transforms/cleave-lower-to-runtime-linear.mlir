@@ -1,24 +1,24 @@
 // A fused linear is one cleave_rt_linear call: x, w, bias, out, pre (null
-// when absent), transpose_w, activation (cleave_activation: 2 is the tanh
-// GELU). In the training step the pre-activation is kept, and the backward
-// of the GELU layer is one cleave_rt_matmul_gelu_grad call: dy, w, pre, dz,
+// when absent), transpose_w, activation (enum cleave_activation). In the
+// training step the pre-activation is kept, and the backward of the GELU
+// layer is one cleave_rt_matmul_gelu_grad call: dy, w, pre, dz,
 // dbias, transpose_w, activation. The weight gradients are cleave_rt_gemm
 // calls: a, b, out, dbias, transpose_a, transpose_b; the second layer's
 // (no GELU) also sums its bias gradient, the first layer's is null (the
 // matmul_gelu_grad sums it).
-// RUN: cleave-opt %s --cleave-fuse-linear --cleave-plan-memory --cleave-lower-to-runtime | FileCheck %s --check-prefix=INFER
-// RUN: cleave-opt %s --cleave-autodiff="optimizer=sgd lr=0.1" --canonicalize --cse --cleave-fuse-linear --cleave-plan-memory=entry=train_step --cleave-lower-to-runtime=entry=train_step | FileCheck %s --check-prefix=TRAIN
+// RUN: cleave-opt %s --cleave-fuse-linear --cleave-plan-memory --cleave-lower-to-runtime | FileCheck %s %rt-abi --check-prefix=INFER
+// RUN: cleave-opt %s --cleave-autodiff="optimizer=sgd lr=0.1" --canonicalize --cse --cleave-fuse-linear --cleave-plan-memory=entry=train_step --cleave-lower-to-runtime=entry=train_step | FileCheck %s %rt-abi --check-prefix=TRAIN
 
 // INFER-DAG: llvm.func @cleave_rt_linear(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, i32)
 // INFER-LABEL: llvm.func @cleave_program_run
 // INFER: %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr
 // INFER-NEXT: %[[T:.*]] = llvm.mlir.constant(1 : i32) : i32
-// INFER-NEXT: %[[ACT:.*]] = llvm.mlir.constant(2 : i32) : i32
+// INFER-NEXT: %[[ACT:.*]] = llvm.mlir.constant([[#CLEAVE_ACT_GELU_TANH]] : i32) : i32
 // INFER-NEXT: llvm.call @cleave_rt_linear(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[NULL]], %[[T]], %[[ACT]])
-// The second layer: no activation (0), no pre.
+// The second layer: no activation, no pre.
 // INFER: %[[NULL2:.*]] = llvm.mlir.zero : !llvm.ptr
 // INFER-NEXT: %[[T2:.*]] = llvm.mlir.constant(1 : i32) : i32
-// INFER-NEXT: %[[NONE:.*]] = llvm.mlir.constant(0 : i32) : i32
+// INFER-NEXT: %[[NONE:.*]] = llvm.mlir.constant([[#CLEAVE_ACT_NONE]] : i32) : i32
 // INFER-NEXT: llvm.call @cleave_rt_linear(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[NULL2]], %[[T2]], %[[NONE]])
 // INFER-NOT: cleave_rt_transpose
 // INFER-NOT: cleave_rt_binary
@@ -28,7 +28,7 @@
 // TRAIN-LABEL: llvm.func @cleave_program_run
 // TRAIN-NOT: llvm.mlir.zero
 // TRAIN: %[[T:.*]] = llvm.mlir.constant(1 : i32) : i32
-// TRAIN-NEXT: %[[ACT:.*]] = llvm.mlir.constant(2 : i32) : i32
+// TRAIN-NEXT: %[[ACT:.*]] = llvm.mlir.constant([[#CLEAVE_ACT_GELU_TANH]] : i32) : i32
 // TRAIN-NEXT: llvm.call @cleave_rt_linear(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[T]], %[[ACT]])
 // TRAIN: llvm.call @cleave_rt_cross_entropy_grad(
 // Each weight gradient dy^T x is one cleave_rt_gemm reading dy transposed
@@ -40,7 +40,7 @@
 // TRAIN: %[[TA:.*]] = llvm.mlir.constant(1 : i32) : i32
 // TRAIN-NEXT: %[[TB:.*]] = llvm.mlir.constant(0 : i32) : i32
 // TRAIN-NEXT: llvm.call @cleave_rt_gemm(%{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[0-9]+}}, %[[TA]], %[[TB]])
-// TRAIN: %[[GACT:.*]] = llvm.mlir.constant(2 : i32) : i32
+// TRAIN: %[[GACT:.*]] = llvm.mlir.constant([[#CLEAVE_ACT_GELU_TANH]] : i32) : i32
 // TRAIN-NEXT: llvm.call @cleave_rt_matmul_gelu_grad(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[GACT]])
 // TRAIN-NOT: cleave_rt_unary_grad
 // TRAIN-NOT: cleave_rt_transpose

@@ -2,15 +2,15 @@
 // counter's copy into its parameter and the fused SGD update on the
 // parameter's own storage; the metadata marks a training program with one
 // model parameter (the rest is optimizer state) and carries its config.
-// RUN: cleave-opt %s --cleave-autodiff="optimizer=sgd momentum=0.9 lr=0.1" --cleave-plan-memory=entry=train_step --cleave-lower-to-runtime=entry=train_step | FileCheck %s
+// RUN: cleave-opt %s --cleave-autodiff="optimizer=sgd momentum=0.9 lr=0.1" --cleave-plan-memory=entry=train_step --cleave-lower-to-runtime=entry=train_step | FileCheck %s %rt-abi
 // RUN: cleave-opt %s --cleave-autodiff="optimizer=sgd momentum=0.9 lr=0.1" --cleave-plan-memory=entry=train_step --cleave-lower-to-runtime=entry=train_step | FileCheck %s --check-prefix=CONFIG
 
 // CHECK-LABEL: llvm.func @cleave_program_run
 // CHECK: llvm.call @cleave_rt_matmul
 // CHECK: llvm.call @cleave_rt_cross_entropy(
 // CHECK: llvm.call @cleave_rt_cross_entropy_grad(
-// GELU erf is kind 14 of the unary codes.
-// CHECK: %[[GELU:.*]] = llvm.mlir.constant(14 : i32)
+// The GELU's gradient: unary kind CLEAVE_GELU_ERF.
+// CHECK: %[[GELU:.*]] = llvm.mlir.constant([[#CLEAVE_GELU_ERF]] : i32)
 // CHECK: llvm.call @cleave_rt_unary_grad(%{{.*}}, %[[GELU]]
 // CHECK: llvm.call @cleave_rt_copy(
 // The update: param, grad, momentum buffer, step, no scale, lr, momentum,
@@ -19,7 +19,7 @@
 // CHECK: %[[MOM:.*]] = llvm.mlir.constant(9.000000e-01 : f64)
 // CHECK: llvm.call @cleave_rt_sgd(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[LR]], %[[MOM]]
 // CHECK-LABEL: llvm.mlir.global external constant @cleave_program()
-// CHECK: %[[KIND:.*]] = llvm.mlir.constant(1 : i32)
+// CHECK: %[[KIND:.*]] = llvm.mlir.constant([[#CLEAVE_PROGRAM_TRAINING]] : i32)
 // CHECK: llvm.insertvalue %[[KIND]], %{{.*}}[1]
 // CHECK: %[[MODEL:.*]] = llvm.mlir.constant(1 : i64)
 // CHECK: llvm.insertvalue %[[MODEL]], %{{.*}}[4]

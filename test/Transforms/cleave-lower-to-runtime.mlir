@@ -1,11 +1,12 @@
-// RUN: cleave-opt %s --cleave-plan-memory --cleave-lower-to-runtime | FileCheck %s
+// RUN: cleave-opt %s --cleave-plan-memory --cleave-lower-to-runtime | FileCheck %s %rt-abi
+// (%rt-abi defines the runtime's numbers by name, see lit.cfg.py.)
 
 // Each op is one runtime call on constant descriptors: [offset, dtype |
-// rank << 32, shape...]. f32 is dtype 0 and rank 2 is 8589934592.
-// CHECK-DAG: llvm.mlir.global private constant @[[W:cleave.desc.[0-9]+]](dense<[0, 8589934592, 4, 4, 0, 0, 0, 0, 0, 0]> : tensor<10xi64>)
-// CHECK-DAG: llvm.mlir.global private constant @[[X:cleave.desc.[0-9]+]](dense<[64, 8589934592, 2, 4, 0, 0, 0, 0, 0, 0]> : tensor<10xi64>)
-// CHECK-DAG: llvm.mlir.global private constant @[[MM:cleave.desc.[0-9]+]](dense<[128, 8589934592, 2, 4, 0, 0, 0, 0, 0, 0]> : tensor<10xi64>)
-// CHECK-DAG: llvm.mlir.global private constant @[[SM:cleave.desc.[0-9]+]](dense<[192, 8589934592, 2, 4, 0, 0, 0, 0, 0, 0]> : tensor<10xi64>)
+// rank << 32, shape...], CLEAVE_RT_MAX_RANK + 2 words.
+// CHECK-DAG: llvm.mlir.global private constant @[[W:cleave.desc.[0-9]+]](dense<[0, [[#CLEAVE_F32 + mul(2, 4294967296)]], 4, 4, 0, 0, 0, 0, 0, 0]> : tensor<[[#CLEAVE_RT_MAX_RANK + 2]]xi64>)
+// CHECK-DAG: llvm.mlir.global private constant @[[X:cleave.desc.[0-9]+]](dense<[64, [[#CLEAVE_F32 + mul(2, 4294967296)]], 2, 4, 0, 0, 0, 0, 0, 0]> : tensor<[[#CLEAVE_RT_MAX_RANK + 2]]xi64>)
+// CHECK-DAG: llvm.mlir.global private constant @[[MM:cleave.desc.[0-9]+]](dense<[128, [[#CLEAVE_F32 + mul(2, 4294967296)]], 2, 4, 0, 0, 0, 0, 0, 0]> : tensor<[[#CLEAVE_RT_MAX_RANK + 2]]xi64>)
+// CHECK-DAG: llvm.mlir.global private constant @[[SM:cleave.desc.[0-9]+]](dense<[192, [[#CLEAVE_F32 + mul(2, 4294967296)]], 2, 4, 0, 0, 0, 0, 0, 0]> : tensor<[[#CLEAVE_RT_MAX_RANK + 2]]xi64>)
 // CHECK-DAG: llvm.mlir.global private constant @[[PERM:cleave.ints.[0-9]+]](dense<[1, 0]> : tensor<2xi64>)
 // CHECK-DAG: llvm.func @cleave_rt_matmul(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr)
 // CHECK-DAG: llvm.func @cleave_rt_softmax(!llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i32)
@@ -23,19 +24,19 @@
 // CHECK-NOT: cleave_rt_copy
 // CHECK: %[[P:.*]] = llvm.mlir.addressof @[[PERM]]
 // CHECK: llvm.call @cleave_rt_transpose(%[[ARENA]], %{{.*}}, %{{.*}}, %[[P]])
-// GELU with the tanh form is unary kind 15, in place: both descriptors
-// are the same tensor.
+// GELU with the tanh form is unary kind CLEAVE_GELU_TANH, in place: both
+// descriptors are the same tensor.
 // CHECK: llvm.mlir.addressof @[[G:cleave.desc.[0-9]+]]
 // CHECK-NEXT: llvm.mlir.addressof @[[G]]
-// CHECK-NEXT: %[[KIND:.*]] = llvm.mlir.constant(15 : i32) : i32
+// CHECK-NEXT: %[[KIND:.*]] = llvm.mlir.constant([[#CLEAVE_GELU_TANH]] : i32) : i32
 // CHECK-NEXT: llvm.call @cleave_rt_unary(%[[ARENA]], %[[KIND]]
 // CHECK: llvm.return
-// The metadata: ABI 2, an inference program, the arena size, one parameter
-// (a model parameter), one input, one output.
+// The metadata: the ABI version, an inference program, the arena size, one
+// parameter (a model parameter), one input, one output.
 // CHECK-LABEL: llvm.mlir.global external constant @cleave_program()
-// CHECK: %[[ABI:.*]] = llvm.mlir.constant(2 : i32)
+// CHECK: %[[ABI:.*]] = llvm.mlir.constant([[#CLEAVE_RT_ABI_VERSION]] : i32)
 // CHECK: llvm.insertvalue %[[ABI]], %{{.*}}[0]
-// CHECK: %[[KIND:.*]] = llvm.mlir.constant(0 : i32)
+// CHECK: %[[KIND:.*]] = llvm.mlir.constant([[#CLEAVE_PROGRAM_INFERENCE]] : i32)
 // CHECK: llvm.insertvalue %[[KIND]], %{{.*}}[1]
 // CHECK: %[[ARENA_BYTES:.*]] = llvm.mlir.constant(256 : i64)
 // CHECK: llvm.insertvalue %[[ARENA_BYTES]], %{{.*}}[2]

@@ -6,12 +6,16 @@
 // descriptor (offset, dtype, shape) and attribute arrays constant globals.
 // The parameters, inputs and outputs become the `cleave_program` metadata
 // that the runtime's main reads. Views (reshape, read_param) emit nothing.
+// Every number the runtime reads (dtypes, kinds, the ABI version) is a name
+// from the runtime's own header, cleave_rt_enums.h, never a copy.
 //
 //===----------------------------------------------------------------------===//
 
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
 #include "cleave/Transforms/MemoryPlan.h"
 #include "cleave/Transforms/Passes.h"
+
+#include "cleave/Runtime/cleave_rt.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/AsmState.h"
@@ -31,21 +35,73 @@ using namespace cleave::graph;
 
 namespace {
 
-/// Runtime dtype codes (enum cleave_dtype).
+/// The runtime's dtype (enum cleave_dtype) of an element type.
 FailureOr<int64_t> dtypeCode(Type t) {
   if (t.isF32())
-    return 0;
+    return CLEAVE_F32;
   if (t.isF16())
-    return 1;
+    return CLEAVE_F16;
   if (t.isBF16())
-    return 2;
+    return CLEAVE_BF16;
   if (t.isInteger(64))
-    return 3;
+    return CLEAVE_I64;
   if (t.isInteger(32))
-    return 4;
+    return CLEAVE_I32;
   if (t.isInteger(1))
-    return 5;
+    return CLEAVE_I1;
   return failure();
+}
+
+// The graph dialect's enums map to the runtime's by name, so that neither
+// side depends on the other's order.
+int32_t runtimeKind(CompareDirection direction) {
+  switch (direction) {
+  case CompareDirection::EQ:
+    return CLEAVE_EQ;
+  case CompareDirection::NE:
+    return CLEAVE_NE;
+  case CompareDirection::LT:
+    return CLEAVE_LT;
+  case CompareDirection::LE:
+    return CLEAVE_LE;
+  case CompareDirection::GT:
+    return CLEAVE_GT;
+  case CompareDirection::GE:
+    return CLEAVE_GE;
+  }
+  llvm_unreachable("unknown compare direction");
+}
+
+int32_t runtimeKind(ReductionKind kind) {
+  switch (kind) {
+  case ReductionKind::Sum:
+    return CLEAVE_SUM;
+  case ReductionKind::Mean:
+    return CLEAVE_MEAN;
+  case ReductionKind::Max:
+    return CLEAVE_MAX_REDUCE;
+  case ReductionKind::Min:
+    return CLEAVE_MIN_REDUCE;
+  }
+  llvm_unreachable("unknown reduction kind");
+}
+
+int32_t runtimeKind(Activation activation) {
+  switch (activation) {
+  case Activation::None:
+    return CLEAVE_ACT_NONE;
+  case Activation::Gelu:
+    return CLEAVE_ACT_GELU_ERF;
+  case Activation::GeluTanh:
+    return CLEAVE_ACT_GELU_TANH;
+  }
+  llvm_unreachable("unknown activation");
+}
+
+/// The unary kind of a GELU (cleave_rt_unary, cleave_rt_unary_grad).
+int32_t geluKind(GeluApproximation approximate) {
+  return approximate == GeluApproximation::Tanh ? CLEAVE_GELU_TANH
+                                                : CLEAVE_GELU_ERF;
 }
 
 /// The bytes of an elements attribute in the runtime's layout (i1 as one
@@ -88,8 +144,10 @@ FailureOr<std::string> elementBytes(Attribute attr) {
   return bytes;
 }
 
-/// CLEAVE_RT_ABI_VERSION of the cleave_program_info layout emitted here.
-constexpr int64_t kAbiVersion = 2;
+/// The words of a cleave_tensor descriptor: offset, dtype and rank, shape.
+constexpr int64_t kDescWords = 2 + CLEAVE_RT_MAX_RANK;
+static_assert(sizeof(cleave_tensor) == kDescWords * sizeof(int64_t),
+              "the descriptor globals must have cleave_tensor's layout");
 
 class Lowering {
 public:
@@ -101,7 +159,7 @@ public:
     i64 = IntegerType::get(ctx, 64);
     f64 = Float64Type::get(ctx);
     ptr = LLVM::LLVMPointerType::get(ctx);
-    descType = LLVM::LLVMArrayType::get(i64, 10);
+    descType = LLVM::LLVMArrayType::get(i64, kDescWords);
     namedType = LLVM::LLVMStructType::getLiteral(ctx,
                                                  {ptr, descType, ptr, ptr, i64});
   }
@@ -126,9 +184,9 @@ private:
   FailureOr<SmallVector<int64_t>> descWords(int64_t offset, Type type) {
     auto tensor = cast<RankedTensorType>(type);
     FailureOr<int64_t> code = dtypeCode(tensor.getElementType());
-    if (failed(code) || tensor.getRank() > 8)
+    if (failed(code) || tensor.getRank() > CLEAVE_RT_MAX_RANK)
       return failure();
-    SmallVector<int64_t> words(10, 0);
+    SmallVector<int64_t> words(kDescWords, 0);
     words[0] = offset;
     words[1] = *code | (tensor.getRank() << 32);
     for (int64_t d = 0; d < tensor.getRank(); ++d)
@@ -147,7 +205,8 @@ private:
     FailureOr<SmallVector<int64_t>> words = descWords(offset, type);
     if (failed(words))
       return user->emitOpError("cannot describe ")
-             << type << " to the runtime (element type or rank > 8)";
+             << type << " to the runtime (element type or rank > "
+             << CLEAVE_RT_MAX_RANK << ")";
     std::string key;
     for (int64_t w : *words)
       key += std::to_string(w) + ",";
@@ -276,10 +335,6 @@ public:
   LogicalResult emitProgramInfo(func::FuncOp fn);
 };
 
-template <typename T> int64_t enumValue(T v) {
-  return static_cast<int64_t>(v);
-}
-
 LogicalResult Lowering::lowerOp(Operation *op) {
   auto operands = tensors(op, op->getOperands());
   if (failed(operands))
@@ -316,33 +371,33 @@ LogicalResult Lowering::lowerOp(Operation *op) {
         call("cleave_rt_iota", {arena, out[0], constI64(o.getDim())});
         return success();
       })
-      .Case<NegOp>([&](auto) { return unary(0); })
-      .Case<AbsOp>([&](auto) { return unary(1); })
-      .Case<ReluOp>([&](auto) { return unary(2); })
-      .Case<ExpOp>([&](auto) { return unary(3); })
-      .Case<LogOp>([&](auto) { return unary(4); })
-      .Case<SqrtOp>([&](auto) { return unary(5); })
-      .Case<RsqrtOp>([&](auto) { return unary(6); })
-      .Case<ReciprocalOp>([&](auto) { return unary(7); })
-      .Case<TanhOp>([&](auto) { return unary(8); })
-      .Case<ErfOp>([&](auto) { return unary(9); })
-      .Case<SigmoidOp>([&](auto) { return unary(10); })
-      .Case<SiluOp>([&](auto) { return unary(11); })
-      .Case<SinOp>([&](auto) { return unary(12); })
-      .Case<CosOp>([&](auto) { return unary(13); })
-      .Case<GeluOp>([&](GeluOp g) {
-        return unary(g.getApproximate() == GeluApproximation::Tanh ? 15 : 14);
-      })
-      .Case<AddOp>([&](auto) { return binary(0); })
-      .Case<SubOp>([&](auto) { return binary(1); })
-      .Case<MulOp>([&](auto) { return binary(2); })
-      .Case<DivOp>([&](auto) { return binary(3); })
-      .Case<PowOp>([&](auto) { return binary(4); })
-      .Case<MaxOp>([&](auto) { return binary(5); })
-      .Case<MinOp>([&](auto) { return binary(6); })
+      .Case<NegOp>([&](auto) { return unary(CLEAVE_NEG); })
+      .Case<AbsOp>([&](auto) { return unary(CLEAVE_ABS); })
+      .Case<ReluOp>([&](auto) { return unary(CLEAVE_RELU); })
+      .Case<ExpOp>([&](auto) { return unary(CLEAVE_EXP); })
+      .Case<LogOp>([&](auto) { return unary(CLEAVE_LOG); })
+      .Case<SqrtOp>([&](auto) { return unary(CLEAVE_SQRT); })
+      .Case<RsqrtOp>([&](auto) { return unary(CLEAVE_RSQRT); })
+      .Case<ReciprocalOp>([&](auto) { return unary(CLEAVE_RECIPROCAL); })
+      .Case<TanhOp>([&](auto) { return unary(CLEAVE_TANH); })
+      .Case<ErfOp>([&](auto) { return unary(CLEAVE_ERF); })
+      .Case<SigmoidOp>([&](auto) { return unary(CLEAVE_SIGMOID); })
+      .Case<SiluOp>([&](auto) { return unary(CLEAVE_SILU); })
+      .Case<SinOp>([&](auto) { return unary(CLEAVE_SIN); })
+      .Case<CosOp>([&](auto) { return unary(CLEAVE_COS); })
+      .Case<GeluOp>(
+          [&](GeluOp g) { return unary(geluKind(g.getApproximate())); })
+      .Case<AddOp>([&](auto) { return binary(CLEAVE_ADD); })
+      .Case<SubOp>([&](auto) { return binary(CLEAVE_SUB); })
+      .Case<MulOp>([&](auto) { return binary(CLEAVE_MUL); })
+      .Case<DivOp>([&](auto) { return binary(CLEAVE_DIV); })
+      .Case<PowOp>([&](auto) { return binary(CLEAVE_POW); })
+      .Case<MaxOp>([&](auto) { return binary(CLEAVE_MAX); })
+      .Case<MinOp>([&](auto) { return binary(CLEAVE_MIN); })
       .Case<CompareOp>([&](CompareOp c) {
-        call("cleave_rt_compare", {arena, constI32(enumValue(c.getDirection())),
-                                   in[0], in[1], out[0]});
+        call("cleave_rt_compare",
+             {arena, constI32(runtimeKind(c.getDirection())), in[0], in[1],
+              out[0]});
         return success();
       })
       .Case<WhereOp>([&](auto) {
@@ -362,7 +417,7 @@ LogicalResult Lowering::lowerOp(Operation *op) {
         call("cleave_rt_linear",
              {arena, in[0], in[1], in[2], out[0], pre,
               constI32(l.getTransposeWeight() ? 1 : 0),
-              constI32(enumValue(l.getActivation()))});
+              constI32(runtimeKind(l.getActivation()))});
         return success();
       })
       .Case<GemmOp>([&](GemmOp g) {
@@ -374,10 +429,9 @@ LogicalResult Lowering::lowerOp(Operation *op) {
       })
       .Case<MatmulGeluGradOp>([&](MatmulGeluGradOp g) {
         Value dbias = g.getBiasGrad() ? out[1] : null();
-        int64_t activation =
-            enumValue(g.getApproximate() == GeluApproximation::Tanh
-                          ? Activation::GeluTanh
-                          : Activation::Gelu);
+        int32_t activation = g.getApproximate() == GeluApproximation::Tanh
+                                 ? CLEAVE_ACT_GELU_TANH
+                                 : CLEAVE_ACT_GELU_ERF;
         call("cleave_rt_matmul_gelu_grad",
              {arena, in[0], in[1], in[2], out[0], dbias,
               constI32(g.getTransposeWeight() ? 1 : 0), constI32(activation)});
@@ -391,7 +445,7 @@ LogicalResult Lowering::lowerOp(Operation *op) {
       })
       .Case<ReduceOp>([&](ReduceOp r) {
         call("cleave_rt_reduce",
-             {arena, constI32(enumValue(r.getKind())), in[0], out[0],
+             {arena, constI32(runtimeKind(r.getKind())), in[0], out[0],
               int64s(r.getDims()), constI64(r.getDims().size())});
         return success();
       })
@@ -510,15 +564,14 @@ LogicalResult Lowering::lowerOp(Operation *op) {
         return success();
       })
       .Case<GeluGradOp>([&](GeluGradOp g) {
-        int64_t kind =
-            g.getApproximate() == GeluApproximation::Tanh ? 15 : 14;
         call("cleave_rt_unary_grad",
-             {arena, constI32(kind), in[0], in[1], out[0]});
+             {arena, constI32(geluKind(g.getApproximate())), in[0], in[1],
+              out[0]});
         return success();
       })
       .Case<SiluGradOp>([&](auto) {
         call("cleave_rt_unary_grad",
-             {arena, constI32(11), in[0], in[1], out[0]});
+             {arena, constI32(CLEAVE_SILU), in[0], in[1], out[0]});
         return success();
       })
       .Case<LayerNormGradOp>([&](LayerNormGradOp l) {
@@ -752,8 +805,9 @@ LogicalResult Lowering::emitProgramInfo(func::FuncOp fn) {
   auto string = [&](StringAttr attr) {
     return attr ? cString(attr.getValue()) : null();
   };
-  field(constI32(kAbiVersion), 0);
-  field(constI32(config ? 1 : 0), 1); // CLEAVE_PROGRAM_TRAINING : INFERENCE
+  field(constI32(CLEAVE_RT_ABI_VERSION), 0);
+  field(constI32(config ? CLEAVE_PROGRAM_TRAINING : CLEAVE_PROGRAM_INFERENCE),
+        1);
   field(constI64(cast<IntegerAttr>(fn->getAttr(kArenaBytesAttr)).getInt()), 2);
   field(constI64(params.size()), 3);
   field(constI64(numModelParams), 4);

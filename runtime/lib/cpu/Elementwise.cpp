@@ -21,10 +21,8 @@ using namespace cleave::rt;
 namespace {
 
 const char *unaryName(int32_t op) {
-  static const char *names[] = {
-      "neg",  "abs", "relu",    "exp",  "log", "sqrt", "rsqrt",    "reciprocal",
-      "tanh", "erf", "sigmoid", "silu", "sin", "cos",  "gelu_erf", "gelu_tanh"};
-  return op >= 0 && op <= CLEAVE_GELU_TANH ? names[op] : "unknown";
+  const char *name = cleave_unary_name(op);
+  return name ? name : "unknown";
 }
 
 /// out[o + i] = f(x[x0 + i * sx]) over one run.
@@ -357,7 +355,7 @@ void cleave_rt_binary(char *arena, int32_t op, const cleave_tensor *a,
   checkTensor("cleave_rt_binary", "a", a);
   checkTensor("cleave_rt_binary", "b", b);
   checkTensor("cleave_rt_binary", "out", out);
-  if (op < 0 || op > CLEAVE_MIN)
+  if (op < 0 || op >= CLEAVE_NUM_BINARY_KINDS)
     cleave_rt_fail("cleave_rt_binary: unknown op %d", op);
   const cleave_tensor *ops[] = {a, b};
   Broadcast bc("cleave_rt_binary", *out, ops, 2);

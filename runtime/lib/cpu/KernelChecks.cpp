@@ -188,7 +188,7 @@ LinearPlan planLinear(const char *k, const cleave_tensor *x,
   LinearPlan p = planRowsGemm(
       k, {{"x", x}, {"w", w}, {"bias", bias}, {"out", out}, {"pre", pre}},
       *x, *w, *out, transposeW, activation, ok);
-  if (activation < CLEAVE_ACT_NONE || activation > CLEAVE_ACT_GELU_TANH)
+  if (activation < 0 || activation >= CLEAVE_NUM_ACTIVATIONS)
     cleave_rt_fail("%s: unknown activation %d", k, activation);
   if (pre && activation == CLEAVE_ACT_NONE)
     cleave_rt_fail("%s: pre is only defined with an activation", k);
@@ -818,7 +818,7 @@ void checkReduce(const char *k, int32_t kind, const cleave_tensor *x,
                  bool *reduced) {
   checkTensor(k, "x", x);
   checkTensor(k, "out", out);
-  if (kind < CLEAVE_SUM || kind > CLEAVE_MIN_REDUCE)
+  if (kind < 0 || kind >= CLEAVE_NUM_REDUCTION_KINDS)
     cleave_rt_fail("%s: unknown kind %d", k, kind);
   for (int64_t i = 0; i < numDims; ++i) {
     if (dims[i] < 0 || dims[i] >= x->rank || (i && dims[i] <= dims[i - 1]))

@@ -68,20 +68,7 @@ void cleave::rt::checkIndexTensor(const char *kernel, const char *what,
 }
 
 size_t cleave::rt::elementSize(int32_t dtype) {
-  switch (dtype) {
-  case CLEAVE_F32:
-  case CLEAVE_I32:
-    return 4;
-  case CLEAVE_F16:
-  case CLEAVE_BF16:
-    return 2;
-  case CLEAVE_I64:
-    return 8;
-  case CLEAVE_I1:
-    return 1;
-  default:
-    return 0;
-  }
+  return size_t(cleave_dtype_size(dtype));
 }
 
 bool cleave::rt::isFloatType(int32_t dtype) {
@@ -89,22 +76,8 @@ bool cleave::rt::isFloatType(int32_t dtype) {
 }
 
 const char *cleave::rt::dtypeName(int32_t dtype) {
-  switch (dtype) {
-  case CLEAVE_F32:
-    return "f32";
-  case CLEAVE_F16:
-    return "f16";
-  case CLEAVE_BF16:
-    return "bf16";
-  case CLEAVE_I64:
-    return "i64";
-  case CLEAVE_I32:
-    return "i32";
-  case CLEAVE_I1:
-    return "i1";
-  default:
-    return "unknown dtype";
-  }
+  const char *name = cleave_dtype_name(dtype);
+  return name ? name : "unknown dtype";
 }
 
 std::string cleave::rt::shapeString(const cleave_tensor &t) {

@@ -19,10 +19,8 @@ using namespace cleave::rt::cuda;
 namespace {
 
 const char *unaryName(int32_t op) {
-  static const char *names[] = {
-      "neg",  "abs", "relu",    "exp",  "log", "sqrt", "rsqrt",    "reciprocal",
-      "tanh", "erf", "sigmoid", "silu", "sin", "cos",  "gelu_erf", "gelu_tanh"};
-  return op >= 0 && op <= CLEAVE_GELU_TANH ? names[op] : "unknown";
+  const char *name = cleave_unary_name(op);
+  return name ? name : "unknown";
 }
 
 /// f'(v) * g for the activation `Op`.

@@ -37,13 +37,27 @@ constexpr const char *kFormatVersion = "1";
 /// The safetensors reference implementation rejects larger headers.
 constexpr uint64_t kMaxHeaderBytes = 100 << 20;
 
+/// The safetensors name of each dtype of the ABI.
 const char *safetensorsDtype(int32_t dtype) {
-  static const char *names[] = {"F32", "F16", "BF16", "I64", "I32", "BOOL"};
-  return dtype >= 0 && dtype <= CLEAVE_I1 ? names[dtype] : "?";
+  switch (dtype) {
+  case CLEAVE_F32:
+    return "F32";
+  case CLEAVE_F16:
+    return "F16";
+  case CLEAVE_BF16:
+    return "BF16";
+  case CLEAVE_I64:
+    return "I64";
+  case CLEAVE_I32:
+    return "I32";
+  case CLEAVE_I1:
+    return "BOOL";
+  }
+  return "?";
 }
 
 int32_t dtypeFromSafetensors(const std::string &name) {
-  for (int32_t d = 0; d <= CLEAVE_I1; ++d)
+  for (int32_t d = 0; d < CLEAVE_NUM_DTYPES; ++d)
     if (name == safetensorsDtype(d))
       return d;
   return -1;

@@ -298,8 +298,8 @@ const char *cleave::rt::npyDescr(int32_t dtype) {
 
 namespace {
 const char *dtypeLabel(int32_t dtype) {
-  static const char *names[] = {"f32", "f16", "bf16", "i64", "i32", "i1"};
-  return dtype >= 0 && dtype <= CLEAVE_I1 ? names[dtype] : "unknown";
+  const char *name = cleave_dtype_name(dtype);
+  return name ? name : "unknown";
 }
 } // namespace
 

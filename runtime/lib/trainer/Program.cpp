@@ -20,14 +20,12 @@ using namespace cleave::rt::trainer;
 namespace fs = std::filesystem;
 
 size_t cleave::rt::trainer::dtypeSize(int32_t dtype) {
-  static const size_t sizes[] = {4, 2, 2, 8, 4, 1};
-  return dtype >= 0 && dtype <= CLEAVE_I1 ? sizes[dtype] : 0;
+  return size_t(cleave_dtype_size(dtype));
 }
 
 std::string cleave::rt::trainer::dtypeName(int32_t dtype) {
-  static const char *names[] = {"f32", "f16", "bf16", "i64", "i32", "i1"};
-  if (dtype >= 0 && dtype <= CLEAVE_I1)
-    return names[dtype];
+  if (const char *name = cleave_dtype_name(dtype))
+    return name;
   return "dtype " + std::to_string(dtype);
 }
 
@@ -71,7 +69,7 @@ void checkTensors(const char *kind, const cleave_named_tensor *list,
     if (!nt.name)
       fail(std::string(kind) + " " + std::to_string(i) + " has no name");
     std::string what = std::string(kind) + " '" + nt.name + "'";
-    if (t.dtype < 0 || t.dtype > CLEAVE_I1 || t.rank < 0 ||
+    if (!cleave_dtype_name(t.dtype) || t.rank < 0 ||
         t.rank > CLEAVE_RT_MAX_RANK)
       fail("program metadata: " + what + " has dtype " +
            std::to_string(t.dtype) + " and rank " + std::to_string(t.rank));

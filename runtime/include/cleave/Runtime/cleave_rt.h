@@ -39,21 +39,16 @@
 
 #include <stdint.h>
 
+/* The ABI version, the dtypes and every kind below (enum cleave_dtype,
+ * cleave_unary, cleave_binary, cleave_compare, cleave_reduction,
+ * cleave_activation, cleave_program_kind, cleave_param_role) are
+ * generated from the X-macro lists of this header, which the compiler
+ * includes too. */
+#include "cleave/Runtime/cleave_rt_enums.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define CLEAVE_RT_MAX_RANK 8
-
-/* Element types. i1 is stored as one byte per element (0 or 1). */
-enum cleave_dtype {
-  CLEAVE_F32 = 0,
-  CLEAVE_F16 = 1,
-  CLEAVE_BF16 = 2,
-  CLEAVE_I64 = 3,
-  CLEAVE_I32 = 4,
-  CLEAVE_I1 = 5,
-};
 
 /* A tensor in the arena. Rank 0 is a scalar (one element). */
 typedef struct cleave_tensor {
@@ -62,26 +57,6 @@ typedef struct cleave_tensor {
   int32_t rank;
   int64_t shape[CLEAVE_RT_MAX_RANK];
 } cleave_tensor;
-
-/* Kinds, in the order of the graph dialect's enums. */
-enum cleave_unary {
-  CLEAVE_NEG = 0, CLEAVE_ABS, CLEAVE_RELU, CLEAVE_EXP, CLEAVE_LOG,
-  CLEAVE_SQRT, CLEAVE_RSQRT, CLEAVE_RECIPROCAL, CLEAVE_TANH, CLEAVE_ERF,
-  CLEAVE_SIGMOID, CLEAVE_SILU, CLEAVE_SIN, CLEAVE_COS, CLEAVE_GELU_ERF,
-  CLEAVE_GELU_TANH,
-};
-enum cleave_binary {
-  CLEAVE_ADD = 0, CLEAVE_SUB, CLEAVE_MUL, CLEAVE_DIV, CLEAVE_POW, CLEAVE_MAX,
-  CLEAVE_MIN,
-};
-/* Same order as graph's CompareDirection. */
-enum cleave_compare {
-  CLEAVE_EQ = 0, CLEAVE_NE, CLEAVE_LT, CLEAVE_LE, CLEAVE_GT, CLEAVE_GE,
-};
-/* Same order as ReductionKind. */
-enum cleave_reduction {
-  CLEAVE_SUM = 0, CLEAVE_MEAN, CLEAVE_MAX_REDUCE, CLEAVE_MIN_REDUCE,
-};
 
 /* Float kernels compute in f32 (f16/bf16 are converted on load and store);
  * integer kernels in i64. Elementwise kernels broadcast NumPy-style from the
@@ -126,12 +101,6 @@ void cleave_rt_matmul(char *arena, const cleave_tensor *a,
 void cleave_rt_gemm(char *arena, const cleave_tensor *a, const cleave_tensor *b,
                     const cleave_tensor *out, const cleave_tensor *dbias,
                     int32_t transpose_a, int32_t transpose_b);
-/* The activations of cleave_rt_linear (graph.linear's `activation`). */
-enum cleave_activation {
-  CLEAVE_ACT_NONE = 0,
-  CLEAVE_ACT_GELU_ERF = 1,
-  CLEAVE_ACT_GELU_TANH = 2,
-};
 /* out = activation(x W + bias): x [..., k]; W is w [k, n], or w [n, k]
  * read transposed when transpose_w != 0 (a PyTorch Linear's layout); bias
  * [n]; out [..., n]. pre, when not NULL (only with an activation), has
@@ -416,15 +385,12 @@ typedef struct cleave_named_tensor {
   int64_t init_offset;
 } cleave_named_tensor;
 
-enum cleave_program_kind {
-  /* Runs the model: inputs in, outputs out. */
-  CLEAVE_PROGRAM_INFERENCE = 0,
-  /* One training step: the inputs are the model's inputs followed by the
-   * loss's target (named "labels" for cross-entropy, "targets" for mse);
-   * output 0 is the scalar f32 "loss" (the mean over the batch); the
-   * optimizer update writes the parameters and their state in place. */
-  CLEAVE_PROGRAM_TRAINING = 1,
-};
+/* The program kinds (enum cleave_program_kind): CLEAVE_PROGRAM_INFERENCE
+ * runs the model, inputs in, outputs out. CLEAVE_PROGRAM_TRAINING runs one
+ * training step: the inputs are the model's inputs followed by the loss's
+ * target (named "labels" for cross-entropy, "targets" for mse); output 0
+ * is the scalar f32 "loss" (the mean over the batch); the optimizer update
+ * writes the parameters and their state in place. */
 
 typedef struct cleave_program_info {
   int32_t abi_version; /* CLEAVE_RT_ABI_VERSION */
@@ -448,8 +414,6 @@ typedef struct cleave_program_info {
    * NULL otherwise. */
   const char *training_config;
 } cleave_program_info;
-
-#define CLEAVE_RT_ABI_VERSION 2
 
 /* Defined by the compiled object. The CPU runtime's main checks
  * abi_version (first: the rest of the struct is only meaningful when it
