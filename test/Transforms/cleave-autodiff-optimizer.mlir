@@ -5,19 +5,20 @@
 // RUN: cleave-opt %s --cleave-autodiff="optimizer=sgd ignore-index=-100" | FileCheck %s --check-prefix=IGNORE
 
 // Labels equal to ignore-index add no loss and get no gradient.
-// IGNORE: \22ignore_index\22:-100
+// IGNORE: cleave.training_config = {accumulate = 1 : i64, {{.*}}, ignore_index = -100 : i64, loss = "cross-entropy"
 // IGNORE: graph.cross_entropy %{{.*}}, %{{.*}} ignore_index -100
 // IGNORE: graph.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} ignore_index -100
 
 // SGD with momentum, mse and two microbatches: the inputs hold two batches,
 // each sliced, run forward and backward with the gradient seeded 1/2; one
 // update per parameter uses the summed gradients and the new step count.
-// SGD: graph.param @optimizer.step frozen : tensor<i64> {cleave.optimizer_state}
-// SGD: graph.param @w.momentum frozen : tensor<3x5xf32> {cleave.optimizer_state}
-// SGD: graph.param @b.momentum frozen : tensor<5xf32> {cleave.optimizer_state}
+// SGD: graph.param @optimizer.step frozen : tensor<i64> {cleave.role = #cleave.role<step_counter>}
+// SGD: graph.param @w.momentum frozen : tensor<3x5xf32> {cleave.role = #cleave.role<optimizer_state>}
+// SGD: graph.param @b.momentum frozen : tensor<5xf32> {cleave.role = #cleave.role<optimizer_state>}
 // SGD-LABEL: func.func @train_step
 // SGD-SAME: (%[[X:.*]]: tensor<8x3xf32>, %[[T:.*]]: tensor<8x5xf32> {onnx.name = "targets"}) -> (tensor<f32> {onnx.name = "loss"})
-// SGD-SAME: cleave.training_config = "{\22loss\22:\22mse\22,\22optimizer\22:\22sgd\22,\22lr\22:0.5,\22momentum\22:0.9,\22dampening\22:0,\22nesterov\22:false,\22weight_decay\22:0,\22grad_clip\22:0,\22accumulate\22:2}"
+// The training configuration, a dictionary the cleave dialect verifies.
+// SGD-SAME: cleave.training_config = {accumulate = 2 : i64, dampening = 0.000000e+00 : f64, grad_clip = 0.000000e+00 : f64, loss = "mse", lr = 5.000000e-01 : f64, momentum = 9.000000e-01 : f64, nesterov = false, optimizer = "sgd", weight_decay = 0.000000e+00 : f64}
 // SGD: graph.slice %[[X]] start [0, 0] limit [4, 3]
 // SGD: %[[L0:.*]] = graph.mse
 // SGD: graph.constant dense<5.000000e-01>
@@ -33,8 +34,8 @@
 // SGD: return %[[MEAN]] : tensor<f32>
 
 // AdamW with clipping: the scale is min(1, clip / (norm + 1e-6)).
-// ADAMW: graph.param @w.m frozen : tensor<3x5xf32> {cleave.optimizer_state}
-// ADAMW: graph.param @w.v frozen : tensor<3x5xf32> {cleave.optimizer_state}
+// ADAMW: graph.param @w.m frozen : tensor<3x5xf32> {cleave.role = #cleave.role<optimizer_state>}
+// ADAMW: graph.param @w.v frozen : tensor<3x5xf32> {cleave.role = #cleave.role<optimizer_state>}
 // ADAMW-LABEL: func.func @train_step
 // ADAMW: %[[NORM:.*]] = graph.sqrt
 // ADAMW: %[[COEF:.*]] = graph.div

@@ -24,7 +24,9 @@
 // CHECK: %[[MODEL:.*]] = llvm.mlir.constant(1 : i64)
 // CHECK: llvm.insertvalue %[[MODEL]], %{{.*}}[4]
 // CHECK: llvm.insertvalue %{{.*}}, %{{.*}}[11]
-// CONFIG: llvm.mlir.global private constant @{{.*}}("{\22loss\22:\22cross-entropy\22,\22optimizer\22:\22sgd\22,\22lr\22:0.1,\22momentum\22:0.9
+// The cleave.training_config dictionary becomes the JSON the runtime reads,
+// its members in the schema's order and floats in their shortest form.
+// CONFIG: llvm.mlir.global private constant @{{.*}}("{\22loss\22:\22cross-entropy\22,\22optimizer\22:\22sgd\22,\22lr\22:0.1,\22momentum\22:0.9,\22dampening\22:0,\22nesterov\22:false,\22weight_decay\22:0,\22grad_clip\22:0,\22accumulate\22:1}\00")
 
 graph.param @w : tensor<3x5xf32> = dense<0.5> : tensor<3x5xf32>
 func.func @forward(%x: tensor<4x3xf32> {onnx.name = "x"}) -> tensor<4x5xf32> {

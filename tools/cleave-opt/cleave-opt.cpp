@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "cleave/Dialect/Cleave/IR/CleaveDialect.h"
 #include "cleave/Dialect/Dist/IR/DistOps.h"
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
 #include "cleave/Transforms/Passes.h"
@@ -19,8 +20,11 @@
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
-  registry.insert<cleave::graph::GraphDialect, cleave::dist::DistDialect,
-                  mlir::func::FuncDialect, mlir::arith::ArithDialect>();
+  // The graph dialect loads the cleave dialect (the cleave.* metadata);
+  // registered too, so that a #cleave attribute parses before any graph op.
+  registry.insert<cleave::CleaveDialect, cleave::graph::GraphDialect,
+                  cleave::dist::DistDialect, mlir::func::FuncDialect,
+                  mlir::arith::ArithDialect>();
   mlir::func::registerInlinerExtension(registry);
 
   // Upstream passes that Cleave pipelines use.

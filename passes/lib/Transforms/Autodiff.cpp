@@ -17,7 +17,6 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
 
-#include <charconv>
 #include <cmath>
 #include <limits>
 
@@ -132,13 +131,15 @@ struct AutodiffPass : cleave::impl::AutodiffPassBase<AutodiffPass> {
 
 private:
   LogicalResult checkOptions(ModuleOp module);
-  /// The loss and optimizer, as the JSON object of the program metadata.
-  std::string trainingConfig(double weightDecay, StringRef precision) const;
-  /// Adds an optimizer state parameter after `after`, zero-initialized
-  /// unless `initial` is given.
+  /// The loss and optimizer, as the cleave.training_config dictionary
+  /// (verified by the cleave dialect, written as JSON by the lowering).
+  DictionaryAttr trainingConfig(Builder &b, double weightDecay,
+                                StringRef precision) const;
+  /// Adds an optimizer state parameter of `role` after `after`,
+  /// zero-initialized unless `initial` is given.
   FailureOr<ParamOp> addState(OpBuilder &b, ModuleOp module, Operation *after,
                               StringRef name, RankedTensorType type,
-                              Attribute initial = {});
+                              cleave_param_role role, Attribute initial = {});
   /// Dynamic loss scaling after the updates: the scale halves after a step
   /// with non-finite gradients (`finite` false) and doubles after
   /// lossScaleGrowthInterval finite steps in a row.
@@ -182,41 +183,49 @@ LogicalResult AutodiffPass::checkOptions(ModuleOp module) {
   return success();
 }
 
-/// The shortest text that reads back as `v`.
-std::string number(double v) {
-  char buf[32];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
-  return std::string(buf, ec == std::errc() ? end : buf);
-}
-
-std::string AutodiffPass::trainingConfig(double weightDecay,
-                                         StringRef precision) const {
-  std::string s = "{\"loss\":\"" + loss + "\",\"optimizer\":\"" + optimizer +
-                  "\",\"lr\":" + number(lr);
-  if (optimizer == "sgd")
-    s += ",\"momentum\":" + number(momentum) +
-         ",\"dampening\":" + number(dampening) +
-         ",\"nesterov\":" + (nesterov ? "true" : "false");
-  if (optimizer == "adamw")
-    s += ",\"beta1\":" + number(beta1) + ",\"beta2\":" + number(beta2) +
-         ",\"eps\":" + number(eps);
-  if (!ignoreIndex.empty())
-    s += ",\"ignore_index\":" + ignoreIndex;
-  s += ",\"weight_decay\":" + number(weightDecay) +
-       ",\"grad_clip\":" + number(gradClip) +
-       ",\"accumulate\":" + std::to_string(accumulate);
+DictionaryAttr AutodiffPass::trainingConfig(Builder &b, double weightDecay,
+                                            StringRef precision) const {
+  NamedAttrList config;
+  auto real = [&](StringRef key, double v) {
+    config.append(key, b.getF64FloatAttr(v));
+  };
+  auto integer = [&](StringRef key, int64_t v) {
+    config.append(key, b.getI64IntegerAttr(v));
+  };
+  config.append("loss", b.getStringAttr(loss));
+  config.append("optimizer", b.getStringAttr(optimizer));
+  real("lr", lr);
+  if (optimizer == "sgd") {
+    real("momentum", momentum);
+    real("dampening", dampening);
+    config.append("nesterov", b.getBoolAttr(nesterov));
+  }
+  if (optimizer == "adamw") {
+    real("beta1", beta1);
+    real("beta2", beta2);
+    real("eps", eps);
+  }
+  if (!ignoreIndex.empty()) {
+    int64_t value = 0;
+    llvm::StringRef(ignoreIndex).getAsInteger(10, value);
+    integer("ignore_index", value);
+  }
+  real("weight_decay", weightDecay);
+  real("grad_clip", gradClip);
+  integer("accumulate", accumulate);
   if (!precision.empty())
-    s += ",\"precision\":\"" + precision.str() + "\"";
-  if (lossScale > 0.0)
-    s += ",\"loss_scale\":" + number(lossScale) +
-         ",\"loss_scale_growth_interval\":" +
-         std::to_string(lossScaleGrowthInterval);
-  return s + "}";
+    config.append("precision", b.getStringAttr(precision));
+  if (lossScale > 0.0) {
+    real("loss_scale", lossScale);
+    integer("loss_scale_growth_interval", lossScaleGrowthInterval);
+  }
+  return config.getDictionary(b.getContext());
 }
 
 FailureOr<ParamOp> AutodiffPass::addState(OpBuilder &b, ModuleOp module,
                                           Operation *after, StringRef name,
                                           RankedTensorType type,
+                                          cleave_param_role role,
                                           Attribute initial) {
   if (Operation *existing = module.lookupSymbol(name))
     return existing->emitOpError("is named '")
@@ -225,7 +234,7 @@ FailureOr<ParamOp> AutodiffPass::addState(OpBuilder &b, ModuleOp module,
   b.setInsertionPointAfter(after);
   auto param = ParamOp::create(b, module.getLoc(), name, type, initial,
                                /*frozen=*/true);
-  param->setAttr(kOptimizerStateAttr, b.getUnitAttr());
+  setParamRole(param, role);
   return param;
 }
 
@@ -237,12 +246,13 @@ FailureOr<Operation *> AutodiffPass::updateLossScale(OpBuilder &b,
   auto f32Scalar = RankedTensorType::get({}, b.getF32Type());
   auto i64Scalar = RankedTensorType::get({}, b.getI64Type());
   FailureOr<ParamOp> scaleState = addState(
-      b, module, after, "amp.loss_scale", f32Scalar,
+      b, module, after, "amp.loss_scale", f32Scalar, CLEAVE_PARAM_LOSS_SCALE,
       DenseElementsAttr::get(f32Scalar, b.getF32FloatAttr(lossScale)));
   if (failed(scaleState))
     return failure();
   FailureOr<ParamOp> tracker =
-      addState(b, module, *scaleState, "amp.growth_tracker", i64Scalar);
+      addState(b, module, *scaleState, "amp.growth_tracker", i64Scalar,
+               CLEAVE_PARAM_GROWTH_TRACKER);
   if (failed(tracker))
     return failure();
   // torch.cuda.amp.GradScaler's update: after a non-finite step the scale
@@ -541,7 +551,8 @@ void AutodiffPass::runOnOperation() {
       return signalPassFailure();
     }
     FailureOr<ParamOp> counter =
-        addState(b, module, lastParam, "optimizer.step", i64Scalar);
+        addState(b, module, lastParam, "optimizer.step", i64Scalar,
+                 CLEAVE_PARAM_STEP_COUNTER);
     if (failed(counter))
       return signalPassFailure();
     lastParam = *counter;
@@ -570,7 +581,8 @@ void AutodiffPass::runOnOperation() {
         FlatSymbolRefAttr buffer;
         if (momentum != 0.0) {
           FailureOr<ParamOp> buf =
-              addState(b, module, lastParam, (name + ".momentum").str(), type);
+              addState(b, module, lastParam, (name + ".momentum").str(), type,
+                       CLEAVE_PARAM_OPTIMIZER_STATE);
           if (failed(buf))
             return signalPassFailure();
           lastParam = *buf;
@@ -586,11 +598,13 @@ void AutodiffPass::runOnOperation() {
           return signalPassFailure();
       } else {
         FailureOr<ParamOp> m1 =
-            addState(b, module, lastParam, (name + ".m").str(), type);
+            addState(b, module, lastParam, (name + ".m").str(), type,
+                     CLEAVE_PARAM_OPTIMIZER_STATE);
         if (failed(m1))
           return signalPassFailure();
         FailureOr<ParamOp> m2 =
-            addState(b, module, *m1, (name + ".v").str(), type);
+            addState(b, module, *m1, (name + ".v").str(), type,
+                     CLEAVE_PARAM_OPTIMIZER_STATE);
         if (failed(m2))
           return signalPassFailure();
         lastParam = *m2;
@@ -613,9 +627,9 @@ void AutodiffPass::runOnOperation() {
     }
     auto precisionAttr = module->getAttrOfType<StringAttr>(kPrecisionAttr);
     step->setAttr(kTrainingConfigAttr,
-                  b.getStringAttr(trainingConfig(
-                      weightDecay, precisionAttr ? precisionAttr.getValue()
-                                                 : StringRef())));
+                  trainingConfig(b, weightDecay,
+                                 precisionAttr ? precisionAttr.getValue()
+                                               : StringRef()));
   }
 
   func::ReturnOp::create(b, loc, results);

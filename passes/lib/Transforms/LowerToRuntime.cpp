@@ -727,14 +727,15 @@ Value Lowering::namedTable(ArrayRef<Named> entries, Operation *where,
 
 LogicalResult Lowering::emitProgramInfo(func::FuncOp fn) {
   SmallVector<Named> params, inputs, outputs;
-  // The model's parameters first, then the optimizer state.
+  // The model's parameters first, then the optimizer's state (every other
+  // role).
   SmallVector<ParamOp> ordered;
   for (auto param : module.getOps<ParamOp>())
-    if (!param->hasAttr(kOptimizerStateAttr))
+    if (getParamRole(param) == CLEAVE_PARAM_MODEL)
       ordered.push_back(param);
   int64_t numModelParams = ordered.size();
   for (auto param : module.getOps<ParamOp>())
-    if (param->hasAttr(kOptimizerStateAttr))
+    if (getParamRole(param) != CLEAVE_PARAM_MODEL)
       ordered.push_back(param);
   for (ParamOp param : ordered) {
     Named e{param.getSymName().str(),
@@ -785,7 +786,7 @@ LogicalResult Lowering::emitProgramInfo(func::FuncOp fn) {
   b.setInsertionPointToEnd(module.getBody());
   auto infoType = LLVM::LLVMStructType::getLiteral(
       ctx, {i32, i32, i64, i64, i64, ptr, i64, ptr, i64, ptr, ptr, ptr});
-  auto config = fn->getAttrOfType<StringAttr>(kTrainingConfigAttr);
+  auto config = fn->getAttrOfType<DictionaryAttr>(kTrainingConfigAttr);
   auto source = module->getAttrOfType<StringAttr>(kSourceModelAttr);
   auto info = LLVM::GlobalOp::create(b, loc, infoType, /*isConstant=*/true,
                                      LLVM::Linkage::External, "cleave_program",
@@ -805,6 +806,8 @@ LogicalResult Lowering::emitProgramInfo(func::FuncOp fn) {
   auto string = [&](StringAttr attr) {
     return attr ? cString(attr.getValue()) : null();
   };
+  // The runtime reads the configuration as JSON.
+  Value configJson = config ? cString(getTrainingConfigJson(config)) : null();
   field(constI32(CLEAVE_RT_ABI_VERSION), 0);
   field(constI32(config ? CLEAVE_PROGRAM_TRAINING : CLEAVE_PROGRAM_INFERENCE),
         1);
@@ -817,7 +820,7 @@ LogicalResult Lowering::emitProgramInfo(func::FuncOp fn) {
   field(constI64(outputs.size()), 8);
   field(orNull(outputTable), 9);
   field(string(source), 10);
-  field(string(config), 11);
+  field(configJson, 11);
   LLVM::ReturnOp::create(b, loc, s);
   return success();
 }

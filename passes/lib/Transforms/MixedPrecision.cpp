@@ -30,9 +30,6 @@ using namespace cleave::graph;
 
 namespace {
 
-/// Marks an op that computes in f32 under -cleave-mixed-precision.
-constexpr llvm::StringLiteral kKeepF32Attr = "cleave.keep_f32";
-
 bool isF32Tensor(Type t) {
   auto tensor = dyn_cast<RankedTensorType>(t);
   return tensor && tensor.getElementType().isF32();

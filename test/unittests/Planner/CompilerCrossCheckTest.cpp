@@ -83,9 +83,7 @@ bool trainingPlan(mlir::ModuleOp module, CompilerMemory &out) {
     grads += cleave::getTensorBytes(update.getGrad().getType());
   });
   for (auto param : module.getOps<cleave::graph::ParamOp>()) {
-    llvm::StringRef name = param.getSymName();
-    if (param->hasAttr(cleave::kOptimizerStateAttr) &&
-        (name.ends_with(".m") || name.ends_with(".v")))
+    if (cleave::getParamRole(param) == CLEAVE_PARAM_OPTIMIZER_STATE)
       moments += cleave::getTensorBytes(param.getType());
   }
   out.gradBytes = grads;
@@ -224,7 +222,7 @@ bool mixedPrecisionPlan(const std::string &path, MixedPrecisionMemory &out) {
   step.walk([&](cleave::graph::ReadParamOp read) {
     auto param = mlir::SymbolTable::lookupNearestSymbolFrom<
         cleave::graph::ParamOp>(read, read.getParamAttr());
-    if (!param || param->hasAttr(cleave::kOptimizerStateAttr))
+    if (!param || cleave::getParamRole(param) != CLEAVE_PARAM_MODEL)
       return; // the step counter
     bool copied = false;
     for (mlir::Operation *user : read->getUsers()) {
@@ -241,10 +239,10 @@ bool mixedPrecisionPlan(const std::string &path, MixedPrecisionMemory &out) {
   });
   for (auto param : module->getOps<cleave::graph::ParamOp>()) {
     int64_t bytes = cleave::getTensorBytes(param.getType());
-    if (!param->hasAttr(cleave::kOptimizerStateAttr))
+    cleave_param_role role = cleave::getParamRole(param);
+    if (role == CLEAVE_PARAM_MODEL)
       out.masterBytes += bytes;
-    else if (param.getSymName().ends_with(".m") ||
-             param.getSymName().ends_with(".v"))
+    else if (role == CLEAVE_PARAM_OPTIMIZER_STATE)
       out.momentBytes += bytes;
   }
   return true;

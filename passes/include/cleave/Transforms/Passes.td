@@ -286,6 +286,12 @@ def AutodiffPass : Pass<"cleave-autodiff", "::mlir::ModuleOp"> {
     stays. After `loss-scale-growth-interval` finite steps in a row
     (counted in the i64 state `amp.growth_tracker`) the scale doubles.
 
+    Each state parameter says what it holds in `cleave.role`
+    (`#cleave.role<optimizer_state>`, `step_counter`, `loss_scale`,
+    `growth_tracker`), and `@train_step` carries the loss and the optimizer
+    as the `cleave.training_config` dictionary; the lowering hands both to
+    the runtime.
+
     ```mlir
     func.func @forward(%x: tensor<4x8xf32>) -> tensor<4x3xf32>
     ```

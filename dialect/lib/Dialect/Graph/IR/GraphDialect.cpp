@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "cleave/Dialect/Graph/IR/GraphDialect.h"
+#include "cleave/Dialect/Cleave/IR/CleaveDialect.h"
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
 
 #include "mlir/IR/Builders.h"

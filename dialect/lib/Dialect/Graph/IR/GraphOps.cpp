@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
+#include "cleave/Dialect/Cleave/IR/CleaveDialect.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -121,11 +122,36 @@ bool isIdentityPermutation(ArrayRef<int64_t> perm) {
 // ParamOp, ReadParamOp
 //===----------------------------------------------------------------------===//
 
+/// The type a parameter of `role` must have (the runtime reads these as
+/// scalars), or null when any type will do.
+static Type getRoleType(MLIRContext *ctx, cleave_param_role role) {
+  switch (role) {
+  case CLEAVE_PARAM_STEP_COUNTER:
+  case CLEAVE_PARAM_GROWTH_TRACKER:
+    return RankedTensorType::get({}, IntegerType::get(ctx, 64));
+  case CLEAVE_PARAM_LOSS_SCALE:
+    return RankedTensorType::get({}, Float32Type::get(ctx));
+  case CLEAVE_PARAM_MODEL:
+  case CLEAVE_PARAM_OPTIMIZER_STATE:
+    return {};
+  }
+  return {};
+}
+
 LogicalResult ParamOp::verify() {
+  RankedTensorType type = getTensorType();
+  cleave_param_role role = cleave::getParamRole(*this);
+  if (Type want = getRoleType(getContext(), role); want && type != want)
+    return emitOpError("has role ")
+           << cleave_param_role_name(role) << ", which needs " << want
+           << ", got " << type;
+  if (role != CLEAVE_PARAM_MODEL && !getFrozen())
+    return emitOpError("has role ")
+           << cleave_param_role_name(role)
+           << " and must be frozen (the optimizer updates it, not training)";
   Attribute init = getInitialValueAttr();
   if (!init)
     return success();
-  RankedTensorType type = getTensorType();
   if (auto elements = dyn_cast<ElementsAttr>(init)) {
     if (elements.getType() != type)
       return emitOpError("initial value type ")

@@ -28,6 +28,9 @@ def Graph_Dialect : Dialect {
   }];
   let hasConstantMaterializer = 1;
   let useDefaultAttributePrinterParser = 1;
+  // The `cleave.*` metadata on graph IR (memory plan, parameter roles) is
+  // verified by the cleave dialect, which must be loaded for that.
+  let dependentDialects = ["::cleave::CleaveDialect"];
 }
 
 //===----------------------------------------------------------------------===//
