@@ -16,6 +16,17 @@ func.func @forward(%x: tensor<4xf32> {cleave.offset = 0 : i64}) -> tensor<4xf32>
 
 // -----
 
+// The runtime finds the step counter by role: a program has one at most.
+graph.param @step frozen : tensor<i64> {cleave.offset = 0 : i64, cleave.role = #cleave.role<step_counter>}
+// expected-error @+1 {{has role step_counter, as @step has; a program has one at most}}
+graph.param @step2 frozen : tensor<i64> {cleave.offset = 64 : i64, cleave.role = #cleave.role<step_counter>}
+func.func @forward(%x: tensor<4xf32> {cleave.offset = 128 : i64}) -> tensor<4xf32>
+    attributes {cleave.arena_bytes = 192 : i64} {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
 // Distributed programs are partitioned before they reach the runtime.
 // expected-error @+1 {{'dist.mesh' op cannot be lowered to the runtime}}
 dist.mesh @m ["dp" = 2]

@@ -4,6 +4,7 @@
 // model parameter (the rest is optimizer state) and carries its config.
 // RUN: cleave-opt %s --cleave-autodiff="optimizer=sgd momentum=0.9 lr=0.1" --cleave-plan-memory=entry=train_step --cleave-lower-to-runtime=entry=train_step | FileCheck %s %rt-abi
 // RUN: cleave-opt %s --cleave-autodiff="optimizer=sgd momentum=0.9 lr=0.1" --cleave-plan-memory=entry=train_step --cleave-lower-to-runtime=entry=train_step | FileCheck %s --check-prefix=CONFIG
+// RUN: cleave-opt %s --cleave-autodiff="optimizer=sgd momentum=0.9 lr=0.1" --cleave-plan-memory=entry=train_step --cleave-lower-to-runtime=entry=train_step | FileCheck %s %rt-abi --check-prefix=ROLES
 
 // CHECK-LABEL: llvm.func @cleave_program_run
 // CHECK: llvm.call @cleave_rt_matmul
@@ -28,6 +29,23 @@
 // its members in the schema's order and floats in their shortest form.
 // CONFIG: llvm.mlir.global private constant @{{.*}}("{\22loss\22:\22cross-entropy\22,\22optimizer\22:\22sgd\22,\22lr\22:0.1,\22momentum\22:0.9,\22dampening\22:0,\22nesterov\22:false,\22weight_decay\22:0,\22grad_clip\22:0,\22accumulate\22:1}\00")
 
+// The parameter table (cleave_named_tensor: name, descriptor, init_data,
+// init_file, init_offset, role): the model's parameter, then the step
+// counter and the momentum buffer, each with the role -cleave-autodiff gave
+// it.
+// ROLES: llvm.mlir.global private constant @cleave.tensors.{{[0-9]+}}() {{.*}} : !llvm.array<3 x struct<(ptr, array<[[#CLEAVE_RT_MAX_RANK + 2]] x i64>, ptr, ptr, i64, i32)>>
+// ROLES: llvm.mlir.addressof @[[W:cleave.str.[0-9]+]]
+// ROLES: %[[R0:.*]] = llvm.mlir.constant([[#CLEAVE_PARAM_MODEL]] : i32) : i32
+// ROLES-NEXT: llvm.insertvalue %[[R0]], %{{.*}}[0, 5]
+// ROLES: llvm.mlir.addressof @[[STEP:cleave.str.[0-9]+]]
+// ROLES: %[[R1:.*]] = llvm.mlir.constant([[#CLEAVE_PARAM_STEP_COUNTER]] : i32) : i32
+// ROLES-NEXT: llvm.insertvalue %[[R1]], %{{.*}}[1, 5]
+// ROLES: llvm.mlir.addressof @[[MOM:cleave.str.[0-9]+]]
+// ROLES: %[[R2:.*]] = llvm.mlir.constant([[#CLEAVE_PARAM_OPTIMIZER_STATE]] : i32) : i32
+// ROLES-NEXT: llvm.insertvalue %[[R2]], %{{.*}}[2, 5]
+// ROLES-DAG: llvm.mlir.global private constant @[[W]]("w\00")
+// ROLES-DAG: llvm.mlir.global private constant @[[STEP]]("optimizer.step\00")
+// ROLES-DAG: llvm.mlir.global private constant @[[MOM]]("w.momentum\00")
 graph.param @w : tensor<3x5xf32> = dense<0.5> : tensor<3x5xf32>
 func.func @forward(%x: tensor<4x3xf32> {onnx.name = "x"}) -> tensor<4x5xf32> {
   %w = graph.read_param @w : tensor<3x5xf32>

@@ -23,6 +23,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
+#include <cstddef>
 
 namespace cleave {
 #define GEN_PASS_DEF_LOWERTORUNTIMEPASS
@@ -148,6 +149,17 @@ FailureOr<std::string> elementBytes(Attribute attr) {
 constexpr int64_t kDescWords = 2 + CLEAVE_RT_MAX_RANK;
 static_assert(sizeof(cleave_tensor) == kDescWords * sizeof(int64_t),
               "the descriptor globals must have cleave_tensor's layout");
+// The tables and the info struct below are literal LLVM structs of the
+// header's fields, in order; on the host their layout is the header's.
+static_assert(offsetof(cleave_named_tensor, role) ==
+                  3 * sizeof(void *) + sizeof(cleave_tensor) + sizeof(int64_t),
+              "cleave_named_tensor is {ptr, desc, ptr, ptr, i64, i32}");
+static_assert(offsetof(cleave_program_info, training_config) ==
+                  2 * sizeof(int32_t) + 3 * sizeof(int64_t) + sizeof(void *) +
+                      2 * (sizeof(int64_t) + sizeof(void *)) +
+                      sizeof(void *),
+              "cleave_program_info is {i32, i32, i64, i64, i64, ptr, i64, "
+              "ptr, i64, ptr, ptr, ptr}");
 
 class Lowering {
 public:
@@ -160,8 +172,10 @@ public:
     f64 = Float64Type::get(ctx);
     ptr = LLVM::LLVMPointerType::get(ctx);
     descType = LLVM::LLVMArrayType::get(i64, kDescWords);
-    namedType = LLVM::LLVMStructType::getLiteral(ctx,
-                                                 {ptr, descType, ptr, ptr, i64});
+    // cleave_named_tensor: name, tensor, init_data, init_file, init_offset,
+    // role.
+    namedType = LLVM::LLVMStructType::getLiteral(
+        ctx, {ptr, descType, ptr, ptr, i64, i32});
   }
 
   LogicalResult run(func::FuncOp fn);
@@ -330,6 +344,7 @@ public:
     bool hasInitData = false;
     std::string initFile;
     int64_t initOffset = 0;
+    int32_t role = 0; // enum cleave_param_role, parameters only
   };
   Value namedTable(ArrayRef<Named> entries, Operation *where, bool &ok);
   LogicalResult emitProgramInfo(func::FuncOp fn);
@@ -718,6 +733,9 @@ Value Lowering::namedTable(ArrayRef<Named> entries, Operation *where,
       insert(LLVM::ConstantOp::create(b, loc, i64,
                                       b.getI64IntegerAttr(e.initOffset)),
              4);
+      insert(LLVM::ConstantOp::create(b, loc, i32,
+                                      b.getI32IntegerAttr(e.role)),
+             5);
     }
     LLVM::ReturnOp::create(b, loc, table);
     return g;
@@ -737,10 +755,23 @@ LogicalResult Lowering::emitProgramInfo(func::FuncOp fn) {
   for (auto param : module.getOps<ParamOp>())
     if (getParamRole(param) != CLEAVE_PARAM_MODEL)
       ordered.push_back(param);
+  // The runtime finds the step counter and the loss scaler's state by role:
+  // one parameter each at most.
+  llvm::SmallDenseMap<int32_t, ParamOp> byRole;
+  for (ParamOp param : ordered) {
+    cleave_param_role role = getParamRole(param);
+    if (role == CLEAVE_PARAM_MODEL || role == CLEAVE_PARAM_OPTIMIZER_STATE)
+      continue;
+    auto [it, inserted] = byRole.try_emplace(role, param);
+    if (!inserted)
+      return param.emitOpError("has role ")
+             << cleave_param_role_name(role) << ", as @"
+             << it->second.getSymName() << " has; a program has one at most";
+  }
   for (ParamOp param : ordered) {
     Named e{param.getSymName().str(),
             cast<IntegerAttr>(param->getAttr(kOffsetAttr)).getInt(),
-            param.getType(), {}, false, {}, 0};
+            param.getType(), {}, false, {}, 0, getParamRole(param)};
     if (Attribute init = param.getInitialValueAttr()) {
       if (auto ext = dyn_cast<ExternalWeightsAttr>(init)) {
         e.initFile = ext.getPath().str();

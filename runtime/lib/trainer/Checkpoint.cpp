@@ -129,7 +129,8 @@ void writeMeta(const std::string &dir, int64_t step, std::optional<float> loss,
             "\n    {\"name\": " + jsonQuote(t.name) + ", \"dtype\": \"" +
             safetensorsDtype(t.tensor.dtype) +
             "\", \"shape\": " + shapeString(shapeOf(t.tensor)) +
-            ", \"model\": " + (i < p.num_model_params ? "true" : "false") + "}";
+            ", \"model\": " + (i < p.num_model_params ? "true" : "false") +
+            ", \"role\": \"" + cleave_param_role_name(t.role) + "\"}";
   }
   json += "\n  ]\n}\n";
   writeFileAtomically(

@@ -89,6 +89,43 @@ void checkTensors(const char *kind, const cleave_named_tensor *list,
   }
 }
 
+/// Checks the parameters' roles (after checkTensors).
+void checkRoles(const cleave_program_info &p) {
+  const cleave_named_tensor *unique[CLEAVE_NUM_PARAM_ROLES] = {};
+  for (int64_t i = 0; i < p.num_params; ++i) {
+    const cleave_named_tensor &param = p.params[i];
+    std::string what = "parameter '" + std::string(param.name) + "'";
+    const char *role = cleave_param_role_name(param.role);
+    if (!role)
+      fail("program metadata: " + what + " has unknown role " +
+           std::to_string(param.role));
+    bool model = param.role == CLEAVE_PARAM_MODEL;
+    if (model != (i < p.num_model_params))
+      fail("program metadata: " + what + " has role " + role + " but is " +
+           (model ? "after" : "among") + " the " +
+           std::to_string(p.num_model_params) + " model parameters");
+    if (model || param.role == CLEAVE_PARAM_OPTIMIZER_STATE)
+      continue;
+    if (const cleave_named_tensor *other = unique[param.role])
+      fail("program metadata: parameters '" + std::string(other->name) +
+           "' and '" + param.name + "' both have role " + role);
+    unique[param.role] = &param;
+    // The trainer reads these as scalars of one type.
+    int32_t dtype =
+        param.role == CLEAVE_PARAM_LOSS_SCALE ? CLEAVE_F32 : CLEAVE_I64;
+    if (param.tensor.dtype != dtype || param.tensor.rank != 0)
+      fail("program metadata: " + what + " of role " + role + " is " +
+           describe(param.tensor) + ", not an " + dtypeName(dtype) +
+           " scalar");
+  }
+  if (p.kind == CLEAVE_PROGRAM_TRAINING && !unique[CLEAVE_PARAM_STEP_COUNTER])
+    fail("program metadata: the training program has no parameter of role "
+         "step_counter");
+  if (unique[CLEAVE_PARAM_LOSS_SCALE] && !unique[CLEAVE_PARAM_STEP_COUNTER])
+    fail("program metadata: a loss scale needs a parameter of role "
+         "step_counter");
+}
+
 struct FileCloser {
   void operator()(FILE *f) const { std::fclose(f); }
 };
@@ -100,7 +137,8 @@ void cleave::rt::trainer::checkProgram() {
   if (p.abi_version != CLEAVE_RT_ABI_VERSION)
     fail("the program was compiled for runtime ABI version " +
          std::to_string(p.abi_version) + " but this runtime implements " +
-         std::to_string(CLEAVE_RT_ABI_VERSION));
+         std::to_string(CLEAVE_RT_ABI_VERSION) +
+         ": compile it again with the cleave-compile of this runtime");
   if (p.kind != CLEAVE_PROGRAM_INFERENCE && p.kind != CLEAVE_PROGRAM_TRAINING)
     fail("program metadata: unknown program kind " + std::to_string(p.kind));
   if (p.arena_bytes < 0)
@@ -111,6 +149,16 @@ void cleave::rt::trainer::checkProgram() {
   checkTensors("parameter", p.params, p.num_params, p.arena_bytes);
   checkTensors("input", p.inputs, p.num_inputs, p.arena_bytes);
   checkTensors("output", p.outputs, p.num_outputs, p.arena_bytes);
+  checkRoles(p);
+}
+
+const cleave_named_tensor *
+cleave::rt::trainer::findParam(cleave_param_role role) {
+  const cleave_program_info &p = cleave_program;
+  for (int64_t i = 0; i < p.num_params; ++i)
+    if (p.params[i].role == role)
+      return &p.params[i];
+  return nullptr;
 }
 
 Arena::Arena(int64_t bytes) {

@@ -53,9 +53,15 @@ std::string shapeString(const std::vector<int64_t> &shape);
 std::string describe(const cleave_tensor &t);
 
 /// Checks the ABI version first (the rest of the struct is only meaningful
-/// when it matches), then the kind, the counts and that every tensor is well
-/// formed and inside the arena.
+/// when it matches), then the kind, the counts, that every tensor is well
+/// formed and inside the arena, and the parameters' roles: the model's
+/// parameters first, known roles, one step counter in a training program
+/// and at most one loss scale and growth tracker, each of its fixed type.
 void checkProgram();
+
+/// The parameter of `role` (one of the roles a program has at most once:
+/// step counter, loss scale, growth tracker), or null.
+const cleave_named_tensor *findParam(cleave_param_role role);
 
 /// The program's arena, 64-byte aligned and zeroed, from the backend
 /// (cleave_rt.h): host memory on the CPU, device memory on CUDA. The main

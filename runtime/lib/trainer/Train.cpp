@@ -468,16 +468,18 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
 
   installSignalHandlers();
   const cleave_named_tensor &lossOut = p.outputs[0];
-  // Dynamic loss scaling: a step that lowered the scale was skipped.
-  const cleave_named_tensor *lossScale = nullptr;
-  for (int64_t i = p.num_model_params; i < p.num_params; ++i)
-    if (std::strcmp(p.params[i].name, "amp.loss_scale") == 0 &&
-        p.params[i].tensor.dtype == CLEAVE_F32)
-      lossScale = &p.params[i];
+  // Dynamic loss scaling, found by role (checkProgram made sure of one f32
+  // scale and one i64 step counter): a step after which the step counter
+  // has not moved was skipped (its gradients were not finite).
+  const cleave_named_tensor *lossScale = findParam(CLEAVE_PARAM_LOSS_SCALE);
+  const cleave_named_tensor *stepCounter =
+      findParam(CLEAVE_PARAM_STEP_COUNTER);
   float scale = 0;
-  int64_t skipped = 0;
-  if (lossScale)
+  int64_t skipped = 0, updates = 0;
+  if (lossScale) {
     arena.read(lossScale->tensor, &scale);
+    arena.read(stepCounter->tensor, &updates);
+  }
   std::optional<float> loss;
   int64_t done = first - 1, savedAt = -1;
   double totalMs = 0, windowMs = 0;
@@ -493,6 +495,7 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
   // step. The loss (and the loss scale) of each step are copied into
   // page-locked slots, two steps' worth, before the step's marker.
   struct Readback {
+    int64_t updates;
     float loss, scale;
   };
   HostBuffer readback(2 * sizeof(Readback));
@@ -518,10 +521,11 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
     done = step;
     bool skippedStep = false;
     if (lossScale) {
-      float next = slotOf(step)->scale;
-      skippedStep = next < scale;
+      int64_t next = slotOf(step)->updates;
+      skippedStep = next == updates;
       skipped += skippedStep;
-      scale = next;
+      updates = next;
+      scale = slotOf(step)->scale;
     }
     totalMs += ms;
     windowMs += ms;
@@ -562,8 +566,10 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
     staging->fill(*data, *schedule, step, arena);
     cleave_program_run(arena.base());
     arena.readAsync(lossOut.tensor, &slotOf(step)->loss);
-    if (lossScale)
+    if (lossScale) {
       arena.readAsync(lossScale->tensor, &slotOf(step)->scale);
+      arena.readAsync(stepCounter->tensor, &slotOf(step)->updates);
+    }
     int64_t marker = cleave_rt_marker_record();
     if (pending)
       finish();

@@ -35,8 +35,8 @@ const cleave_tensor kIdx = tensor(384, CLEAVE_I64, 2, 2, 3);
 const float kWInit[3] = {0.5f, -1.0f, 2.0f};
 
 const cleave_named_tensor kParams[] = {
-    {"w", kW, kWInit, nullptr, 0},
-    {"v", kV, nullptr, "fake_weights.bin", 8},
+    {"w", kW, kWInit, nullptr, 0, CLEAVE_PARAM_MODEL},
+    {"v", kV, nullptr, "fake_weights.bin", 8, CLEAVE_PARAM_MODEL},
 };
 const cleave_named_tensor kInputs[] = {
     {"a", kA, nullptr, nullptr, 0},

@@ -13,6 +13,13 @@
 //   1  the same with b of shape [1]: "another model" for --resume
 //   2  a bigram language model: idx [2, 4] i64, labels [2, 4] i64; logits
 //      are rows of table [8, 8]; mean cross-entropy; SGD(lr=0.5)
+//   3  variant 0 with a dynamic loss scaler whose state has names of its
+//      own ("counter", "scaler/scale" from 1024, "scaler/tracker"): a step
+//      whose gradients are not finite updates nothing and halves the scale,
+//      two finite steps in a row double it. The trainer finds the scaler by
+//      role; CLEAVE_FAKE_ROLE_DEFECT (read at start-up) spoils the roles
+//      for the metadata checks: unknown, model-in-state, state-in-model,
+//      two-counters, scale-as-tracker, no-counter.
 // When the environment names a file in CLEAVE_FAKE_TRACE, every run appends
 // the bytes of all inputs to it, so that tests see exactly what each step
 // read.
@@ -25,6 +32,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #ifndef CLEAVE_FAKE_TRAIN_VARIANT
 #define CLEAVE_FAKE_TRAIN_VARIANT 0
@@ -55,7 +63,7 @@ template <typename T> T *at(char *arena, const cleave_tensor &t) {
   return reinterpret_cast<T *>(arena + t.offset);
 }
 
-#if CLEAVE_FAKE_TRAIN_VARIANT == 0 || CLEAVE_FAKE_TRAIN_VARIANT == 1
+#if CLEAVE_FAKE_TRAIN_VARIANT != 2
 
 constexpr int kBatch = 4, kFeatures = 3;
 constexpr float kLr = 0.1f, kMomentum = 0.5f;
@@ -63,7 +71,7 @@ constexpr float kLr = 0.1f, kMomentum = 0.5f;
 const cleave_tensor kX = tensor(0, CLEAVE_F32, 2, kBatch, kFeatures);
 const cleave_tensor kTargets = tensor(64, CLEAVE_F32, 1, kBatch);
 const cleave_tensor kW = tensor(128, CLEAVE_F32, 1, kFeatures);
-#if CLEAVE_FAKE_TRAIN_VARIANT == 0
+#if CLEAVE_FAKE_TRAIN_VARIANT != 1
 const cleave_tensor kB = tensor(192, CLEAVE_F32, 0);
 const cleave_tensor kBMomentum = tensor(320, CLEAVE_F32, 0);
 #else
@@ -76,19 +84,63 @@ const cleave_tensor kLoss = tensor(448, CLEAVE_F32, 0);
 
 const float kWInit[kFeatures] = {0.1f, -0.2f, 0.3f};
 
+#if CLEAVE_FAKE_TRAIN_VARIANT != 3
 const cleave_named_tensor kParams[] = {
-    {"w", kW, kWInit, nullptr, 0},
-    {"b", kB, nullptr, nullptr, 0},
-    {"w.momentum", kWMomentum, nullptr, nullptr, 0},
-    {"b.momentum", kBMomentum, nullptr, nullptr, 0},
-    {"optimizer.step", kStep, nullptr, nullptr, 0},
+    {"w", kW, kWInit, nullptr, 0, CLEAVE_PARAM_MODEL},
+    {"b", kB, nullptr, nullptr, 0, CLEAVE_PARAM_MODEL},
+    {"w.momentum", kWMomentum, nullptr, nullptr, 0,
+     CLEAVE_PARAM_OPTIMIZER_STATE},
+    {"b.momentum", kBMomentum, nullptr, nullptr, 0,
+     CLEAVE_PARAM_OPTIMIZER_STATE},
+    {"optimizer.step", kStep, nullptr, nullptr, 0, CLEAVE_PARAM_STEP_COUNTER},
 };
+#else
+const cleave_tensor kScale = tensor(512, CLEAVE_F32, 0);
+const cleave_tensor kTracker = tensor(576, CLEAVE_I64, 0);
+const float kScaleInit = 1024.0f;
+
+// Not const: spoilRoles() edits the roles before main.
+cleave_named_tensor kParams[] = {
+    {"w", kW, kWInit, nullptr, 0, CLEAVE_PARAM_MODEL},
+    {"b", kB, nullptr, nullptr, 0, CLEAVE_PARAM_MODEL},
+    {"w.momentum", kWMomentum, nullptr, nullptr, 0,
+     CLEAVE_PARAM_OPTIMIZER_STATE},
+    {"b.momentum", kBMomentum, nullptr, nullptr, 0,
+     CLEAVE_PARAM_OPTIMIZER_STATE},
+    {"counter", kStep, nullptr, nullptr, 0, CLEAVE_PARAM_STEP_COUNTER},
+    {"scaler/scale", kScale, &kScaleInit, nullptr, 0, CLEAVE_PARAM_LOSS_SCALE},
+    {"scaler/tracker", kTracker, nullptr, nullptr, 0,
+     CLEAVE_PARAM_GROWTH_TRACKER},
+};
+
+/// Applies $CLEAVE_FAKE_ROLE_DEFECT to the roles.
+[[maybe_unused]] const bool kSpoiled = [] {
+  const char *defect = std::getenv("CLEAVE_FAKE_ROLE_DEFECT");
+  if (!defect)
+    return false;
+  std::string d = defect;
+  if (d == "unknown")
+    kParams[4].role = 7;
+  else if (d == "model-in-state")
+    kParams[2].role = CLEAVE_PARAM_MODEL;
+  else if (d == "state-in-model")
+    kParams[1].role = CLEAVE_PARAM_OPTIMIZER_STATE;
+  else if (d == "two-counters")
+    kParams[6].role = CLEAVE_PARAM_STEP_COUNTER;
+  else if (d == "scale-as-tracker") {
+    kParams[5].role = CLEAVE_PARAM_GROWTH_TRACKER;
+    kParams[6].role = CLEAVE_PARAM_LOSS_SCALE;
+  } else if (d == "no-counter")
+    kParams[4].role = CLEAVE_PARAM_OPTIMIZER_STATE;
+  return true;
+}();
+#endif
 const cleave_named_tensor kInputs[] = {
-    {"x", kX, nullptr, nullptr, 0},
-    {"targets", kTargets, nullptr, nullptr, 0},
+    {"x", kX, nullptr, nullptr, 0, 0},
+    {"targets", kTargets, nullptr, nullptr, 0, 0},
 };
 const cleave_named_tensor kOutputs[] = {
-    {"loss", kLoss, nullptr, nullptr, 0},
+    {"loss", kLoss, nullptr, nullptr, 0, 0},
 };
 const int64_t kInputBytes[] = {kBatch * kFeatures * 4, kBatch * 4};
 
@@ -104,15 +156,15 @@ const cleave_tensor kStep = tensor(384, CLEAVE_I64, 0);
 const cleave_tensor kLoss = tensor(448, CLEAVE_F32, 0);
 
 const cleave_named_tensor kParams[] = {
-    {"table", kTable, nullptr, nullptr, 0},
-    {"optimizer.step", kStep, nullptr, nullptr, 0},
+    {"table", kTable, nullptr, nullptr, 0, CLEAVE_PARAM_MODEL},
+    {"optimizer.step", kStep, nullptr, nullptr, 0, CLEAVE_PARAM_STEP_COUNTER},
 };
 const cleave_named_tensor kInputs[] = {
-    {"idx", kIdx, nullptr, nullptr, 0},
-    {"labels", kLabels, nullptr, nullptr, 0},
+    {"idx", kIdx, nullptr, nullptr, 0, 0},
+    {"labels", kLabels, nullptr, nullptr, 0, 0},
 };
 const cleave_named_tensor kOutputs[] = {
-    {"loss", kLoss, nullptr, nullptr, 0},
+    {"loss", kLoss, nullptr, nullptr, 0, 0},
 };
 const int64_t kInputBytes[] = {kBatch * kSeq * 8, kBatch *kSeq * 8};
 
@@ -125,7 +177,7 @@ extern "C" {
 const cleave_program_info cleave_program = {
     CLEAVE_RT_ABI_VERSION,
     CLEAVE_PROGRAM_TRAINING,
-    /*arena_bytes=*/512,
+    /*arena_bytes=*/CLEAVE_FAKE_TRAIN_VARIANT == 3 ? 640 : 512,
     /*num_params=*/sizeof(kParams) / sizeof(kParams[0]),
     /*num_model_params=*/CLEAVE_FAKE_TRAIN_VARIANT == 2 ? 1 : 2,
     kParams,
@@ -147,8 +199,10 @@ const cleave_program_info cleave_program = {
 void cleave_program_run(char *arena) {
   trace(arena, kInputs, 2, kInputBytes);
   int64_t &step = *at<int64_t>(arena, kStep);
+#if CLEAVE_FAKE_TRAIN_VARIANT != 3
   ++step;
-#if CLEAVE_FAKE_TRAIN_VARIANT == 0 || CLEAVE_FAKE_TRAIN_VARIANT == 1
+#endif
+#if CLEAVE_FAKE_TRAIN_VARIANT != 2
   const float *x = at<float>(arena, kX);
   const float *t = at<float>(arena, kTargets);
   float *w = at<float>(arena, kW), *b = at<float>(arena, kB);
@@ -163,15 +217,31 @@ void cleave_program_run(char *arena) {
     dpred[i] = 2 * r / kBatch;
   }
   *at<float>(arena, kLoss) = loss / kBatch;
+  float gb = 0;
+  for (int i = 0; i < kBatch; ++i)
+    gb += dpred[i];
+#if CLEAVE_FAKE_TRAIN_VARIANT == 3
+  // The scaler: a non-finite step updates nothing and halves the scale; the
+  // second finite step in a row doubles it.
+  float &scale = *at<float>(arena, kScale);
+  int64_t &tracker = *at<int64_t>(arena, kTracker);
+  if (!std::isfinite(gb)) {
+    scale *= 0.5f;
+    tracker = 0;
+    return;
+  }
+  if (++tracker == 2) {
+    scale *= 2.0f;
+    tracker = 0;
+  }
+  ++step;
+#endif
   // torch.optim.SGD with momentum: buf = g on the first step, then
   // buf = momentum * buf + g; p -= lr * buf.
   auto update = [&](float &p, float &buf, float g) {
     buf = step == 1 ? g : kMomentum * buf + g;
     p -= kLr * buf;
   };
-  float gb = 0;
-  for (int i = 0; i < kBatch; ++i)
-    gb += dpred[i];
   for (int j = 0; j < kFeatures; ++j) {
     float g = 0;
     for (int i = 0; i < kBatch; ++i)

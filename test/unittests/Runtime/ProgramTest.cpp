@@ -116,8 +116,10 @@ TEST_F(RuntimeProgram, UserErrors) {
 
 TEST_F(RuntimeProgram, AbiVersion) {
   EXPECT_EQ(run("--help", CLEAVE_FAKE_PROGRAM_ABI1), 1);
-  EXPECT_ERR_HAS("error: the program was compiled for runtime ABI "
-                 "version 1 but this runtime implements 2");
+  EXPECT_ERR_HAS("error: the program was compiled for runtime ABI version 1 "
+                 "but this runtime implements " +
+                 std::to_string(CLEAVE_RT_ABI_VERSION) +
+                 ": compile it again with the cleave-compile of this runtime");
 }
 
 TEST_F(RuntimeProgram, WrongDtypeInput) {

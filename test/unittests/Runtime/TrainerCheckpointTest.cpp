@@ -32,6 +32,13 @@ TEST_F(Trainer, ResumeRepeatsAnUninterruptedRun) {
             0)
       << err;
   EXPECT_NE(slurp("half/meta.json").find("\"step\": 5,"), std::string::npos);
+  // meta.json names each parameter's role.
+  EXPECT_NE(slurp("half/meta.json")
+                .find("{\"name\": \"optimizer.step\", \"dtype\": \"I64\", "
+                      "\"shape\": [], \"model\": false, \"role\": "
+                      "\"step_counter\"}"),
+            std::string::npos)
+      << slurp("half/meta.json");
   ASSERT_EQ(run(CLEAVE_FAKE_TRAIN, data + "--steps 10 --resume half --save "
                                           "half --log-json half.jsonl"),
             0)

@@ -366,4 +366,63 @@ TEST_F(Trainer, Int32LabelsAreConverted) {
   EXPECT_ERR_HAS("error: fake program: token 5 or label 9 out of range");
 }
 
+// Dynamic loss scaling as the trainer sees it: the scale and the step
+// counter are found by role (the scaler's state has names of its own), and
+// a step after which the step counter has not moved is reported skipped.
+// Samples 4..7 hold a NaN target, so steps 2 and 4 are not finite: the
+// scale halves; the first finite step after a skip keeps it.
+TEST_F(Trainer, LossScaleAndStepCounterByRole) {
+  writeRegressionData(8);
+  t[5] = std::nanf("");
+  writeNpyFile("t.npy", "<f4", {8}, t.data(), t.size() * 4);
+  ASSERT_EQ(run(CLEAVE_FAKE_TRAIN_SCALED, "--inputs x.npy --targets t.npy "
+                                          "--steps 4 --log-json log.jsonl"),
+            0)
+      << err;
+  std::vector<std::string> lines;
+  std::istringstream in(slurp("log.jsonl"));
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(line);
+  ASSERT_EQ(lines.size(), 4u) << slurp("log.jsonl");
+  const char *want[] = {R"("loss_scale": 1024, "skipped": false})",
+                        R"("loss_scale": 512, "skipped": true})",
+                        R"("loss_scale": 512, "skipped": false})",
+                        R"("loss_scale": 256, "skipped": true})"};
+  for (size_t i = 0; i < 4; ++i)
+    EXPECT_NE(lines[i].find(want[i]), std::string::npos) << lines[i];
+  EXPECT_NE(out.find("loss scaling: 2 of 4 steps skipped (non-finite "
+                     "gradients), scale now 256"),
+            std::string::npos)
+      << out;
+}
+
+// The roles the trainer relies on are checked before anything runs.
+TEST_F(Trainer, ParameterRoleErrors) {
+  struct Case {
+    const char *defect, *message;
+  } cases[] = {
+      {"unknown", "program metadata: parameter 'counter' has unknown role 7"},
+      {"model-in-state", "program metadata: parameter 'w.momentum' has role "
+                         "model but is after the 2 model parameters"},
+      {"state-in-model", "program metadata: parameter 'b' has role "
+                         "optimizer_state but is among the 2 model "
+                         "parameters"},
+      {"two-counters", "program metadata: parameters 'counter' and "
+                       "'scaler/tracker' both have role step_counter"},
+      {"scale-as-tracker", "program metadata: parameter 'scaler/scale' of "
+                           "role growth_tracker is f32 [], not an i64 scalar"},
+      {"no-counter", "program metadata: the training program has no "
+                     "parameter of role step_counter"},
+  };
+  for (const Case &c : cases) {
+    EXPECT_EQ(run(CLEAVE_FAKE_TRAIN_SCALED, "--help",
+                  std::string("CLEAVE_FAKE_ROLE_DEFECT=") + c.defect),
+              1)
+        << c.defect;
+    EXPECT_ERR_HAS(std::string("error: ") + c.message);
+  }
+  // Unspoiled, the same program is fine.
+  EXPECT_EQ(run(CLEAVE_FAKE_TRAIN_SCALED, "--help"), 0) << err;
+}
+
 } // namespace

@@ -383,6 +383,10 @@ typedef struct cleave_named_tensor {
   const void *init_data;
   const char *init_file;
   int64_t init_offset;
+  /* Parameters only: what the parameter holds (enum cleave_param_role),
+   * which is how the runtime finds the step counter and the loss scale;
+   * 0 for inputs and outputs. */
+  int32_t role;
 } cleave_named_tensor;
 
 /* The program kinds (enum cleave_program_kind): CLEAVE_PROGRAM_INFERENCE
@@ -396,9 +400,13 @@ typedef struct cleave_program_info {
   int32_t abi_version; /* CLEAVE_RT_ABI_VERSION */
   int32_t kind;        /* enum cleave_program_kind */
   int64_t arena_bytes;
-  /* params[0, num_model_params) are the model's own parameters, in the
-   * order of the source model; the rest are optimizer state ("<param>.m",
-   * "<param>.v", "<param>.momentum", "optimizer.step"). */
+  /* params[0, num_model_params) are the model's own parameters (role
+   * CLEAVE_PARAM_MODEL), in the order of the source model; the rest are the
+   * optimizer's state (every other role: "<param>.m", "<param>.v",
+   * "<param>.momentum", the step counter "optimizer.step", the loss
+   * scaler's "amp.loss_scale" and "amp.growth_tracker"). A training program
+   * has one step counter, and at most one loss scale and growth tracker,
+   * which need a step counter too. */
   int64_t num_params;
   int64_t num_model_params;
   const cleave_named_tensor *params;

@@ -28,8 +28,9 @@
 
 #include <stdint.h>
 
-/* The version of the layout of cleave_program_info and of every list below. */
-#define CLEAVE_RT_ABI_VERSION 2
+/* The version of the layout of cleave_program_info and of every list below.
+ * 3: each parameter carries its role (cleave_named_tensor.role). */
+#define CLEAVE_RT_ABI_VERSION 3
 
 /* The most dimensions a cleave_tensor describes. */
 #define CLEAVE_RT_MAX_RANK 8
