@@ -1,11 +1,14 @@
 //===- Report.cpp - text, JSON and plan-file output ---------------------===//
 //
-// A small JSON writer (objects keep insertion order; numbers print with six
-// significant digits) and the three outputs of the planner.
+// The three outputs of the planner: the text report, the `--json` object and
+// the plan file (both JSON, written with llvm/Support/JSON.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "cleave/Planner/Report.h"
+
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
 #include <cstdio>
@@ -59,165 +62,88 @@ std::string secs(double s) {
   return buf;
 }
 
-/// Writes JSON with one member per line, or on one line for `compact`
-/// containers.
-class JsonWriter {
-public:
-  void beginObject(bool compact = false) { open('{', compact); }
-  void endObject() { close('}'); }
-  void beginArray(bool compact = false) { open('[', compact); }
-  void endArray() { close(']'); }
+// JSON goes through llvm::json::OStream, which quotes, escapes and checks
+// that the document is well formed. Members are streamed rather than put in
+// an llvm::json::Object, which would print them sorted: the schema's order
+// is part of the output. Numbers print with six significant digits
+// (llvm::json prints a double with 17), and small records in a list on one
+// line each.
 
-  void key(const std::string &k) {
-    separate();
-    string(k);
-    out += ": ";
-    afterKey = true;
+/// `d` with six significant digits; null when it is not finite.
+void number(llvm::json::OStream &j, double d) {
+  if (!std::isfinite(d)) {
+    j.value(nullptr);
+    return;
   }
-  void value(const std::string &s) {
-    separate();
-    string(s);
-  }
-  void value(const char *s) { value(std::string(s)); }
-  void value(bool b) {
-    separate();
-    out += b ? "true" : "false";
-  }
-  void value(int64_t i) {
-    separate();
-    out += std::to_string(i);
-  }
-  void value(int i) { value(int64_t(i)); }
-  void value(double d) {
-    separate();
-    if (!std::isfinite(d)) {
-      out += "null";
-      return;
-    }
-    char buf[64];
-    std::snprintf(buf, sizeof(buf), "%.6g", d);
-    out += buf;
-  }
-  template <typename T> void member(const std::string &k, T v) {
-    key(k);
-    value(v);
-  }
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.6g", d);
+  j.rawValue(buf);
+}
 
-  std::string str() const { return out + "\n"; }
+void number(llvm::json::OStream &j, llvm::StringRef key, double d) {
+  j.attributeBegin(key);
+  number(j, d);
+  j.attributeEnd();
+}
 
-private:
-  struct Level {
-    bool compact;
-    bool empty = true;
-  };
+/// Writes the value `fill` writes, on one line.
+void oneLine(llvm::json::OStream &j,
+             llvm::function_ref<void(llvm::json::OStream &)> fill) {
+  std::string line;
+  llvm::raw_string_ostream os(line);
+  llvm::json::OStream inner(os);
+  fill(inner);
+  j.rawValue(line);
+}
 
-  void open(char c, bool compact) {
-    separate();
-    out += c;
-    // A compact parent keeps its children compact.
-    bool inherit = !stack.empty() && stack.back().compact;
-    stack.push_back({compact || inherit});
-  }
-  void close(char c) {
-    Level level = stack.back();
-    stack.pop_back();
-    if (!level.compact && !level.empty)
-      newline();
-    out += c;
-  }
-  void separate() {
-    if (afterKey) {
-      afterKey = false;
-      return;
-    }
-    if (stack.empty())
-      return;
-    Level &level = stack.back();
-    if (!level.empty)
-      out += level.compact ? ", " : ",";
-    if (!level.compact)
-      newline();
-    level.empty = false;
-  }
-  void newline() {
-    out += '\n';
-    out.append(2 * stack.size(), ' ');
-  }
-  void string(const std::string &s) {
-    out += '"';
-    for (char c : s) {
-      switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-          out += buf;
-        } else {
-          out += c;
-        }
-      }
-    }
-    out += '"';
-  }
+/// The whole document `fill` writes, indented, with a final newline.
+std::string document(llvm::function_ref<void(llvm::json::OStream &)> fill) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  llvm::json::OStream j(os, /*IndentSize=*/2);
+  fill(j);
+  j.flush();
+  return text + "\n";
+}
 
-  std::string out;
-  std::vector<Level> stack;
-  bool afterKey = false;
-};
-
-void writeEstimate(JsonWriter &w, const Estimate &est) {
+void writeEstimate(llvm::json::OStream &j, const Estimate &est) {
   const Layout &l = est.layout;
-  w.beginObject();
-  w.key("layout");
-  w.beginObject();
-  w.member("dp", l.dp);
-  w.member("tp", l.tp);
-  w.member("pp", l.pp);
-  w.member("cp", l.cp);
-  w.member("ep", l.ep);
-  w.member("zero", l.zero);
-  w.member("microbatches", l.microbatches);
-  w.member("schedule", scheduleName(l.schedule));
-  w.member("recompute", recomputeName(l.recompute));
-  w.endObject();
-
   const MemoryEstimate &m = est.memory;
-  w.key("memory_gb");
-  w.beginObject();
-  w.member("params", m.params / 1e9);
-  w.member("grads", m.grads / 1e9);
-  w.member("optimizer", m.optimizer / 1e9);
-  w.member("activations", m.activations / 1e9);
-  w.member("total", m.total() / 1e9);
-  w.endObject();
-
   const CommEstimate &c = est.comm;
   LinkBytes all = c.total();
-  w.key("comm_gb");
-  w.beginObject();
-  w.member("intra_node", all.intra / 1e9);
-  w.member("inter_node", all.inter / 1e9);
-  w.member("tp", c.tp.total() / 1e9);
-  w.member("cp", c.cp.total() / 1e9);
-  w.member("ep", c.ep.total() / 1e9);
-  w.member("pp", c.pp.total() / 1e9);
-  w.member("dp", c.dp.total() / 1e9);
-  w.endObject();
-
-  w.member("bubble", est.bubble);
-  w.member("step_time_s", est.stepTime);
-  w.member("tflops_per_gpu", est.tflopsPerGpu);
-  w.member("mfu", est.mfu);
-  w.endObject();
+  j.object([&] {
+    j.attributeObject("layout", [&] {
+      j.attribute("dp", l.dp);
+      j.attribute("tp", l.tp);
+      j.attribute("pp", l.pp);
+      j.attribute("cp", l.cp);
+      j.attribute("ep", l.ep);
+      j.attribute("zero", l.zero);
+      j.attribute("microbatches", l.microbatches);
+      j.attribute("schedule", scheduleName(l.schedule));
+      j.attribute("recompute", recomputeName(l.recompute));
+    });
+    j.attributeObject("memory_gb", [&] {
+      number(j, "params", m.params / 1e9);
+      number(j, "grads", m.grads / 1e9);
+      number(j, "optimizer", m.optimizer / 1e9);
+      number(j, "activations", m.activations / 1e9);
+      number(j, "total", m.total() / 1e9);
+    });
+    j.attributeObject("comm_gb", [&] {
+      number(j, "intra_node", all.intra / 1e9);
+      number(j, "inter_node", all.inter / 1e9);
+      number(j, "tp", c.tp.total() / 1e9);
+      number(j, "cp", c.cp.total() / 1e9);
+      number(j, "ep", c.ep.total() / 1e9);
+      number(j, "pp", c.pp.total() / 1e9);
+      number(j, "dp", c.dp.total() / 1e9);
+    });
+    number(j, "bubble", est.bubble);
+    number(j, "step_time_s", est.stepTime);
+    number(j, "tflops_per_gpu", est.tflopsPerGpu);
+    number(j, "mfu", est.mfu);
+  });
 }
 
 } // namespace
@@ -343,116 +269,112 @@ std::string formatEstimate(const Estimate &e, const ClusterSpec &c) {
 }
 
 std::string estimateToJson(const Estimate &est) {
-  JsonWriter w;
-  writeEstimate(w, est);
-  return w.str();
+  return document([&](llvm::json::OStream &j) { writeEstimate(j, est); });
 }
 
 std::string planFileJson(const ModelSpec &m, const TrainingConfig &t,
                          const ClusterSpec &c, const Estimate &est) {
   const Layout &l = est.layout;
-  JsonWriter w;
-  w.beginObject();
-  w.member("format", "cleave-plan");
-  w.member("version", kPlanFormatVersion);
+  return document([&](llvm::json::OStream &j) {
+    j.object([&] {
+      j.attribute("format", "cleave-plan");
+      j.attribute("version", kPlanFormatVersion);
 
-  w.key("model");
-  w.beginObject();
-  w.member("name", m.name);
-  w.member("arch", archName(m.arch));
-  w.member("layers", m.layers);
-  w.member("hidden", m.hidden);
-  w.member("heads", m.heads);
-  w.member("kv_heads", m.kvHeads ? m.kvHeads : m.heads);
-  w.member("ffn", m.ffn);
-  w.member("vocab", m.vocab);
-  w.member("seq", m.seq);
-  w.member("experts", m.experts);
-  w.member("top_k", m.topK);
-  w.member("params", m.params().total());
-  w.endObject();
+      j.attributeObject("model", [&] {
+        j.attribute("name", m.name);
+        j.attribute("arch", archName(m.arch));
+        j.attribute("layers", m.layers);
+        j.attribute("hidden", m.hidden);
+        j.attribute("heads", m.heads);
+        j.attribute("kv_heads", m.kvHeads ? m.kvHeads : m.heads);
+        j.attribute("ffn", m.ffn);
+        j.attribute("vocab", m.vocab);
+        j.attribute("seq", m.seq);
+        j.attribute("experts", m.experts);
+        j.attribute("top_k", m.topK);
+        j.attribute("params", m.params().total());
+      });
 
-  w.key("training");
-  w.beginObject();
-  w.member("global_batch", t.globalBatch);
-  w.member("micro_batch", est.microBatch);
-  w.member("precision", precisionName(t.precision));
-  w.member("master_weights", t.masterWeights);
-  w.member("f32_grads", t.f32Grads);
-  w.member("optimizer", optimizerName(t.optimizer));
-  w.member("offload", t.offload);
-  w.member("sequence_parallel", t.sequenceParallel);
-  w.endObject();
+      j.attributeObject("training", [&] {
+        j.attribute("global_batch", t.globalBatch);
+        j.attribute("micro_batch", est.microBatch);
+        j.attribute("precision", precisionName(t.precision));
+        j.attribute("master_weights", t.masterWeights);
+        j.attribute("f32_grads", t.f32Grads);
+        j.attribute("optimizer", optimizerName(t.optimizer));
+        j.attribute("offload", t.offload);
+        j.attribute("sequence_parallel", t.sequenceParallel);
+      });
 
-  w.key("cluster");
-  w.beginObject();
-  w.member("name", c.name);
-  w.member("gpus", c.gpus);
-  w.member("gpus_per_node", c.gpusPerNode);
-  w.member("gpu_mem_gb", c.memGB);
-  w.member("gpu_tflops", c.tflops);
-  w.member("intra_bw_gbs", c.intraBW);
-  w.member("inter_bw_gbs", c.interBW);
-  w.endObject();
+      j.attributeObject("cluster", [&] {
+        j.attribute("name", c.name);
+        j.attribute("gpus", c.gpus);
+        j.attribute("gpus_per_node", c.gpusPerNode);
+        number(j, "gpu_mem_gb", c.memGB);
+        number(j, "gpu_tflops", c.tflops);
+        number(j, "intra_bw_gbs", c.intraBW);
+        number(j, "inter_bw_gbs", c.interBW);
+      });
 
-  // Major to minor; the batch is split over dp and ep, experts over ep.
-  w.key("mesh");
-  w.beginArray();
-  const int64_t dpAxis = l.foldEp ? l.dp / l.ep : l.dp;
-  for (auto [axis, size] :
-       {std::pair{"pp", l.pp}, std::pair{"dp", dpAxis}, std::pair{"ep", l.ep},
-        std::pair{"cp", l.cp}, std::pair{"tp", l.tp}}) {
-    w.beginObject(/*compact=*/true);
-    w.member("axis", axis);
-    w.member("size", size);
-    w.endObject();
-  }
-  w.endArray();
+      // Major to minor; the batch is split over dp and ep, experts over ep.
+      const int64_t dpAxis = l.foldEp ? l.dp / l.ep : l.dp;
+      j.attributeArray("mesh", [&] {
+        for (auto [axis, size] :
+             {std::pair{"pp", l.pp}, std::pair{"dp", dpAxis},
+              std::pair{"ep", l.ep}, std::pair{"cp", l.cp},
+              std::pair{"tp", l.tp}})
+          oneLine(j, [&](llvm::json::OStream &row) {
+            row.object([&] {
+              row.attribute("axis", axis);
+              row.attribute("size", size);
+            });
+          });
+      });
 
-  w.key("layout");
-  w.beginObject();
-  w.member("dp", l.dp);
-  w.member("tp", l.tp);
-  w.member("pp", l.pp);
-  w.member("cp", l.cp);
-  w.member("ep", l.ep);
-  w.member("fold_ep", l.foldEp);
-  w.member("zero", l.zero);
-  w.member("microbatches", l.microbatches);
-  w.member("schedule", scheduleName(l.schedule));
-  w.member("virtual_stages", l.chunks());
-  w.member("recompute", recomputeName(l.recompute));
-  w.endObject();
+      j.attributeObject("layout", [&] {
+        j.attribute("dp", l.dp);
+        j.attribute("tp", l.tp);
+        j.attribute("pp", l.pp);
+        j.attribute("cp", l.cp);
+        j.attribute("ep", l.ep);
+        j.attribute("fold_ep", l.foldEp);
+        j.attribute("zero", l.zero);
+        j.attribute("microbatches", l.microbatches);
+        j.attribute("schedule", scheduleName(l.schedule));
+        j.attribute("virtual_stages", l.chunks());
+        j.attribute("recompute", recomputeName(l.recompute));
+      });
 
-  // Chunk k of p * v holds the k-th run of layers and runs on stage k mod p.
-  w.key("stages");
-  w.beginArray();
-  const int64_t v = l.chunks();
-  std::vector<int64_t> chunks = splitLayers(m.layers, l.pp * v);
-  std::vector<int64_t> starts(chunks.size() + 1, 0);
-  for (size_t k = 0; k < chunks.size(); ++k)
-    starts[k + 1] = starts[k] + chunks[k];
-  for (int64_t stage = 0; stage < l.pp; ++stage) {
-    w.beginObject(/*compact=*/true);
-    w.member("stage", stage);
-    w.key("layers");
-    w.beginArray();
-    for (int64_t j = 0; j < v; ++j) {
-      int64_t k = j * l.pp + stage;
-      w.beginArray();
-      w.value(starts[k]);
-      w.value(starts[k + 1]);
-      w.endArray();
-    }
-    w.endArray();
-    w.endObject();
-  }
-  w.endArray();
+      // Chunk k of p * v holds the k-th run of layers and runs on stage k
+      // mod p.
+      const int64_t v = l.chunks();
+      std::vector<int64_t> chunks = splitLayers(m.layers, l.pp * v);
+      std::vector<int64_t> starts(chunks.size() + 1, 0);
+      for (size_t k = 0; k < chunks.size(); ++k)
+        starts[k + 1] = starts[k] + chunks[k];
+      j.attributeArray("stages", [&] {
+        for (int64_t stage = 0; stage < l.pp; ++stage)
+          oneLine(j, [&](llvm::json::OStream &row) {
+            row.object([&] {
+              row.attribute("stage", stage);
+              row.attributeArray("layers", [&] {
+                for (int64_t i = 0; i < v; ++i) {
+                  int64_t k = i * l.pp + stage;
+                  row.array([&] {
+                    row.value(starts[k]);
+                    row.value(starts[k + 1]);
+                  });
+                }
+              });
+            });
+          });
+      });
 
-  w.key("estimate");
-  writeEstimate(w, est);
-  w.endObject();
-  return w.str();
+      j.attributeBegin("estimate");
+      writeEstimate(j, est);
+      j.attributeEnd();
+    });
+  });
 }
 
 } // namespace cleave::planner

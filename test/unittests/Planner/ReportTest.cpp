@@ -85,13 +85,13 @@ TEST(ReportTest, PlanFile) {
                                       "estimate"}));
   EXPECT_NE(plan.find("\"format\": \"cleave-plan\""), std::string::npos);
   EXPECT_NE(plan.find("\"version\": 1"), std::string::npos);
-  EXPECT_NE(plan.find("{\"axis\": \"pp\", \"size\": 4}"), std::string::npos);
-  EXPECT_NE(plan.find("{\"axis\": \"tp\", \"size\": 2}"), std::string::npos);
+  EXPECT_NE(plan.find("{\"axis\":\"pp\",\"size\":4}"), std::string::npos);
+  EXPECT_NE(plan.find("{\"axis\":\"tp\",\"size\":2}"), std::string::npos);
   // 32 layers in 8 chunks of 4: stage 0 runs chunks 0 and 4.
-  EXPECT_NE(plan.find("{\"stage\": 0, \"layers\": [[0, 4], [16, 20]]}"),
+  EXPECT_NE(plan.find("{\"stage\":0,\"layers\":[[0,4],[16,20]]}"),
             std::string::npos)
       << plan;
-  EXPECT_NE(plan.find("{\"stage\": 3, \"layers\": [[12, 16], [28, 32]]}"),
+  EXPECT_NE(plan.find("{\"stage\":3,\"layers\":[[12,16],[28,32]]}"),
             std::string::npos);
 }
 
