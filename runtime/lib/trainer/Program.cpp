@@ -118,11 +118,9 @@ void checkRoles(const cleave_program_info &p) {
            describe(param.tensor) + ", not an " + dtypeName(dtype) +
            " scalar");
   }
+  // The trainer tells a skipped step by its step counter.
   if (p.kind == CLEAVE_PROGRAM_TRAINING && !unique[CLEAVE_PARAM_STEP_COUNTER])
     fail("program metadata: the training program has no parameter of role "
-         "step_counter");
-  if (unique[CLEAVE_PARAM_LOSS_SCALE] && !unique[CLEAVE_PARAM_STEP_COUNTER])
-    fail("program metadata: a loss scale needs a parameter of role "
          "step_counter");
 }
 

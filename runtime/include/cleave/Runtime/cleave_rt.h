@@ -405,8 +405,7 @@ typedef struct cleave_program_info {
    * optimizer's state (every other role: "<param>.m", "<param>.v",
    * "<param>.momentum", the step counter "optimizer.step", the loss
    * scaler's "amp.loss_scale" and "amp.growth_tracker"). A training program
-   * has one step counter, and at most one loss scale and growth tracker,
-   * which need a step counter too. */
+   * has one step counter, and at most one loss scale and growth tracker. */
   int64_t num_params;
   int64_t num_model_params;
   const cleave_named_tensor *params;
