@@ -133,6 +133,6 @@ TEST_F(ShardingTest, RepeatedAxisIsRejectedWhenBuilt) {
       builder.getArrayAttr({builder.getI64IntegerAttr(1)}),
       ReductionKind::Sum);
   EXPECT_FALSE(notStrings);
-  EXPECT_EQ(message, "sharding axes must be strings, got 1 : i64");
+  EXPECT_EQ(message, "sharding axes must be strings or sub-axes, got 1 : i64");
 }
 } // namespace
