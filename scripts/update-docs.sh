@@ -33,15 +33,28 @@ done
 generated=$build_dir/docs/reference
 checked_in=docs/reference
 
+# Runs a command quietly, printing its output only when it fails.
+quiet() {
+  local log
+  log=$(mktemp)
+  if ! "$@" >"$log" 2>&1; then
+    cat "$log" >&2
+    rm -f "$log"
+    echo "error: '$*' failed" >&2
+    exit 1
+  fi
+  rm -f "$log"
+}
+
 if [ $check -eq 0 ]; then
   if [ ! -f "$build_dir/CMakeCache.txt" ]; then
     export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
-    cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+    quiet cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release
   fi
   # Removing the copies makes the build produce exactly the pages of the
   # current rules, so a page whose rule was removed does not linger.
   rm -f "$generated"/*.md
-  cmake --build "$build_dir" --target mlir-doc >/dev/null
+  quiet cmake --build "$build_dir" --target mlir-doc
 fi
 
 shopt -s nullglob
