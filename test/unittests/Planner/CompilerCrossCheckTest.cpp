@@ -294,7 +294,7 @@ INSTANTIATE_TEST_SUITE_P(Examples, CompilerCrossCheck,
                          ::testing::Values("mlp", "gpt", "llama", "moe"));
 
 // The planner's parameter count of each example is the one its README
-// documents.
+// (examples/<name>/README.md) documents.
 TEST(ExampleModels, ParameterCountsAndShapes) {
   struct Expected {
     const char *name;
