@@ -2,7 +2,7 @@
 // microbatch (forward and backward) and its layer, from the `blocks.N` of
 // the parameters it reads or of its ONNX node path (a NameLoc), inherited
 // by the ops after a layer; gradients take their forward op's layer and
-// the optimizer's updates their parameter's.
+// the optimizer's updates their parameter's (its name's, else its reads').
 // RUN: cleave-opt %s --cleave-autodiff="optimizer=sgd accumulate=2" | FileCheck %s --enable-var-scope
 
 // Forward of microbatch 0: the embedding before the first layer has no
@@ -25,7 +25,8 @@
 // CHECK: graph.sgd {{.*}}{graph.phase = #graph<phase optimizer>, lr
 // CHECK: graph.sgd {{.*}}{graph.layer = 0 : i64, graph.phase = #graph<phase optimizer>, lr
 // CHECK: graph.assign @blocks.0.w, {{.*}}{graph.layer = 0 : i64, graph.phase = #graph<phase optimizer>}
-// CHECK: graph.sgd {{.*}}{graph.phase = #graph<phase optimizer>, lr
+// @w1 has no layer in its name; its read's node path names layer 1.
+// CHECK: graph.sgd {{.*}}{graph.layer = 1 : i64, graph.phase = #graph<phase optimizer>, lr
 // CHECK: graph.assign @head, {{.*}}{graph.phase = #graph<phase optimizer>}
 
 graph.param @emb : tensor<10x8xf32>

@@ -434,6 +434,17 @@ void AutodiffPass::runOnOperation() {
   b.setListener(&tagger);
   DenseMap<Operation *, std::optional<int64_t>> layers =
       forwardLayers(forward);
+  // A parameter's layer: its name's, else that of the forward's reads of it
+  // (named by their ONNX node path).
+  llvm::StringMap<std::optional<int64_t>> paramLayers;
+  for (auto [op, layer] : layers)
+    if (auto read = dyn_cast<ReadParamOp>(op)) {
+      std::optional<int64_t> &slot = paramLayers[read.getParam()];
+      if (std::optional<int64_t> named = layerInName(read.getParam()))
+        slot = named;
+      else if (layer && !slot)
+        slot = layer;
+    }
   Location loc = forward.getLoc();
   RankedTensorType targetType =
       loss == "mse" ? outType
@@ -595,7 +606,7 @@ void AutodiffPass::runOnOperation() {
     for (Operation *op : cloned)
       if (auto read = dyn_cast<ReadParamOp>(op))
         if (Value g = diff.gradOf(read.getResult())) {
-          tagger.layer = layerInName(read.getParam());
+          tagger.layer = paramLayers.lookup(read.getParam());
           Value &slot = paramGrads[read.getParam()];
           slot = slot ? AddOp::create(b, loc, g.getType(), slot, g).getResult()
                       : g;
@@ -713,7 +724,7 @@ void AutodiffPass::runOnOperation() {
 
     for (ParamOp param : updated) {
       StringRef name = param.getSymName();
-      tagger.layer = layerInName(name);
+      tagger.layer = paramLayers.lookup(name);
       auto type = cast<RankedTensorType>(param.getType());
       if (!type.getElementType().isF32()) {
         param.emitOpError("is ") << type

@@ -297,7 +297,8 @@ def AutodiffPass : Pass<"cleave-autodiff", "::mlir::ModuleOp"> {
     in the parameter it reads; an op with neither takes the highest layer
     of its operands (the final norm and the head go with the last layer,
     the embeddings have none); a gradient op takes the layer of the op it
-    differentiates, an update its parameter's.
+    differentiates, an update its parameter's (named, or read by ops of a
+    layer).
 
     `loss-scale=S` adds dynamic loss scaling: the backward pass starts from
     the loss gradient times the scale (the f32 state `amp.loss_scale`,
