@@ -10,18 +10,20 @@
 // IGNORE: graph.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} ignore_index -100
 
 // SGD with momentum, mse and two microbatches: the inputs hold two batches,
-// each sliced, run forward and backward with the gradient seeded 1/2; one
+// each a row of the [K, B, ...] inputs, run forward and backward with the gradient seeded 1/2; one
 // update per parameter uses the summed gradients and the new step count.
 // SGD: graph.param @optimizer.step frozen{{.*}} : tensor<i64> {cleave.optimizer_state}
 // SGD: graph.param @w.momentum frozen{{.*}} : tensor<3x5xf32> {cleave.optimizer_state}
 // SGD: graph.param @b.momentum frozen{{.*}} : tensor<5xf32> {cleave.optimizer_state}
 // SGD-LABEL: func.func @train_step
-// SGD-SAME: (%[[X:.*]]: tensor<8x3xf32>, %[[T:.*]]: tensor<8x5xf32> {onnx.name = "targets"}) -> (tensor<f32> {onnx.name = "loss"})
+// SGD-SAME: (%[[X:.*]]: tensor<2x4x3xf32>, %[[T:.*]]: tensor<2x4x5xf32> {onnx.name = "targets"}) -> (tensor<f32> {onnx.name = "loss"})
 // SGD-SAME: cleave.training_config = "{\22loss\22:\22mse\22,\22optimizer\22:\22sgd\22,\22lr\22:0.5,\22momentum\22:0.9,\22dampening\22:0,\22nesterov\22:false,\22weight_decay\22:0,\22grad_clip\22:0,\22accumulate\22:2}"
-// SGD: graph.slice %[[X]] start [0, 0] limit [4, 3]
+// Microbatch m is row m of the [2, 4, ...] inputs.
+// SGD: %[[X0:.*]] = graph.slice %[[X]] start [0, 0, 0] limit [1, 4, 3]
+// SGD: graph.reshape %[[X0]]{{.*}} : tensor<1x4x3xf32> -> tensor<4x3xf32>
 // SGD: %[[L0:.*]] = graph.mse
 // SGD: graph.constant {{.*}}dense<5.000000e-01>
-// SGD: graph.slice %[[X]] start [4, 0] limit [8, 3]
+// SGD: graph.slice %[[X]] start [1, 0, 0] limit [2, 4, 3]
 // SGD: %[[L1:.*]] = graph.mse
 // SGD: %[[SUM:.*]] = graph.add %[[L0]], %[[L1]]
 // SGD: %[[MEAN:.*]] = graph.mul %[[SUM]]

@@ -451,7 +451,10 @@ void AutodiffPass::runOnOperation() {
                     : RankedTensorType::get(outType.getShape().drop_back(),
                                             b.getI64Type());
 
-  // With K microbatches every input (and the target) holds K batches.
+  // With K microbatches every input (and the target) holds K batches along
+  // a new leading dimension, [K, B, ...]: the batch dimension stays its
+  // own, so data parallelism can shard it (a slice of a [K * B] dimension
+  // would keep it whole).
   const int64_t k = accumulate;
   auto stacked = [&](Type t) -> FailureOr<Type> {
     auto type = cast<RankedTensorType>(t);
@@ -459,8 +462,8 @@ void AutodiffPass::runOnOperation() {
       return t;
     if (type.getRank() == 0)
       return failure();
-    SmallVector<int64_t> shape(type.getShape());
-    shape[0] *= k;
+    SmallVector<int64_t> shape = {k};
+    llvm::append_range(shape, type.getShape());
     return Type(type.clone(shape));
   };
   SmallVector<Type> argTypes;
@@ -530,16 +533,20 @@ void AutodiffPass::runOnOperation() {
     for (auto [i, arg] : llvm::enumerate(entry->getArguments())) {
       Value v = arg;
       if (k > 1) {
+        // Microbatch m: row m of the [K, B, ...] input, as [B, ...].
         auto full = typeOf(arg);
         auto micro = cast<RankedTensorType>(
             i < forward.getNumArguments() ? fnType.getInput(i) : targetType);
         SmallVector<int64_t> start(full.getRank(), 0);
         SmallVector<int64_t> limit(full.getShape());
-        start[0] = m * micro.getDimSize(0);
-        limit[0] = start[0] + micro.getDimSize(0);
-        v = SliceOp::create(b, loc, micro, arg, b.getDenseI64ArrayAttr(start),
-                            b.getDenseI64ArrayAttr(limit),
-                            DenseI64ArrayAttr());
+        start[0] = m;
+        limit[0] = m + 1;
+        SmallVector<int64_t> row(full.getShape());
+        row[0] = 1;
+        Value slice = SliceOp::create(
+            b, loc, full.clone(row), arg, b.getDenseI64ArrayAttr(start),
+            b.getDenseI64ArrayAttr(limit), DenseI64ArrayAttr());
+        v = ReshapeOp::create(b, loc, micro, slice);
       }
       if (i < forward.getNumArguments())
         map.map(forward.getArgument(i), v);

@@ -285,9 +285,9 @@ def AutodiffPass : Pass<"cleave-autodiff", "::mlir::ModuleOp"> {
     parameters `<param>.momentum`, `<param>.m`, `<param>.v` and the step
     counter `optimizer.step`, following torch.optim's formulas.
     `grad-clip` scales all gradients by min(1, clip / (norm + 1e-6)), the
-    global 2-norm, as torch.nn.utils.clip_grad_norm_. `accumulate=K` makes
-    the inputs K times the model's batch and runs forward and backward on K
-    consecutive microbatches, averaging their losses and gradients before
+    global 2-norm, as torch.nn.utils.clip_grad_norm_. `accumulate=K` gives
+    every input (and the target) a leading dimension of K microbatches,
+    `[K, B, ...]`, and runs forward and backward on each in turn, averaging their losses and gradients before
     one update (only one microbatch's activations are live at a time).
 
     Every op of the step is annotated for the passes that split it:
