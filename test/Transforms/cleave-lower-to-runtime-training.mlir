@@ -5,6 +5,16 @@
 // RUN: cleave-opt %s --cleave-autodiff="optimizer=sgd momentum=0.9 lr=0.1" --cleave-plan-memory=entry=train_step --cleave-lower-to-runtime=entry=train_step | FileCheck %s %rt-abi
 // RUN: cleave-opt %s --cleave-autodiff="optimizer=sgd momentum=0.9 lr=0.1" --cleave-plan-memory=entry=train_step --cleave-lower-to-runtime=entry=train_step | FileCheck %s --check-prefix=CONFIG
 // RUN: cleave-opt %s --cleave-autodiff="optimizer=sgd momentum=0.9 lr=0.1" --cleave-plan-memory=entry=train_step --cleave-lower-to-runtime=entry=train_step | FileCheck %s %rt-abi --check-prefix=ROLES
+// RUN: cleave-opt %s --cleave-autodiff="optimizer=sgd lr=0.1 ignore-index=-100" --cleave-plan-memory=entry=train_step --cleave-lower-to-runtime=entry=train_step | FileCheck %s %rt-abi --check-prefix=REDUCE
+
+// The loss is a sum over an explicit count: the cross-entropy's arguments
+// end with has_ignore, ignore_index and the reduction CLEAVE_SUM.
+// REDUCE: llvm.mlir.constant(-100 : i64)
+// REDUCE-NEXT: %[[SUM:.*]] = llvm.mlir.constant([[#CLEAVE_SUM]] : i32)
+// REDUCE-NEXT: llvm.call @cleave_rt_cross_entropy({{.*}}, %[[SUM]])
+// REDUCE: llvm.mlir.constant(-100 : i64)
+// REDUCE-NEXT: %[[GSUM:.*]] = llvm.mlir.constant([[#CLEAVE_SUM]] : i32)
+// REDUCE-NEXT: llvm.call @cleave_rt_cross_entropy_grad({{.*}}, %[[GSUM]])
 
 // CHECK-LABEL: llvm.func @cleave_program_run
 // CHECK: llvm.call @cleave_rt_matmul
@@ -14,11 +24,16 @@
 // CHECK: %[[GELU:.*]] = llvm.mlir.constant([[#CLEAVE_GELU_ERF]] : i32)
 // CHECK: llvm.call @cleave_rt_unary_grad(%{{.*}}, %[[GELU]]
 // CHECK: llvm.call @cleave_rt_copy(
+// The update runs in the parameter's and the buffer's own storage: no copy
+// before it, and its assignments copy nothing.
+// CHECK-NOT: llvm.call @cleave_rt_copy(
 // The update: param, grad, momentum buffer, step, no scale, lr, momentum,
 // dampening, weight decay, nesterov.
 // CHECK: %[[LR:.*]] = llvm.mlir.constant(1.000000e-01 : f64)
 // CHECK: %[[MOM:.*]] = llvm.mlir.constant(9.000000e-01 : f64)
 // CHECK: llvm.call @cleave_rt_sgd(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[LR]], %[[MOM]]
+// CHECK-NOT: llvm.call @cleave_rt_copy(
+// CHECK: llvm.return
 // CHECK-LABEL: llvm.mlir.global external constant @cleave_program()
 // CHECK: %[[KIND:.*]] = llvm.mlir.constant([[#CLEAVE_PROGRAM_TRAINING]] : i32)
 // CHECK: llvm.insertvalue %[[KIND]], %{{.*}}[1]

@@ -28,9 +28,29 @@ def Graph_Dialect : Dialect {
   }];
   let hasConstantMaterializer = 1;
   let useDefaultAttributePrinterParser = 1;
-  // The `cleave.*` metadata on graph IR (memory plan, parameter roles) is
-  // verified by the cleave dialect, which must be loaded for that.
-  let dependentDialects = ["::cleave::CleaveDialect"];
+  // Parameters carry #dist.sharding attributes; the `cleave.*` metadata on
+  // graph IR (memory plan, parameter roles) is verified by the cleave
+  // dialect, which must be loaded for that.
+  let dependentDialects = ["::cleave::dist::DistDialect",
+                           "::cleave::CleaveDialect"];
+  // The training-step annotations (graph.phase, graph.microbatch,
+  // graph.layer) are verified.
+  let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// On ops of a training step: `#graph<phase forward|backward|optimizer>`.
+    static constexpr ::llvm::StringLiteral getPhaseAttrName() {
+      return ::llvm::StringLiteral("graph.phase");
+    }
+    /// On ops of a training step: the 0-based microbatch (accumulation).
+    static constexpr ::llvm::StringLiteral getMicrobatchAttrName() {
+      return ::llvm::StringLiteral("graph.microbatch");
+    }
+    /// On ops of a training step: the model layer (`blocks.N`) they belong
+    /// to, for pipeline stages and recomputation; absent outside layers.
+    static constexpr ::llvm::StringLiteral getLayerAttrName() {
+      return ::llvm::StringLiteral("graph.layer");
+    }
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -50,6 +70,10 @@ def Graph_ExternalWeightsAttr : AttrDef<Graph_Dialect, "ExternalWeights"> {
                         "int64_t":$offset, "int64_t":$size);
   let assemblyFormat = "`<` $path `,` `offset` `=` $offset `,` `size` `=` $size `>`";
   let genVerifyDecl = 1;
+}
+
+def Graph_PhaseAttr : EnumAttr<Graph_Dialect, Graph_Phase, "phase"> {
+  let summary = "forward, backward or optimizer";
 }
 
 //===----------------------------------------------------------------------===//
