@@ -66,6 +66,44 @@ def RaisePass : Pass<"cleave-raise"> {
   let dependentDialects = ["::cleave::graph::GraphDialect"];
 }
 
+def SplitProjectionsPass : Pass<"cleave-split-projections",
+                                "::mlir::ModuleOp"> {
+  let summary = "Computes a fused, split projection as one projection per part";
+  let description = [{
+    Attention's query, key and value projections often arrive as one linear
+    layer whose output is split into equal parts (GPT-2's `c_attn`). The
+    split's sharding rule keeps the split dimension whole, so tensor
+    parallelism cannot shard the heads through it. This pass gives the
+    weight `[n * h, k]` a leading block dimension, `[n, h, k]` (and the bias
+    `[n * h]` the type `[n, h]`): the same elements in the same order, so
+    initial values, checkpoints' bytes and the ONNX export's data are
+    unchanged. Each part becomes the projection of its block, whose `h`
+    dimension shards like any linear layer's output. Only a parameter read
+    once, by the projection, is changed. Run before `-cleave-autodiff`; a
+    tensor-parallel strategy runs it, the single-device pipeline does not
+    (the fused GEMM is one kernel instead of three).
+
+    ```mlir
+    graph.param @qkv.weight : tensor<96x32xf32>
+    %w = graph.read_param @qkv.weight : tensor<96x32xf32>
+    %wt = graph.transpose %w perm [1, 0] : tensor<96x32xf32>
+    %y = graph.matmul %x, %wt : tensor<8x32xf32>, tensor<32x96xf32>
+    %q, %k, %v = graph.split %y dim 1 sizes [32, 32, 32] : tensor<8x96xf32>
+    ```
+    becomes
+    ```mlir
+    graph.param @qkv.weight : tensor<3x32x32xf32>
+    %w = graph.read_param @qkv.weight : tensor<3x32x32xf32>
+    %w0 = graph.slice %w start [0, 0, 0] limit [1, 32, 32] : tensor<3x32x32xf32> -> tensor<1x32x32xf32>
+    %q = ... graph.matmul %x, (transpose (reshape %w0)) ...
+    ```
+  }];
+  let statistics = [
+    Statistic<"numSplit", "num-split", "Fused projections split">
+  ];
+  let dependentDialects = ["::cleave::graph::GraphDialect"];
+}
+
 def FuseLinearPass : Pass<"cleave-fuse-linear"> {
   let summary = "Fuses matmul, bias and GELU (and their gradients) into one kernel";
   let description = [{
