@@ -91,8 +91,8 @@ std::optional<FusedProjection> match(SplitOp split, const ReadsOf &reads) {
     auto it = reads.find(read.getParam());
     return it != reads.end() && it->second.size() == 1;
   };
-  if (!onlyRead(p.weight) || (p.bias && (!onlyRead(p.bias) ||
-                                         !p.bias->hasOneUse())))
+  if (!onlyRead(p.weight) ||
+      (p.bias && (!onlyRead(p.bias) || !p.bias->hasOneUse())))
     return std::nullopt;
   return p;
 }
@@ -132,10 +132,9 @@ Value blockOf(OpBuilder &b, Location loc, Value blocks, int64_t i) {
   limit[0] = i + 1;
   SmallVector<int64_t> one(type.getShape());
   one[0] = 1;
-  Value slice = SliceOp::create(b, loc, type.clone(one), blocks,
-                                b.getDenseI64ArrayAttr(start),
-                                b.getDenseI64ArrayAttr(limit),
-                                DenseI64ArrayAttr());
+  Value slice = SliceOp::create(
+      b, loc, type.clone(one), blocks, b.getDenseI64ArrayAttr(start),
+      b.getDenseI64ArrayAttr(limit), DenseI64ArrayAttr());
   return ReshapeOp::create(b, loc, type.clone(type.getShape().drop_front()),
                            slice);
 }
@@ -145,9 +144,8 @@ struct SplitProjectionsPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     ReadsOf reads;
-    module.walk([&](ReadParamOp read) {
-      reads[read.getParam()].push_back(read);
-    });
+    module.walk(
+        [&](ReadParamOp read) { reads[read.getParam()].push_back(read); });
     SmallVector<FusedProjection> found;
     module.walk([&](SplitOp split) {
       if (std::optional<FusedProjection> p = match(split, reads))
@@ -178,8 +176,8 @@ struct SplitProjectionsPass
 
     OpBuilder b(p.split);
     Location loc = p.split.getLoc();
-    Value weights = ReadParamOp::create(b, p.weight.getLoc(), weight3,
-                                        p.weight.getParam());
+    Value weights =
+        ReadParamOp::create(b, p.weight.getLoc(), weight3, p.weight.getParam());
     Value biases = biasParam ? ReadParamOp::create(b, p.bias.getLoc(), bias2,
                                                    p.bias.getParam())
                                    .getResult()
@@ -188,19 +186,19 @@ struct SplitProjectionsPass
     for (int64_t i = 0; i < p.parts; ++i) {
       Value wi = blockOf(b, p.weight.getLoc(), weights, i);
       RankedTensorType wt = typeOf(wi);
-      Value t = TransposeOp::create(
-          b, p.transpose.getLoc(), wt.clone({wt.getDimSize(1), wt.getDimSize(0)}),
-          wi, b.getDenseI64ArrayAttr({1, 0}));
+      Value t =
+          TransposeOp::create(b, p.transpose.getLoc(),
+                              wt.clone({wt.getDimSize(1), wt.getDimSize(0)}),
+                              wi, b.getDenseI64ArrayAttr({1, 0}));
       Value part = MatmulOp::create(b, p.matmul.getLoc(),
                                     typeOf(p.split.getResult(i)), x, t);
       if (biases) {
         Value bi = blockOf(b, p.bias.getLoc(), biases, i);
-        part = p.biasFirst ? AddOp::create(b, p.add.getLoc(), part.getType(),
-                                           bi, part)
-                                 .getResult()
-                           : AddOp::create(b, p.add.getLoc(), part.getType(),
-                                           part, bi)
-                                 .getResult();
+        part = p.biasFirst
+                   ? AddOp::create(b, p.add.getLoc(), part.getType(), bi, part)
+                         .getResult()
+                   : AddOp::create(b, p.add.getLoc(), part.getType(), part, bi)
+                         .getResult();
       }
       p.split.getResult(i).replaceAllUsesWith(part);
     }

@@ -122,8 +122,8 @@ bool isIdentityPermutation(ArrayRef<int64_t> perm) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult ParamOp::verify() {
-  if (dist::ShardingAttr sharding = getShardingAttr(); sharding &&
-                                                       sharding.isPartial())
+  if (dist::ShardingAttr sharding = getShardingAttr();
+      sharding && sharding.isPartial())
     return emitOpError("sharding of parameter @")
            << getSymName() << " must not be partial, got " << sharding;
   Attribute init = getInitialValueAttr();
