@@ -266,17 +266,20 @@ void buildPipeline(PassManager &pm) {
   pm.addPass(cleave::createRaisePass());
   if (precision != "fp32") {
     cleave::MixedPrecisionPassOptions options;
-    options.precision = precision == "bf16" ? "bf16" : "f16";
+    options.precision =
+        precision == "bf16" ? cleave::Precision::BF16 : cleave::Precision::F16;
     options.routerF32 = routerF32;
     options.keepF32.assign(keepF32.begin(), keepF32.end());
     pm.addPass(cleave::createMixedPrecisionPass(options));
   }
   if (train || !loss.empty()) {
     cleave::AutodiffPassOptions options;
-    options.loss = loss.empty() ? "cross-entropy" : loss.getValue();
+    options.loss =
+        loss == "mse" ? cleave::LossKind::Mse : cleave::LossKind::CrossEntropy;
     options.ignoreIndex = ignoreIndex;
     if (train) {
-      options.optimizer = optimizer.empty() ? "adamw" : optimizer.getValue();
+      options.optimizer = optimizer == "sgd" ? cleave::OptimizerKind::Sgd
+                                             : cleave::OptimizerKind::Adamw;
       options.lr = lr;
       options.momentum = momentum;
       options.dampening = dampening;
