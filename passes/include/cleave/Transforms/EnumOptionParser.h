@@ -17,6 +17,8 @@
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/CommandLine.h"
 
+#include <cassert>
+
 namespace cleave {
 
 /// llvm::cl::parser<T>'s mapping of spellings to values, with the error
@@ -77,7 +79,9 @@ public:
   }
 
   void removeLiteralOption(llvm::StringRef name) {
-    Values.erase(Values.begin() + findOption(name));
+    unsigned n = findOption(name);
+    assert(n != Values.size() && "no such value");
+    Values.erase(Values.begin() + n);
   }
 };
 
