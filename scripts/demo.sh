@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The main job: builds Cleave, compiles the gpt example (a 2-layer GPT-2
 # style decoder imported from ONNX) into a native training binary, and
-# trains it on the CPU on a small text corpus (this repository's README,
-# tokenized by characters), with the loss falling; then saves a checkpoint
-# and exports the trained weights back into the ONNX model. Finally it
-# checks the examples' forward pass against PyTorch.
+# trains it on the CPU on a small text corpus (this repository's README.md
+# and docs/*.md, tokenized by characters), with the loss falling; then
+# saves a checkpoint and exports the trained weights back into the ONNX
+# model. Finally it checks the examples' forward pass against PyTorch.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -13,8 +13,8 @@ work="${CLEAVE_DEMO_DIR:-build/demo}"
 mkdir -p "$work"
 root="$(pwd)"
 
-echo "== tokenizing README.md into $work/corpus.bin"
-/usr/bin/python3 examples/gpt/make_corpus.py README.md "$work/corpus.bin"
+echo "== tokenizing README.md and docs/*.md into $work/corpus.bin"
+/usr/bin/python3 examples/gpt/make_corpus.py README.md docs/*.md "$work/corpus.bin"
 
 echo "== compiling examples/gpt/model.onnx into a training binary (AdamW)"
 "$bin/cleave-compile" examples/gpt/model.onnx --train --optimizer adamw \

@@ -1,13 +1,14 @@
 #!/usr/bin/python3
-"""Turn a text file into a token file for the gpt example.
+"""Turn text files into a token file for the gpt example.
 
 A character-level tokenizer with the example's 64-token vocabulary: the
 lowercase letters, digits, space, newline and the common punctuation each
 get a token; upper case folds to lower case; every other character is token
-63. Tokens are written as little-endian uint16, the layout nanoGPT's
-train.bin uses and the training binary's --tokens reads.
+63. The files are read in the order given, one after the other. Tokens are
+written as little-endian uint16, the layout nanoGPT's train.bin uses and
+the training binary's --tokens reads.
 
-  make_corpus.py README.md corpus.bin
+  make_corpus.py README.md docs/*.md corpus.bin
 """
 
 import sys
@@ -26,12 +27,16 @@ def tokenize(text):
 
 
 def main():
-    if len(sys.argv) != 3:
-        sys.exit("usage: make_corpus.py TEXT_FILE OUT.bin")
-    with open(sys.argv[1], encoding="utf-8") as f:
-        tokens = tokenize(f.read())
-    tokens.tofile(sys.argv[2])
-    print(f"{sys.argv[2]}: {tokens.size} tokens")
+    if len(sys.argv) < 3:
+        sys.exit("usage: make_corpus.py TEXT_FILE... OUT.bin")
+    *texts, out = sys.argv[1:]
+    chunks = []
+    for path in texts:
+        with open(path, encoding="utf-8") as f:
+            chunks.append(f.read())
+    tokens = tokenize("".join(chunks))
+    tokens.tofile(out)
+    print(f"{out}: {tokens.size} tokens from {len(texts)} files")
 
 
 if __name__ == "__main__":

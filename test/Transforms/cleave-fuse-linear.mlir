@@ -301,3 +301,26 @@ func.func @gemm_bias_grad_not_fused(%dy: tensor<2x8x64xf32>, %a: tensor<16x64xf3
   %7 = graph.gemm %dy16, %x16 transpose_lhs : tensor<16x64xbf16>, tensor<16x32xbf16> -> tensor<64x32xf32>
   return %0, %1, %3, %4, %7, %6, %5 : tensor<1x8x64xf32>, tensor<1x1x64xf32>, tensor<16x32xf32>, tensor<64xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<64xbf16>
 }
+
+// -----
+
+// A partial product (a row-parallel matmul before its all_reduce, as a
+// partitioned program marks it) keeps its bias add: fused, every device
+// would add the bias. The same layer without the mark fuses.
+dist.mesh @mesh ["tp" = 2]
+// CHECK-LABEL: func.func @partial_product
+// CHECK: graph.matmul
+// CHECK: graph.add
+// CHECK-NOT: graph.linear
+// CHECK-LABEL: func.func @replicated_product
+// CHECK: graph.linear
+func.func @partial_product(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %b: tensor<16xf32>) -> tensor<4x16xf32> {
+  %0 = graph.matmul %x, %w {dist.sharding = #dist.sharding<@mesh, [{}, {}], partial sum {"tp"}>} : tensor<4x8xf32>, tensor<8x16xf32>
+  %1 = graph.add %0, %b : tensor<4x16xf32>, tensor<16xf32>
+  return %1 : tensor<4x16xf32>
+}
+func.func @replicated_product(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %b: tensor<16xf32>) -> tensor<4x16xf32> {
+  %0 = graph.matmul %x, %w : tensor<4x8xf32>, tensor<8x16xf32>
+  %1 = graph.add %0, %b : tensor<4x16xf32>, tensor<16xf32>
+  return %1 : tensor<4x16xf32>
+}

@@ -62,3 +62,40 @@ func.func @reuse(%x: tensor<4x4xf32>) -> tensor<1024xf32> {
   %3 = graph.reshape %2 : tensor<32x32xf32> -> tensor<1024xf32>
   return %3 : tensor<1024xf32>
 }
+
+// -----
+
+// An optimizer update whose results are only assigned back is computed in
+// the parameters' storage: its results get the offsets of @w (0) and @w.m
+// (64) and @w.v (128).
+// CHECK-LABEL: func.func @update_in_place
+// CHECK: graph.adamw {{.*}} {cleave.offsets = array<i64: 0, 64, 128>
+graph.param @w : tensor<4xf32>
+graph.param @w.m : tensor<4xf32>
+graph.param @w.v : tensor<4xf32>
+func.func @update_in_place(%g: tensor<4xf32>, %s: tensor<i64>) {
+  %p = graph.read_param @w : tensor<4xf32>
+  %m = graph.read_param @w.m : tensor<4xf32>
+  %v = graph.read_param @w.v : tensor<4xf32>
+  %p1, %m1, %v1 = graph.adamw %p, %g, %m, %v, %s {lr = 0.1 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<i64>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  graph.assign @w, %p1 : tensor<4xf32>
+  graph.assign @w.m, %m1 : tensor<4xf32>
+  graph.assign @w.v, %v1 : tensor<4xf32>
+  return
+}
+
+// -----
+
+// The old parameter is still used after the update (and returned), so the
+// new one gets its own buffer (after the persistent region: the parameter
+// at 0, the arguments at 64 and 128) and the assignment copies it.
+// CHECK-LABEL: func.func @update_copied
+// CHECK: graph.sgd {{.*}} {cleave.offsets = array<i64: 192>
+graph.param @w : tensor<4xf32>
+func.func @update_copied(%g: tensor<4xf32>, %s: tensor<i64>) -> tensor<4xf32> {
+  %p = graph.read_param @w : tensor<4xf32>
+  %p1 = graph.sgd %p, %g, %s {lr = 0.1 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<i64>) -> tensor<4xf32>
+  %d = graph.sub %p1, %p : tensor<4xf32>, tensor<4xf32>
+  graph.assign @w, %p1 : tensor<4xf32>
+  return %d : tensor<4xf32>
+}

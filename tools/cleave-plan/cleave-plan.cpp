@@ -173,7 +173,7 @@ cl::opt<std::string>
 cl::opt<bool> json("json", cl::desc("print the chosen layout as JSON"),
                    cl::cat(outputCat));
 cl::opt<std::string>
-    outFile("out", cl::desc("write the plan file (planner/README.md)"),
+    outFile("out", cl::desc("write the plan file (docs/planner.md)"),
             cl::value_desc("plan.json"), cl::cat(outputCat));
 cl::opt<unsigned> top("top", cl::desc("rows of the ranked table (5)"),
                       cl::init(5), cl::cat(outputCat));

@@ -78,6 +78,11 @@ LogicalResult ShardingRule::verifyAgainst(Operation *op) const {
     if (failed(verifyTensor(op, op->getResult(i).getType(), t, factors,
                             "result", i)))
       return failure();
+  for (const auto &group : linearGroups)
+    for (unsigned i : group)
+      if (i >= op->getNumOperands())
+        return op->emitOpError("sharding rule is linear in operand #")
+               << i << ", which the op does not have";
   return success();
 }
 
@@ -109,6 +114,18 @@ static void printTensors(llvm::raw_ostream &os,
   os << ")";
 }
 
+void ShardingRule::addLinearGroup(ArrayRef<unsigned> group) {
+  SmallVector<unsigned, 2> sorted(group.begin(), group.end());
+  llvm::sort(sorted);
+  linearGroups.push_back(std::move(sorted));
+}
+
+bool ShardingRule::isLinearIn(ArrayRef<unsigned> partialOperands) const {
+  return llvm::any_of(linearGroups, [&](const SmallVector<unsigned, 2> &g) {
+    return ArrayRef<unsigned>(g) == partialOperands;
+  });
+}
+
 std::string ShardingRule::str() const {
   std::string s;
   llvm::raw_string_ostream os(s);
@@ -127,6 +144,14 @@ std::string ShardingRule::str() const {
       os << " hook";
   });
   os << "}";
+  if (!linearGroups.empty()) {
+    os << " linear in ";
+    llvm::interleaveComma(linearGroups, os, [&](const auto &g) {
+      os << "(";
+      llvm::interleaveComma(g, os);
+      os << ")";
+    });
+  }
   return s;
 }
 

@@ -2,7 +2,8 @@
 //
 // Builds `@train_step` from `@forward`: the forward computation, a loss on
 // its first output, the reverse-mode backward pass and, when asked, the
-// optimizer update of every trainable parameter in place. The rules live
+// optimizer update of every trainable parameter (values that graph.assign
+// stores). The rules live
 // with the ops (GradientOpInterface, GraphGradients.cpp); this pass walks
 // the ops backwards, sums the gradients of values used several times (tied
 // weights, residuals) and only differentiates values that depend on a
@@ -55,10 +56,132 @@ Value sumAll(OpBuilder &b, Location loc, Value v) {
       .getResult();
 }
 
+/// The number of positions of `labels` a cross-entropy averages over, as
+/// an f32 scalar: all of them, or those not equal to `ignored`, at least 1
+/// (every position ignored gives a loss of 0, not 0 / 0).
+Value countPositions(OpBuilder &b, Location loc, Value labels,
+                     IntegerAttr ignored) {
+  Type f32 = b.getF32Type();
+  auto type = typeOf(labels);
+  if (!ignored)
+    return scalarConstant(b, loc, f32, double(type.getNumElements()));
+  Value ignore = ConstantOp::create(
+      b, loc, RankedTensorType::get({}, type.getElementType()),
+      DenseElementsAttr::get(
+          RankedTensorType::get({}, type.getElementType()),
+          b.getIntegerAttr(type.getElementType(), ignored.getInt())));
+  Value kept = CompareOp::create(
+      b, loc, type.clone(b.getI1Type()),
+      CompareDirectionAttr::get(b.getContext(), CompareDirection::NE), labels,
+      ignore);
+  Value count = sumAll(b, loc, CastOp::create(b, loc, type.clone(f32), kept));
+  return MaxOp::create(b, loc, RankedTensorType::get({}, f32), count,
+                       scalarConstant(b, loc, f32, 1.0));
+}
+
+/// The layer index a name speaks of: `blocks.3.attn.qkv.weight`,
+/// `/blocks.3/attn/MatMul`, `layers.3`, `h.3` (the PyTorch and ONNX
+/// spellings of a stack of layers).
+std::optional<int64_t> layerInName(StringRef name) {
+  static const char *kStacks[] = {"blocks", "layers", "layer", "block", "h"};
+  for (size_t pos = 0; pos < name.size(); ++pos) {
+    if (pos > 0 && !StringRef("/._").contains(name[pos - 1]))
+      continue;
+    for (StringRef stack : kStacks) {
+      StringRef rest = name.drop_front(pos);
+      if (!rest.consume_front(stack) || rest.empty() ||
+          !StringRef("._").contains(rest.front()))
+        continue;
+      rest = rest.drop_front();
+      size_t digits = rest.find_first_not_of("0123456789");
+      StringRef number = rest.take_front(digits);
+      rest = rest.drop_front(number.size());
+      int64_t n;
+      if (!number.empty() && !number.getAsInteger(10, n) &&
+          (rest.empty() || StringRef("/._").contains(rest.front())))
+        return n;
+    }
+  }
+  return std::nullopt;
+}
+
+/// The layer a location names (the ONNX node path of an imported op).
+std::optional<int64_t> layerInLoc(Location loc) {
+  std::optional<int64_t> found;
+  loc->walk([&](Location l) {
+    if (auto named = dyn_cast<NameLoc>(l))
+      if ((found = layerInName(named.getName().getValue())))
+        return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return found;
+}
+
+/// Tags every op the pass inserts into the training step with its phase,
+/// microbatch and layer (GraphDialect's training-step annotations), so that
+/// stage assignment and recomputation can find them.
+class StepTagger : public OpBuilder::Listener {
+public:
+  explicit StepTagger(MLIRContext *ctx) : ctx(ctx) {}
+
+  Phase phase = Phase::Forward;
+  std::optional<int64_t> microbatch;
+  std::optional<int64_t> layer;
+
+  void notifyOperationInserted(Operation *op,
+                               OpBuilder::InsertPoint) override {
+    if (!op->getParentOfType<func::FuncOp>() || isa<func::ReturnOp>(op))
+      return;
+    Builder b(ctx);
+    op->setAttr(GraphDialect::getPhaseAttrName(), PhaseAttr::get(ctx, phase));
+    auto set = [&](StringRef name, std::optional<int64_t> v) {
+      if (v)
+        op->setAttr(name, b.getI64IntegerAttr(*v));
+      else
+        op->removeAttr(name);
+    };
+    set(GraphDialect::getMicrobatchAttrName(), microbatch);
+    set(GraphDialect::getLayerAttrName(), layer);
+  }
+
+private:
+  MLIRContext *ctx;
+};
+
+/// The layer of an op: its own attribute once tagged.
+std::optional<int64_t> layerOf(Operation *op) {
+  if (auto attr =
+          op->getAttrOfType<IntegerAttr>(GraphDialect::getLayerAttrName()))
+    return attr.getInt();
+  return std::nullopt;
+}
+
+/// The layer of each forward op: the one its ONNX node path or the
+/// parameter it reads names, else the highest of its operands' (ops after
+/// the last layer, the final norm and the head, go with it; ops before the
+/// first, the embeddings, have none).
+DenseMap<Operation *, std::optional<int64_t>>
+forwardLayers(func::FuncOp forward) {
+  DenseMap<Operation *, std::optional<int64_t>> layers;
+  for (Operation &op : forward.getBody().front()) {
+    std::optional<int64_t> layer = layerInLoc(op.getLoc());
+    if (auto read = dyn_cast<ReadParamOp>(op); read && !layer)
+      layer = layerInName(read.getParam());
+    if (!layer)
+      for (Value operand : op.getOperands())
+        if (Operation *def = operand.getDefiningOp())
+          if (std::optional<int64_t> l = layers.lookup(def))
+            layer = layer ? std::max(*layer, *l) : *l;
+    layers[&op] = layer;
+  }
+  return layers;
+}
+
 /// The reverse pass over one clone of the forward ops.
 class Differentiator {
 public:
-  Differentiator(OpBuilder &b, int64_t &numRules) : b(b), numRules(numRules) {}
+  Differentiator(OpBuilder &b, StepTagger &tagger, int64_t &numRules)
+      : b(b), tagger(tagger), numRules(numRules) {}
 
   /// Values that depend on a trainable parameter, in forward order.
   void markActive(ArrayRef<Operation *> ops, const DenseSet<StringRef> &trained) {
@@ -100,6 +223,8 @@ public:
     auto rule = dyn_cast<GradientOpInterface>(op);
     if (!rule)
       return op->emitOpError("has no gradient rule");
+    // The gradient of a layer's op belongs to that layer.
+    tagger.layer = layerOf(op);
     SmallVector<Value> operandGrads(op->getNumOperands());
     if (failed(rule.buildGradients(b, resultGrads, operandGrads)))
       return failure();
@@ -120,6 +245,7 @@ public:
 
 private:
   OpBuilder &b;
+  StepTagger &tagger;
   int64_t &numRules;
   DenseSet<Value> active;
   DenseMap<Value, Value> grads;
@@ -299,6 +425,21 @@ void AutodiffPass::runOnOperation() {
     return signalPassFailure();
   }
   OpBuilder b(module.getContext());
+  StepTagger tagger(module.getContext());
+  b.setListener(&tagger);
+  DenseMap<Operation *, std::optional<int64_t>> layers =
+      forwardLayers(forward);
+  // A parameter's layer: its name's, else that of the forward's reads of it
+  // (named by their ONNX node path).
+  llvm::StringMap<std::optional<int64_t>> paramLayers;
+  for (auto [op, layer] : layers)
+    if (auto read = dyn_cast<ReadParamOp>(op)) {
+      std::optional<int64_t> &slot = paramLayers[read.getParam()];
+      if (std::optional<int64_t> named = layerInName(read.getParam()))
+        slot = named;
+      else if (layer && !slot)
+        slot = layer;
+    }
   Location loc = forward.getLoc();
   RankedTensorType targetType =
       loss == LossKind::Mse
@@ -306,7 +447,10 @@ void AutodiffPass::runOnOperation() {
           : RankedTensorType::get(outType.getShape().drop_back(),
                                   b.getI64Type());
 
-  // With K microbatches every input (and the target) holds K batches.
+  // With K microbatches every input (and the target) holds K batches along
+  // a new leading dimension, [K, B, ...]: the batch dimension stays its
+  // own, so data parallelism can shard it (a slice of a [K * B] dimension
+  // would keep it whole).
   const int64_t k = accumulate;
   auto stacked = [&](Type t) -> FailureOr<Type> {
     auto type = cast<RankedTensorType>(t);
@@ -314,8 +458,8 @@ void AutodiffPass::runOnOperation() {
       return t;
     if (type.getRank() == 0)
       return failure();
-    SmallVector<int64_t> shape(type.getShape());
-    shape[0] *= k;
+    SmallVector<int64_t> shape = {k};
+    llvm::append_range(shape, type.getShape());
     return Type(type.clone(shape));
   };
   SmallVector<Type> argTypes;
@@ -373,25 +517,33 @@ void AutodiffPass::runOnOperation() {
           << outType;
       return signalPassFailure();
     }
+    tagger.phase = Phase::Backward;
     lossScaleValue = ReadParamOp::create(b, loc, f32Scalar, "amp.loss_scale");
   }
   Value totalLoss;
   llvm::StringMap<Value> paramGrads;
   for (int64_t m = 0; m < k; ++m) {
+    tagger.phase = Phase::Forward;
+    tagger.microbatch = m;
+    tagger.layer = std::nullopt;
     IRMapping map;
     for (auto [i, arg] : llvm::enumerate(entry->getArguments())) {
       Value v = arg;
       if (k > 1) {
+        // Microbatch m: row m of the [K, B, ...] input, as [B, ...].
         auto full = typeOf(arg);
         auto micro = cast<RankedTensorType>(
             i < forward.getNumArguments() ? fnType.getInput(i) : targetType);
         SmallVector<int64_t> start(full.getRank(), 0);
         SmallVector<int64_t> limit(full.getShape());
-        start[0] = m * micro.getDimSize(0);
-        limit[0] = start[0] + micro.getDimSize(0);
-        v = SliceOp::create(b, loc, micro, arg, b.getDenseI64ArrayAttr(start),
-                            b.getDenseI64ArrayAttr(limit),
-                            DenseI64ArrayAttr());
+        start[0] = m;
+        limit[0] = m + 1;
+        SmallVector<int64_t> row(full.getShape());
+        row[0] = 1;
+        Value slice = SliceOp::create(
+            b, loc, full.clone(row), arg, b.getDenseI64ArrayAttr(start),
+            b.getDenseI64ArrayAttr(limit), DenseI64ArrayAttr());
+        v = ReshapeOp::create(b, loc, micro, slice);
       }
       if (i < forward.getNumArguments())
         map.map(forward.getArgument(i), v);
@@ -406,6 +558,7 @@ void AutodiffPass::runOnOperation() {
         output = map.lookup(ret.getOperand(0));
         break;
       }
+      tagger.layer = layers.lookup(&op);
       cloned.push_back(b.clone(op, map));
     }
     // Logits the forward computed in 16 bits and cast to f32 for its
@@ -417,20 +570,33 @@ void AutodiffPass::runOnOperation() {
           isa<FloatType>(typeOf(widen.getOperand()).getElementType()))
         output = widen.getOperand();
     auto scalarType = RankedTensorType::get({}, f32);
-    Operation *lossOp =
-        loss == LossKind::Mse
-            ? MseOp::create(b, loc, scalarType, output, target).getOperation()
-            : CrossEntropyOp::create(b, loc, scalarType, output, target,
-                                     ignored)
-                  .getOperation();
-    cloned.push_back(lossOp);
-    Value microLoss = lossOp->getResult(0);
+    tagger.layer = output.getDefiningOp() ? layerOf(output.getDefiningOp())
+                                          : std::nullopt;
+    Value microLoss;
+    if (loss == LossKind::Mse) {
+      Operation *lossOp = MseOp::create(b, loc, scalarType, output, target);
+      cloned.push_back(lossOp);
+      microLoss = lossOp->getResult(0);
+    } else {
+      // The mean as an explicit sum over a count of the whole batch, so
+      // that sharding the batch leaves sums and counts that add up (a
+      // kernel's own mean would divide by the shard's count).
+      auto sum = CrossEntropyOp::create(
+          b, loc, scalarType, output, target, ignored,
+          ReductionKindAttr::get(b.getContext(), ReductionKind::Sum));
+      cloned.push_back(sum);
+      auto div = DivOp::create(b, loc, scalarType, sum.getResult(),
+                               countPositions(b, loc, target, ignored));
+      cloned.push_back(div);
+      microLoss = div.getResult();
+    }
     totalLoss = totalLoss ? AddOp::create(b, loc, scalarType, totalLoss,
                                           microLoss)
                                 .getResult()
                           : microLoss;
 
-    Differentiator diff(b, numRulesApplied);
+    tagger.phase = Phase::Backward;
+    Differentiator diff(b, tagger, numRulesApplied);
     diff.markActive(cloned, trained);
     Value seed = scalarConstant(b, loc, f32, 1.0 / double(k));
     if (lossScaleValue)
@@ -444,11 +610,15 @@ void AutodiffPass::runOnOperation() {
     for (Operation *op : cloned)
       if (auto read = dyn_cast<ReadParamOp>(op))
         if (Value g = diff.gradOf(read.getResult())) {
+          tagger.layer = paramLayers.lookup(read.getParam());
           Value &slot = paramGrads[read.getParam()];
           slot = slot ? AddOp::create(b, loc, g.getType(), slot, g).getResult()
                       : g;
         }
   }
+  tagger.phase = Phase::Forward;
+  tagger.microbatch = std::nullopt;
+  tagger.layer = std::nullopt;
   if (k > 1)
     totalLoss = MulOp::create(b, loc, typeOf(totalLoss), totalLoss,
                               scalarConstant(b, loc, f32, 1.0 / double(k)));
@@ -467,6 +637,8 @@ void AutodiffPass::runOnOperation() {
       names.push_back(("grad." + param.getSymName()).str());
     }
   } else {
+    tagger.phase = Phase::Optimizer;
+    tagger.layer = std::nullopt;
     double weightDecay = this->weightDecay >= 0.0
                              ? this->weightDecay
                              : (optimizer == OptimizerKind::Adamw ? 0.01 : 0.0);
@@ -556,6 +728,7 @@ void AutodiffPass::runOnOperation() {
 
     for (ParamOp param : updated) {
       StringRef name = param.getSymName();
+      tagger.layer = paramLayers.lookup(name);
       auto type = cast<RankedTensorType>(param.getType());
       if (!type.getElementType().isF32()) {
         param.emitOpError("is ") << type
@@ -563,44 +736,54 @@ void AutodiffPass::runOnOperation() {
         return signalPassFailure();
       }
       Value g = paramGrads[name];
+      // The update is a value (new parameter and state) that assign stores;
+      // the memory plan computes it in the parameter's own storage.
+      Value p = ReadParamOp::create(b, loc, type, name);
       if (optimizer == OptimizerKind::Sgd) {
-        FlatSymbolRefAttr buffer;
+        Value buf;
+        std::string bufName = (name + ".momentum").str();
         if (momentum != 0.0) {
-          FailureOr<ParamOp> buf =
-              addState(b, module, lastParam, (name + ".momentum").str(), type);
-          if (failed(buf))
+          FailureOr<ParamOp> state =
+              addState(b, module, lastParam, bufName, type);
+          if (failed(state))
             return signalPassFailure();
-          lastParam = *buf;
-          buffer = FlatSymbolRefAttr::get(buf->getSymNameAttr());
+          lastParam = *state;
+          buf = ReadParamOp::create(b, loc, type, bufName);
         }
-        auto update = SgdUpdateOp::create(
-            b, loc, FlatSymbolRefAttr::get(b.getContext(), name), g,
-            stepValue, scale, buffer,
-            b.getF64FloatAttr(lr), b.getF64FloatAttr(momentum),
+        auto update = SgdOp::create(
+            b, loc, type, buf ? Type(type) : Type(), p, g, stepValue, scale,
+            buf, b.getF64FloatAttr(lr), b.getF64FloatAttr(momentum),
             b.getF64FloatAttr(dampening), b.getF64FloatAttr(weightDecay),
             nesterov ? b.getUnitAttr() : UnitAttr());
         if (failed(update.verify()))
           return signalPassFailure();
+        AssignOp::create(b, loc, name, update.getNewParam());
+        if (buf)
+          AssignOp::create(b, loc, bufName, update.getNewMomentumBuffer());
       } else {
-        FailureOr<ParamOp> m1 =
-            addState(b, module, lastParam, (name + ".m").str(), type);
+        std::string mName = (name + ".m").str(), vName = (name + ".v").str();
+        FailureOr<ParamOp> m1 = addState(b, module, lastParam, mName, type);
         if (failed(m1))
           return signalPassFailure();
-        FailureOr<ParamOp> m2 =
-            addState(b, module, *m1, (name + ".v").str(), type);
+        FailureOr<ParamOp> m2 = addState(b, module, *m1, vName, type);
         if (failed(m2))
           return signalPassFailure();
         lastParam = *m2;
-        auto update = AdamwUpdateOp::create(
-            b, loc, FlatSymbolRefAttr::get(b.getContext(), name), g,
-            stepValue, scale, FlatSymbolRefAttr::get(m1->getSymNameAttr()),
-            FlatSymbolRefAttr::get(m2->getSymNameAttr()), b.getF64FloatAttr(lr), b.getF64FloatAttr(beta1),
+        Value m = ReadParamOp::create(b, loc, type, mName);
+        Value v = ReadParamOp::create(b, loc, type, vName);
+        auto update = AdamwOp::create(
+            b, loc, type, type, type, p, g, m, v, stepValue, scale,
+            b.getF64FloatAttr(lr), b.getF64FloatAttr(beta1),
             b.getF64FloatAttr(beta2), b.getF64FloatAttr(eps),
             b.getF64FloatAttr(weightDecay));
         if (failed(update.verify()))
           return signalPassFailure();
+        AssignOp::create(b, loc, name, update.getNewParam());
+        AssignOp::create(b, loc, mName, update.getNewFirstMoment());
+        AssignOp::create(b, loc, vName, update.getNewSecondMoment());
       }
     }
+    tagger.layer = std::nullopt;
     if (finite) {
       FailureOr<Operation *> last =
           updateLossScale(b, module, lastParam, loc, lossScaleValue, finite);

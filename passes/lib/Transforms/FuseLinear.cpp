@@ -62,6 +62,11 @@ struct AbsorbedMatmul {
     if (!matmul || !matmul->hasOneUse() ||
         matmul.getRhs().getType().getRank() != 2)
       return std::nullopt;
+    // A partitioned program's partial product (a row-parallel layer before
+    // its reduction) must not get the bias: each device would add it.
+    if (dist::ShardingAttr s = dist::getResultSharding(matmul, 0);
+        s && s.isPartial())
+      return std::nullopt;
     AbsorbedMatmul m{matmul, matmul.getRhs(), UnitAttr()};
     if (auto t = m.weight.getDefiningOp<TransposeOp>();
         t && t.getPerm() == ArrayRef<int64_t>{1, 0}) {

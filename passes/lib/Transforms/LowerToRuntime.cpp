@@ -242,6 +242,14 @@ private:
   LogicalResult lowerOp(Operation *op);
 
   /// The descriptor of the storage of parameter `ref`.
+  /// Copies an update's operand into its result's buffer, unless the memory
+  /// plan placed them together (the update then runs in place).
+  void copyUnlessAliased(Value operand, Value result, Value operandDesc,
+                         Value resultDesc) {
+    if (offsets.lookup(operand) != offsets.lookup(result))
+      call("cleave_rt_copy", {arena, operandDesc, resultDesc});
+  }
+
   FailureOr<Value> paramDesc(FlatSymbolRefAttr ref, Operation *user) {
     auto param = module.lookupSymbol<ParamOp>(ref);
     if (!param || !param->hasAttr(kOffsetAttr))
@@ -484,7 +492,8 @@ LogicalResult Lowering::lowerOp(Operation *op) {
         std::optional<int64_t> ignore = c.getIgnoreIndex();
         call("cleave_rt_cross_entropy",
              {arena, in[0], in[1], out[0], constI32(ignore ? 1 : 0),
-              constI64(ignore.value_or(0))});
+              constI64(ignore.value_or(0)),
+              constI32(static_cast<int64_t>(c.getReduction()))});
         return success();
       })
       .Case<MseOp>([&](auto) {
@@ -560,26 +569,34 @@ LogicalResult Lowering::lowerOp(Operation *op) {
         std::optional<int64_t> ignore = c.getIgnoreIndex();
         call("cleave_rt_cross_entropy_grad",
              {arena, in[0], in[1], in[2], out[0], constI32(ignore ? 1 : 0),
-              constI64(ignore.value_or(0))});
+              constI64(ignore.value_or(0)),
+              constI32(static_cast<int64_t>(c.getReduction()))});
         return success();
       })
       .Case<AssignOp>([&](AssignOp a) -> LogicalResult {
-        FailureOr<Value> param = paramDesc(a.getParamAttr(), a);
-        if (failed(param))
+        auto param = module.lookupSymbol<ParamOp>(a.getParamAttr());
+        if (param && param->hasAttr(kOffsetAttr) &&
+            cast<IntegerAttr>(param->getAttr(kOffsetAttr)).getInt() ==
+                offsets.lookup(a.getValue()))
+          return success(); // computed in the parameter's storage
+        FailureOr<Value> desc = paramDesc(a.getParamAttr(), a);
+        if (failed(desc))
           return failure();
-        call("cleave_rt_copy", {arena, in[0], *param});
+        call("cleave_rt_copy", {arena, in[0], *desc});
         return success();
       })
-      .Case<SgdUpdateOp>([&](SgdUpdateOp u) -> LogicalResult {
-        FailureOr<Value> param = paramDesc(u.getParamAttr(), u);
-        FailureOr<Value> buf = u.getMomentumBufferAttr()
-                                   ? paramDesc(u.getMomentumBufferAttr(), u)
-                                   : FailureOr<Value>(null());
-        if (failed(param) || failed(buf))
-          return failure();
-        Value scale = u.getGradScale() ? in[2] : null();
+      .Case<SgdOp>([&](SgdOp u) -> LogicalResult {
+        // The kernel updates in place: the results start as the operands.
+        copyUnlessAliased(u.getParam(), u.getNewParam(), in[0], out[0]);
+        Value buf = null();
+        if (Value b = u.getMomentumBuffer()) {
+          unsigned i = u.getGradScale() ? 4 : 3;
+          copyUnlessAliased(b, u.getNewMomentumBuffer(), in[i], out[1]);
+          buf = out[1];
+        }
+        Value scale = u.getGradScale() ? in[3] : null();
         call("cleave_rt_sgd",
-             {arena, *param, in[0], *buf, in[1], scale,
+             {arena, out[0], in[1], buf, in[2], scale,
               constF64(u.getLr().convertToDouble()),
               constF64(u.getMomentum().convertToDouble()),
               constF64(u.getDampening().convertToDouble()),
@@ -587,15 +604,15 @@ LogicalResult Lowering::lowerOp(Operation *op) {
               constI32(u.getNesterov() ? 1 : 0)});
         return success();
       })
-      .Case<AdamwUpdateOp>([&](AdamwUpdateOp u) -> LogicalResult {
-        FailureOr<Value> param = paramDesc(u.getParamAttr(), u);
-        FailureOr<Value> m = paramDesc(u.getFirstMomentAttr(), u);
-        FailureOr<Value> v = paramDesc(u.getSecondMomentAttr(), u);
-        if (failed(param) || failed(m) || failed(v))
-          return failure();
-        Value scale = u.getGradScale() ? in[2] : null();
+      .Case<AdamwOp>([&](AdamwOp u) -> LogicalResult {
+        copyUnlessAliased(u.getParam(), u.getNewParam(), in[0], out[0]);
+        copyUnlessAliased(u.getFirstMoment(), u.getNewFirstMoment(), in[2],
+                          out[1]);
+        copyUnlessAliased(u.getSecondMoment(), u.getNewSecondMoment(), in[3],
+                          out[2]);
+        Value scale = u.getGradScale() ? in[5] : null();
         call("cleave_rt_adamw",
-             {arena, *param, in[0], *m, *v, in[1], scale,
+             {arena, out[0], in[1], out[1], out[2], in[4], scale,
               constF64(u.getLr().convertToDouble()),
               constF64(u.getBeta1().convertToDouble()),
               constF64(u.getBeta2().convertToDouble()),
@@ -604,6 +621,10 @@ LogicalResult Lowering::lowerOp(Operation *op) {
         return success();
       })
       .Default([](Operation *op) {
+        if (isa<dist::DistDialect>(op->getDialect()))
+          return op->emitOpError(
+              "is lowered by the rank-aware runtime, which this build does "
+              "not have yet");
         return op->emitOpError("cannot be lowered to the runtime");
       });
 }
@@ -772,8 +793,24 @@ LogicalResult Lowering::run(func::FuncOp fn) {
   if (!fn->hasAttr(kArenaBytesAttr))
     return fn.emitOpError("has no memory plan; run -cleave-plan-memory first");
   for (Operation &op : module.getBody()->getOperations())
-    if (!isa<func::FuncOp, ParamOp>(op))
+    if (!isa<func::FuncOp, ParamOp, dist::MeshOp>(op))
       return op.emitOpError("cannot be lowered to the runtime");
+  // A partitioned program (a parameter read as its block) needs each rank
+  // to take its block of the initial value, which the rank-aware program
+  // metadata will describe; until then it is refused, not run wrongly.
+  WalkResult local = fn.walk([&](ReadParamOp read) {
+    auto param = module.lookupSymbol<ParamOp>(read.getParamAttr());
+    if (param && param.getType() != read.getType()) {
+      read.emitOpError("reads the block ")
+          << read.getType() << " of sharded parameter @" << read.getParam()
+          << ": lowering partitioned programs needs the rank-aware runtime, "
+             "which this build does not have yet";
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  if (local.wasInterrupted())
+    return failure();
   Block &body = fn.getBody().front();
   for (BlockArgument arg : fn.getArguments())
     offsets[arg] =

@@ -166,7 +166,7 @@ LogicalResult MixedPrecisionPass::rewrite(func::FuncOp func, FloatType low) {
 
   FunctionType fnType = func.getFunctionType();
   for (Operation &op : llvm::make_early_inc_range(entry)) {
-    if (isa<SgdUpdateOp, AdamwUpdateOp, AssignOp>(op))
+    if (isa<SgdOp, AdamwOp, AssignOp>(op))
       return op.emitOpError("updates a parameter: run -cleave-mixed-precision "
                             "before -cleave-autodiff");
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {

@@ -86,13 +86,36 @@ struct PlanMemoryPass : cleave::impl::PlanMemoryPassBase<PlanMemoryPass> {
     Builder b(ctx);
     const int64_t align = alignment;
 
+    // A sharded parameter that a partitioned program reads (and assigns)
+    // with its local type is stored at that size: this device's block.
+    llvm::StringMap<Type> storedAs;
+    for (Operation &op : fn.getBody().front()) {
+      std::optional<std::pair<StringRef, Type>> use;
+      if (auto read = dyn_cast<graph::ReadParamOp>(op))
+        use = {read.getParam(), read.getType()};
+      if (auto assign = dyn_cast<graph::AssignOp>(op))
+        use = {assign.getParam(), assign.getValue().getType()};
+      if (!use)
+        continue;
+      auto [it, inserted] = storedAs.try_emplace(use->first, use->second);
+      if (!inserted && it->second != use->second) {
+        op.emitOpError("uses @")
+            << use->first << " as " << use->second
+            << " after another op used it as " << it->second
+            << "; a program sees a parameter either whole or as its block";
+        return signalPassFailure();
+      }
+    }
+
     // Persistent region: parameters, then the function's inputs.
     int64_t persistent = 0;
     llvm::StringMap<int64_t> paramOffsets;
     for (auto param : module.getOps<graph::ParamOp>()) {
       paramOffsets[param.getSymName()] = persistent;
       param->setAttr(kOffsetAttr, b.getI64IntegerAttr(persistent));
-      persistent += alignTo(getTensorBytes(param.getType()), align);
+      Type stored = storedAs.lookup(param.getSymName());
+      persistent +=
+          alignTo(getTensorBytes(stored ? stored : param.getType()), align);
     }
     int64_t paramBytes = persistent;
     for (BlockArgument arg : fn.getArguments()) {
@@ -172,24 +195,73 @@ struct PlanMemoryPass : cleave::impl::PlanMemoryPassBase<PlanMemoryPass> {
       }
     }
 
-    // A parameter's storage is its value: a read (a view) must not be used
-    // after an op that overwrites the parameter.
-    llvm::StringMap<int64_t> firstWrite;
-    for (auto [i, op] : llvm::enumerate(block)) {
-      SmallVector<StringRef> written;
+    // Optimizer updates in place: a new parameter (or state) whose only use
+    // assigns it back to the parameter its operand read is computed in that
+    // parameter's storage, when no read of the parameter is used after the
+    // update and none sits between the update and the assignment.
+    DenseMap<Operation *, int64_t> opIndexOf;
+    for (auto [i, op] : llvm::enumerate(block))
+      opIndexOf[&op] = i;
+    llvm::StringMap<SmallVector<graph::ReadParamOp>> readsOf;
+    llvm::StringMap<int64_t> assignsTo;
+    for (Operation &op : block) {
+      if (auto read = dyn_cast<graph::ReadParamOp>(op))
+        readsOf[read.getParam()].push_back(read);
       if (auto assign = dyn_cast<graph::AssignOp>(op))
-        written.push_back(assign.getParam());
-      if (auto sgd = dyn_cast<graph::SgdUpdateOp>(op)) {
-        written.push_back(sgd.getParam());
-        if (auto buf = sgd.getMomentumBufferAttr())
-          written.push_back(buf.getValue());
-      }
-      if (auto adamw = dyn_cast<graph::AdamwUpdateOp>(op))
-        written.append({adamw.getParam(), adamw.getFirstMoment(),
-                        adamw.getSecondMoment()});
-      for (StringRef name : written)
-        firstWrite.try_emplace(name, i);
+        ++assignsTo[assign.getParam()];
     }
+    auto lastUseOfClass = [&](Value v) {
+      int64_t last = lastUse.lookup(v);
+      for (auto it = classes.findLeader(classes.getOrInsertLeaderValue(v));
+           it != classes.member_end(); ++it)
+        last = std::max(last, lastUse.lookup(*it));
+      return last;
+    };
+    // The op index at which an assignment's parameter is really written.
+    DenseMap<Operation *, int64_t> writtenAt;
+    auto tryInPlace = [&](Operation *update, Value operand, Value result) {
+      auto read = operand.getDefiningOp<graph::ReadParamOp>();
+      if (!read || !result.hasOneUse())
+        return;
+      auto assign = dyn_cast<graph::AssignOp>(*result.getUsers().begin());
+      if (!assign || assign.getParam() != read.getParam() ||
+          assignsTo.lookup(read.getParam()) != 1)
+        return;
+      int64_t at = opIndexOf[update], assignAt = opIndexOf[assign];
+      for (graph::ReadParamOp other : readsOf[read.getParam()]) {
+        int64_t def = opIndexOf[other];
+        if ((def < at && lastUseOfClass(other.getResult()) > at) ||
+            (def > at && def < assignAt))
+          return;
+      }
+      fixedOffset[result] = paramOffsets.lookup(read.getParam());
+      writtenAt[assign] = at;
+      ++numUpdatesInPlace;
+    };
+    for (Operation &op : block) {
+      if (auto sgd = dyn_cast<graph::SgdOp>(op)) {
+        tryInPlace(sgd, sgd.getParam(), sgd.getNewParam());
+        if (Value buf = sgd.getMomentumBuffer())
+          tryInPlace(sgd, buf, sgd.getNewMomentumBuffer());
+      }
+      if (auto adamw = dyn_cast<graph::AdamwOp>(op)) {
+        tryInPlace(adamw, adamw.getParam(), adamw.getNewParam());
+        tryInPlace(adamw, adamw.getFirstMoment(), adamw.getNewFirstMoment());
+        tryInPlace(adamw, adamw.getSecondMoment(),
+                   adamw.getNewSecondMoment());
+      }
+    }
+
+    // A parameter's storage is its value: a read (a view) must not be used
+    // after an op overwrites the parameter.
+    llvm::StringMap<int64_t> firstWrite;
+    for (auto [i, op] : llvm::enumerate(block))
+      if (auto assign = dyn_cast<graph::AssignOp>(op)) {
+        int64_t at = writtenAt.count(&op) ? writtenAt[&op] : int64_t(i);
+        auto [it, inserted] = firstWrite.try_emplace(assign.getParam(), at);
+        if (!inserted)
+          it->second = std::min(it->second, at);
+      }
     for (Operation &op : block) {
       auto read = dyn_cast<graph::ReadParamOp>(op);
       if (!read)

@@ -560,6 +560,12 @@ void checkCrossEntropyShapes(const char *k, const cleave_tensor *logits,
                    shapeString(*scalar).c_str());
 }
 
+void checkLossReduction(const char *k, int32_t reduction) {
+  if (reduction != CLEAVE_MEAN && reduction != CLEAVE_SUM)
+    cleave_rt_fail("%s: reduction must be mean (%d) or sum (%d), got %d", k,
+                   int(CLEAVE_MEAN), int(CLEAVE_SUM), int(reduction));
+}
+
 void checkCrossEntropyArgs(const char *k, const cleave_tensor *logits,
                            const cleave_tensor *labels,
                            const cleave_tensor *out) {

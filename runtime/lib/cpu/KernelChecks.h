@@ -203,6 +203,9 @@ void checkCrossEntropyArgs(const char *k, const cleave_tensor *logits,
                            const cleave_tensor *labels,
                            const cleave_tensor *out);
 
+/// A loss reduction argument: CLEAVE_MEAN or CLEAVE_SUM.
+void checkLossReduction(const char *k, int32_t reduction);
+
 /// The descriptor checks of cross_entropy_grad.
 void checkCrossEntropyGradArgs(const char *k, const cleave_tensor *logits,
                                const cleave_tensor *labels,

@@ -60,9 +60,10 @@ extern "C" {
 void cleave_rt_cross_entropy(char *arena, const cleave_tensor *logits,
                              const cleave_tensor *labels,
                              const cleave_tensor *out, int32_t has_ignore,
-                             int64_t ignore_index) {
+                             int64_t ignore_index, int32_t reduction) {
   const char *k = "cleave_rt_cross_entropy";
   checkCrossEntropyArgs(k, logits, labels, out);
+  checkLossReduction(k, reduction);
   Input<int64_t> lv(arena, *labels);
   const int64_t *lp = lv.data();
   int64_t c, rows;
@@ -88,16 +89,21 @@ void cleave_rt_cross_entropy(char *arena, const cleave_tensor *logits,
     ++count;
   }
   // Every position ignored: a loss of zero rather than 0 / 0.
-  storeScalar(arena, *out, count ? total / double(count) : 0.0);
+  if (reduction == CLEAVE_SUM)
+    storeScalar(arena, *out, total);
+  else
+    storeScalar(arena, *out, count ? total / double(count) : 0.0);
 }
 
 void cleave_rt_cross_entropy_grad(char *arena, const cleave_tensor *logits,
                                   const cleave_tensor *labels,
                                   const cleave_tensor *dloss,
                                   const cleave_tensor *dlogits,
-                                  int32_t has_ignore, int64_t ignore_index) {
+                                  int32_t has_ignore, int64_t ignore_index,
+                                  int32_t reduction) {
   const char *k = "cleave_rt_cross_entropy_grad";
   checkCrossEntropyGradArgs(k, logits, labels, dloss, dlogits);
+  checkLossReduction(k, reduction);
   Input<int64_t> lv(arena, *labels);
   const int64_t *lp = lv.data();
   int64_t c, rows;
@@ -108,7 +114,9 @@ void cleave_rt_cross_entropy_grad(char *arena, const cleave_tensor *logits,
   float dl;
   convertToF32(dataOf(arena, *dloss), dloss->dtype, &dl, 1);
   // Every position ignored: the loss is the constant 0, so zeros.
-  float factor = count ? float(double(dl) / double(count)) : 0.0f;
+  float factor = reduction == CLEAVE_SUM
+                     ? dl
+                     : (count ? float(double(dl) / double(count)) : 0.0f);
   // Row by row, each element read before it is written: dlogits may be the
   // same tensor as logits.
   Input<float> xv(arena, *logits);

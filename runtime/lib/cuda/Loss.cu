@@ -90,11 +90,11 @@ __global__ void crossEntropyRowsKernel(const char *logits, int32_t dtype,
   }
 }
 
-/// out = (sum of partials) / (sum of counts), 0 when the count is 0; one
-/// block.
+/// out = (sum of partials) / (sum of counts), 0 when the count is 0, or
+/// the sum of partials when `sum`; one block.
 __global__ void meanOfPartialsKernel(const double *partial,
                                      const int64_t *count, int64_t parts,
-                                     char *out, int32_t outType) {
+                                     char *out, int32_t outType, bool sum) {
   double total = 0.0;
   long long n = 0;
   for (int64_t i = threadIdx.x; i < parts; i += blockDim.x) {
@@ -104,7 +104,8 @@ __global__ void meanOfPartialsKernel(const double *partial,
   total = blockReduce(total, 0.0, SumOp());
   n = blockReduce(n, 0LL, SumOp());
   if (threadIdx.x == 0)
-    storeF32(out, outType, 0, n ? float(total / double(n)) : 0.0f);
+    storeF32(out, outType, 0,
+             sum ? float(total) : (n ? float(total / double(n)) : 0.0f));
 }
 
 /// Adds the number of positions not ignored to *count (integer atomics:
@@ -120,19 +121,19 @@ __global__ void countKeptKernel(Labels labels, int64_t rows,
     atomicAdd(count, n);
 }
 
-/// dlogits = (softmax(logits) - onehot(label)) * dloss / count per row;
-/// ignored rows are zeros. Each element is read before it is written by
+/// dlogits = (softmax(logits) - onehot(label)) * dloss / count per row (or
+/// without the division when `sum`); ignored rows are zeros. Each element is read before it is written by
 /// the same thread, and the row's max and sum are reduced before any write:
 /// dlogits may be the same tensor as logits.
 __global__ void crossEntropyGradKernel(const char *logits, int32_t dtype,
                                        Labels labels, int64_t rows, int64_t c,
                                        const char *dloss, int32_t dlossType,
                                        const unsigned long long *count,
-                                       char *dlogits, int32_t outType,
-                                       DeviceError *error) {
+                                       bool sum, char *dlogits,
+                                       int32_t outType, DeviceError *error) {
   unsigned long long kept = *count;
-  float factor =
-      kept ? float(double(loadF32(dloss, dlossType, 0)) / double(kept)) : 0.0f;
+  float dl = loadF32(dloss, dlossType, 0);
+  float factor = sum ? dl : (kept ? float(double(dl) / double(kept)) : 0.0f);
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     int64_t label = labels.at(r);
     int64_t base = r * c;
@@ -190,9 +191,10 @@ extern "C" {
 void cleave_rt_cross_entropy(char *arena, const cleave_tensor *logits,
                              const cleave_tensor *labels,
                              const cleave_tensor *out, int32_t has_ignore,
-                             int64_t ignore_index) {
+                             int64_t ignore_index, int32_t reduction) {
   const char *k = "cleave_rt_cross_entropy";
   checkCrossEntropyArgs(k, logits, labels, out);
+  checkLossReduction(k, reduction);
   int64_t c = logits->shape[logits->rank - 1];
   int64_t rows = numElements(*labels);
   Labels lv{dataOf(arena, *labels), labels->dtype, has_ignore != 0,
@@ -206,7 +208,8 @@ void cleave_rt_cross_entropy(char *arena, const cleave_tensor *logits,
       errorSlot());
   checkLaunchOf(k);
   meanOfPartialsKernel<<<1, kThreads, 0, stream()>>>(
-      partial, count, parts, dataOf(arena, *out), out->dtype);
+      partial, count, parts, dataOf(arena, *out), out->dtype,
+      reduction == CLEAVE_SUM);
   checkLaunchOf(k);
 }
 
@@ -214,9 +217,11 @@ void cleave_rt_cross_entropy_grad(char *arena, const cleave_tensor *logits,
                                   const cleave_tensor *labels,
                                   const cleave_tensor *dloss,
                                   const cleave_tensor *dlogits,
-                                  int32_t has_ignore, int64_t ignore_index) {
+                                  int32_t has_ignore, int64_t ignore_index,
+                                  int32_t reduction) {
   const char *k = "cleave_rt_cross_entropy_grad";
   checkCrossEntropyGradArgs(k, logits, labels, dloss, dlogits);
+  checkLossReduction(k, reduction);
   int64_t c = logits->shape[logits->rank - 1];
   int64_t rows = numElements(*labels);
   if (rows == 0)
@@ -231,8 +236,8 @@ void cleave_rt_cross_entropy_grad(char *arena, const cleave_tensor *logits,
   checkLaunchOf(k);
   crossEntropyGradKernel<<<rowBlocks(rows), rowThreads(c), 0, stream()>>>(
       dataOf(arena, *logits), logits->dtype, lv, rows, c, dataOf(arena, *dloss),
-      dloss->dtype, count, dataOf(arena, *dlogits), dlogits->dtype,
-      errorSlot());
+      dloss->dtype, count, reduction == CLEAVE_SUM, dataOf(arena, *dlogits),
+      dlogits->dtype, errorSlot());
   checkLaunchOf(k);
 }
 

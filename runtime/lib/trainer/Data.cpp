@@ -9,6 +9,7 @@
 
 #include "Data.h"
 
+#include "Json.h"
 #include "Program.h"
 
 #include "cleave/Runtime/Float16.h"
@@ -74,20 +75,45 @@ int64_t BatchSchedule::sample(int64_t step, int64_t row) {
 
 Dataset::~Dataset() = default;
 
+int64_t cleave::rt::trainer::programBatchDims() {
+  const cleave_program_info &p = cleave_program;
+  if (!p.training_config)
+    return 1;
+  JsonValue config;
+  std::string error;
+  if (!parseJson(p.training_config, config, error))
+    fail("the program's training configuration is not JSON: " + error);
+  int64_t k = 1;
+  if (const JsonValue *accumulate = config.find("accumulate"))
+    if (!accumulate->asInt64(k) || k < 1)
+      fail("the program's training configuration has accumulate " +
+           accumulate->text + ", expected a positive integer");
+  return k > 1 ? 2 : 1;
+}
+
 int64_t cleave::rt::trainer::programBatchSize() {
   const cleave_program_info &p = cleave_program;
+  const int64_t dims = programBatchDims();
   int64_t batch = -1;
   for (int64_t i = 0; i < p.num_inputs; ++i) {
     const cleave_named_tensor &in = p.inputs[i];
-    if (in.tensor.rank < 1)
-      fail("input '" + std::string(in.name) +
-           "' is a scalar: a training input needs a batch dimension");
-    if (batch >= 0 && in.tensor.shape[0] != batch)
+    if (in.tensor.rank < dims)
+      fail("input '" + std::string(in.name) + "' is " + describe(in.tensor) +
+           ": a training input needs " +
+           (dims == 1 ? "a batch dimension"
+                      : "microbatch and batch dimensions [K, B, ...]"));
+    int64_t samples = 1;
+    for (int64_t d = 0; d < dims; ++d)
+      samples *= in.tensor.shape[d];
+    bool agree = true;
+    for (int64_t d = 0; i > 0 && d < dims; ++d)
+      agree &= in.tensor.shape[d] == p.inputs[0].tensor.shape[d];
+    if (!agree)
       fail("the program's inputs disagree on the batch size: '" +
            std::string(p.inputs[0].name) + "' is " +
            describe(p.inputs[0].tensor) + ", '" + in.name + "' is " +
            describe(in.tensor));
-    batch = in.tensor.shape[0];
+    batch = samples;
   }
   if (batch <= 0)
     fail("the program's batch size is " + std::to_string(batch));
@@ -231,14 +257,15 @@ public:
       std::string error;
       if (!readNpy(file, array, error))
         fail("input '" + std::string(in.name) + "': " + error);
-      // [N, d1, ...] for an input [B, d1, ...].
+      // [N, d1, ...] for an input [B, d1, ...] (or [K, B, d1, ...]).
       std::vector<int64_t> want = shapeOf(in.tensor);
-      bool ok = array.shape.size() == want.size();
-      for (size_t d = 1; ok && d < want.size(); ++d)
-        ok = array.shape[d] == want[d];
+      const size_t dims = size_t(programBatchDims());
+      bool ok = array.shape.size() + dims - 1 == want.size();
+      for (size_t d = dims; ok && d < want.size(); ++d)
+        ok = array.shape[d - dims + 1] == want[d];
       if (!ok) {
         std::string expected = "[N";
-        for (size_t d = 1; d < want.size(); ++d)
+        for (size_t d = dims; d < want.size(); ++d)
           expected += ", " + std::to_string(want[d]);
         fail(prefix + ": expected shape " + expected + "] (samples of the " +
              "input's " + shapeString(want) + " batches), got " +
@@ -248,7 +275,8 @@ public:
       if (n == 0)
         fail(prefix + ": the array has no samples");
       Column column;
-      column.sampleBytes = size_t(tensorBytes(in.tensor) / in.tensor.shape[0]);
+      column.sampleBytes =
+          size_t(tensorBytes(in.tensor) / programBatchSize());
       if (!convertArray(array, in.tensor.dtype, column.data, error))
         fail(prefix + ": " + error);
       if (i == 0) {
@@ -305,10 +333,12 @@ public:
       tokenBytes = 4;
     else
       fail("--token-dtype expects uint16 or uint32, got '" + tokenDtype + "'");
+    // [B, S] inputs, or [K, B, S] when accumulating microbatches.
+    const int64_t dims = programBatchDims();
     bool shapeOk = p.num_inputs == 2;
     for (int64_t i = 0; shapeOk && i < 2; ++i)
       shapeOk = isIntegerDtype(p.inputs[i].tensor.dtype) &&
-                p.inputs[i].tensor.rank == 2;
+                p.inputs[i].tensor.rank == dims + 1;
     if (shapeOk)
       shapeOk = shapeOf(p.inputs[0].tensor) == shapeOf(p.inputs[1].tensor);
     if (!shapeOk) {
@@ -320,7 +350,7 @@ public:
            "labels [B, S]; this program's inputs are " +
            (have.empty() ? std::string("none") : have));
     }
-    seq = p.inputs[0].tensor.shape[1];
+    seq = p.inputs[0].tensor.shape[dims];
     if (seqArg != 0 && seqArg != seq)
       fail("--seq " + std::to_string(seqArg) +
            " does not match the model's sequence length " +

@@ -61,8 +61,13 @@ protected:
   int64_t samples = 0;
 };
 
-/// The batch size B of a training program: the first dimension of every
-/// input, which must agree.
+/// The number of leading dimensions of every input that count samples: 1
+/// for inputs [B, ...], 2 for a step that accumulates K microbatches, whose
+/// inputs are [K, B, ...] (its training configuration's "accumulate").
+int64_t programBatchDims();
+
+/// The samples of one training step: the product of the batch dimensions
+/// of every input (B, or K * B), which must agree.
 int64_t programBatchSize();
 
 /// Reads one .npy file per program input (`files[i]` for input i, the

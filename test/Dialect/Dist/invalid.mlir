@@ -355,3 +355,182 @@ func.func @recv_source() {
   %0 = dist.recv on @m ["pp"] from -1 : tensor<8xf32>
   return
 }
+
+// -----
+
+dist.mesh @m ["dp" = 2]
+func.func @mean_of_integers(%x: tensor<8xi64>) {
+  // expected-error @+1 {{a mean needs a float element type, got 'i64'}}
+  %0 = dist.all_reduce %x on @m ["dp"] mean : tensor<8xi64>
+  return
+}
+
+// -----
+
+dist.mesh @m ["dp" = 2]
+func.func @sum_of_booleans(%x: tensor<8xi1>) {
+  // expected-error @+1 {{a sum of i1 values is not defined (use max or min for or and and)}}
+  %0 = dist.reduce_scatter %x on @m ["dp"] sum dim 0 : tensor<8xi1> -> tensor<4xi1>
+  return
+}
+
+// -----
+
+dist.mesh @m ["dp" = 2]
+// expected-error @+1 {{partial sharding of argument #0: a mean needs a float element type, got 'i32'}}
+func.func @partial_mean_of_integers(%x: tensor<8xi32> {dist.sharding = #dist.sharding<@m, [{}], partial mean {"dp"}>}) {
+  return
+}
+
+// -----
+
+dist.mesh @m ["tp" = 4]
+// expected-error @+1 {{sharding of argument #0 uses sub-axis "tp":(2)4, but 2 x 4 does not divide the size 4 of mesh axis "tp"}}
+func.func @sub_axis_too_big(%x: tensor<8xf32> {dist.sharding = #dist.sharding<@m, [{"tp":(2)4}]>}) {
+  return
+}
+
+// -----
+
+dist.mesh @m ["tp" = 8]
+func.func @overlapping_sub_axes(%x: tensor<8x8xf32>) {
+  // expected-error @+1 {{sharding uses overlapping parts "tp":(1)4 and "tp":(2)2 of mesh axis "tp"}}
+  %0 = dist.shard %x to <@m, [{"tp":(1)4}, {"tp":(2)2}]> : tensor<8x8xf32>
+  return
+}
+
+// -----
+
+dist.mesh @m ["tp" = 8]
+func.func @sub_axis_and_whole(%x: tensor<8x8xf32>) {
+  // expected-error @+1 {{sharding uses mesh axis "tp" more than once}}
+  %0 = dist.shard %x to <@m, [{"tp":(1)2}, {"tp"}]> : tensor<8x8xf32>
+  return
+}
+
+// -----
+
+dist.mesh @m ["tp" = 8]
+func.func @sub_axis_of_one(%x: tensor<8x8xf32>) {
+  // expected-error @+1 {{sub-axis "tp" needs pre-size >= 1 and size >= 2, got (1)1}}
+  %0 = dist.shard %x to <@m, [{"tp":(1)1}, {}]> : tensor<8x8xf32>
+  return
+}
+
+// -----
+
+dist.mesh @m ["tp" = 8]
+func.func @open_not_last(%x: tensor<8x8xf32>) {
+  // expected-error @+1 {{'?' must end a dimension's axes}}
+  %0 = dist.shard %x to <@m, [{?, "tp"}, {}]> : tensor<8x8xf32>
+  return
+}
+
+// -----
+
+dist.mesh @m ["tp" = 8]
+func.func @unknown_priority(%x: tensor<8x8xf32>) {
+  // expected-error @+1 {{unknown sharding priority 'high', expected user, strategy or propagated}}
+  %0 = dist.shard %x to <@m, [{}, {}], priority high> : tensor<8x8xf32>
+  return
+}
+
+// -----
+
+dist.mesh @m ["tp" = 8]
+func.func @unknown_clause(%x: tensor<8x8xf32>) {
+  // expected-error @+1 {{expected 'partial', 'priority' or 'origin', got 'replicated'}}
+  %0 = dist.shard %x to <@m, [{}, {}], replicated> : tensor<8x8xf32>
+  return
+}
+
+// -----
+
+dist.mesh @m ["tp" = 4]
+func.func @result_sharding_count(%x: tensor<8x8xf32>) {
+  // expected-error @+1 {{has 1 result but 'dist.sharding' lists 2 shardings}}
+  %0 = graph.neg %x {dist.sharding = [#dist.sharding<@m, [{}, {}]>, #dist.sharding<@m, [{}, {}]>]} : tensor<8x8xf32>
+  return
+}
+
+// -----
+
+dist.mesh @m ["tp" = 4]
+func.func @result_sharding_indivisible(%x: tensor<6x8xf32>) {
+  // expected-error @+1 {{cannot shard dimension 0 of result #0 (size 6) over mesh axis "tp" (4): the size is not divisible by 4}}
+  %0 = graph.neg %x {dist.sharding = #dist.sharding<@m, [{"tp"}, {}]>} : tensor<6x8xf32>
+  return
+}
+
+// -----
+
+func.func @result_sharding_not_a_sharding(%x: tensor<6x8xf32>) {
+  // expected-error @+1 {{'dist.sharding' must be a #dist.sharding or an array of them, got "tp"}}
+  %0 = graph.neg %x {dist.sharding = "tp"} : tensor<6x8xf32>
+  return
+}
+
+// -----
+
+dist.mesh @m ["tp" = 4]
+// expected-error @+1 {{'dist.sharding' belongs on a function's arguments and results, not on the function}}
+func.func @sharding_on_function() attributes {dist.sharding = #dist.sharding<@m, []>} {
+  return
+}
+
+// -----
+
+func.func @unknown_dist_attribute(%x: tensor<6x8xf32>) {
+  // expected-error @+1 {{unknown dist attribute 'dist.layout'}}
+  %0 = graph.neg %x {dist.layout = 1} : tensor<6x8xf32>
+  return
+}
+
+// -----
+
+dist.mesh @m ["tp" = 4]
+func.func @axis_index_axis() {
+  // expected-error @+1 {{mesh @m has no axis "dp"}}
+  %0 = dist.axis_index on @m ["dp"] : tensor<i64>
+  return
+}
+
+// -----
+
+func.func @local_slice_other_dim(%x: tensor<8x4xf32>, %i: tensor<i64>) {
+  // expected-error @+1 {{expects the input's size 4 in dimension 1, got 2}}
+  %0 = dist.local_slice %x[%i] dim 0 : tensor<8x4xf32> -> tensor<2x2xf32>
+  return
+}
+
+// -----
+
+func.func @local_slice_indivisible(%x: tensor<8x4xf32>, %i: tensor<i64>) {
+  // expected-error @+1 {{result size 3 in dimension 0 does not divide the input's 8}}
+  %0 = dist.local_slice %x[%i] dim 0 : tensor<8x4xf32> -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+dist.mesh @m ["cp" = 4]
+func.func @manual_local_type(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {
+  // expected-error @+1 {{expects the local type 'tensor<2x4xf32>' of input #0 in the body, got 'tensor<8x4xf32>'}}
+  %0 = dist.manual_computation(%x) on @m ["cp"] in [#dist.sharding<@m, [{"cp"}, {}]>] out [#dist.sharding<@m, [{}, {}]>] : (tensor<8x4xf32>) -> tensor<8x4xf32> {
+  ^bb0(%l: tensor<8x4xf32>):
+    dist.yield %l : tensor<8x4xf32>
+  }
+  return %0 : tensor<8x4xf32>
+}
+
+// -----
+
+dist.mesh @m ["cp" = 4]
+func.func @manual_counts(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {
+  // expected-error @+1 {{has 1 inputs but 0 in_shardings}}
+  %0 = dist.manual_computation(%x) on @m ["cp"] in [] out [#dist.sharding<@m, [{}, {}]>] : (tensor<8x4xf32>) -> tensor<8x4xf32> {
+  ^bb0(%l: tensor<8x4xf32>):
+    dist.yield %l : tensor<8x4xf32>
+  }
+  return %0 : tensor<8x4xf32>
+}

@@ -67,3 +67,42 @@ func.func @stage1() -> tensor<4x16xf32> {
   // CHECK: return %[[R]]
   return %0 : tensor<4x16xf32>
 }
+
+// Open dimensions, sub-axes, priority and origin.
+// CHECK-LABEL: func.func @sharding_details
+// CHECK-SAME: {dist.sharding = #dist.sharding<@mesh, [{"dp", ?}, {?}]>}
+// CHECK-SAME: {dist.sharding = #dist.sharding<@mesh, [{"tp":(1)2}, {"tp":(2)2}], priority strategy, origin "-dist-tensor-parallel">}
+func.func @sharding_details(%x: tensor<8x16xf32> {dist.sharding = #dist.sharding<@mesh, [{"dp", ?}, {?}]>},
+                            %y: tensor<8x16xf32> {dist.sharding = #dist.sharding<@mesh, [{"tp":(1)2}, {"tp":(2)2}], priority strategy, origin "-dist-tensor-parallel">}) {
+  return
+}
+
+// Shardings of op results: one for a single result, a list otherwise.
+// CHECK-LABEL: func.func @result_shardings
+func.func @result_shardings(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  // CHECK: graph.neg %{{.*}} {dist.sharding = #dist.sharding<@mesh, [{"dp"}, {}], priority propagated, origin "%x">}
+  %0 = graph.neg %x {dist.sharding = #dist.sharding<@mesh, [{"dp"}, {}], priority propagated, origin "%x">} : tensor<8x16xf32>
+  // CHECK: graph.split {{.*}} {dist.sharding = [#dist.sharding<@mesh, [{"dp"}, {}]>, #dist.sharding<@mesh, [{}, {"tp"}]>]}
+  %1:2 = graph.split %0 dim 1 sizes [8, 8] {dist.sharding = [#dist.sharding<@mesh, [{"dp"}, {}]>, #dist.sharding<@mesh, [{}, {"tp"}]>]} : tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+
+// The device's coordinate, its block of a replicated value, and a region
+// written per device.
+// CHECK-LABEL: func.func @rank_aware
+func.func @rank_aware(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  // CHECK: %[[I:.*]] = dist.axis_index on @mesh ["tp"] : tensor<i64>
+  %i = dist.axis_index on @mesh ["tp"] : tensor<i64>
+  // CHECK: dist.local_slice %{{.*}}[%[[I]]] dim 1 : tensor<8x16xf32> -> tensor<8x4xf32>
+  %0 = dist.local_slice %x[%i] dim 1 : tensor<8x16xf32> -> tensor<8x4xf32>
+  // CHECK: dist.manual_computation(%{{.*}}) on @mesh ["tp"] in [#dist.sharding<@mesh, [{"dp"}, {"tp"}]>] out [#dist.sharding<@mesh, [{"dp"}, {"tp"}]>] : (tensor<8x16xf32>) -> tensor<8x16xf32> {
+  // CHECK: ^bb0(%[[L:.*]]: tensor<8x4xf32>):
+  // CHECK:   %[[S:.*]] = dist.all_reduce %[[L]] on @mesh ["tp"] sum : tensor<8x4xf32>
+  // CHECK:   dist.yield %[[S]] : tensor<8x4xf32>
+  %1 = dist.manual_computation(%x) on @mesh ["tp"] in [#dist.sharding<@mesh, [{"dp"}, {"tp"}]>] out [#dist.sharding<@mesh, [{"dp"}, {"tp"}]>] : (tensor<8x16xf32>) -> tensor<8x16xf32> {
+  ^bb0(%l: tensor<8x4xf32>):
+    %s = dist.all_reduce %l on @mesh ["tp"] sum : tensor<8x4xf32>
+    dist.yield %s : tensor<8x4xf32>
+  }
+  return %1 : tensor<8x16xf32>
+}

@@ -699,7 +699,7 @@ func.func @ce_grad_scalar(%l: tensor<2x100xf32>, %y: tensor<2xi64>, %g: tensor<2
 
 graph.param @w : tensor<4xf32>
 func.func @assign_type(%v: tensor<4xf16>) {
-  // expected-error @+1 {{parameter @w has type 'tensor<4xf32>', expected 'tensor<4xf16>'}}
+  // expected-error @+1 {{parameter @w has type 'tensor<4xf32>', which the assigned 'tensor<4xf16>' is not (globally or locally)}}
   graph.assign @w, %v : tensor<4xf16>
   return
 }
@@ -715,36 +715,36 @@ func.func @assign_missing(%v: tensor<4xf32>) {
 // -----
 
 graph.param @w : tensor<4xf32>
-func.func @sgd_buffer(%g: tensor<4xf32>, %s: tensor<i64>) {
+func.func @sgd_buffer(%p: tensor<4xf32>, %g: tensor<4xf32>, %s: tensor<i64>) {
   // expected-error @+1 {{needs a momentum_buffer exactly when momentum != 0}}
-  graph.sgd_update @w, %g, %s {lr = 0.1 : f64, momentum = 0.9 : f64} : tensor<4xf32>, tensor<i64>
+  %0 = graph.sgd %p, %g, %s {lr = 0.1 : f64, momentum = 0.9 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<i64>) -> tensor<4xf32>
   return
 }
 
 // -----
 
 graph.param @w : tensor<4xf32>
-func.func @sgd_nesterov(%g: tensor<4xf32>, %s: tensor<i64>) {
+func.func @sgd_nesterov(%p: tensor<4xf32>, %g: tensor<4xf32>, %s: tensor<i64>) {
   // expected-error @+1 {{nesterov needs momentum > 0 and zero dampening}}
-  graph.sgd_update @w, %g, %s {lr = 0.1 : f64, nesterov} : tensor<4xf32>, tensor<i64>
+  %0 = graph.sgd %p, %g, %s {lr = 0.1 : f64, nesterov} : (tensor<4xf32>, tensor<4xf32>, tensor<i64>) -> tensor<4xf32>
   return
 }
 
 // -----
 
 graph.param @w : tensor<4xf32>
-func.func @sgd_step(%g: tensor<4xf32>, %s: tensor<2xi64>) {
+func.func @sgd_step(%p: tensor<4xf32>, %g: tensor<4xf32>, %s: tensor<2xi64>) {
   // expected-error @+1 {{step must be a scalar, got 'tensor<2xi64>'}}
-  graph.sgd_update @w, %g, %s {lr = 0.1 : f64} : tensor<4xf32>, tensor<2xi64>
+  %0 = graph.sgd %p, %g, %s {lr = 0.1 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<2xi64>) -> tensor<4xf32>
   return
 }
 
 // -----
 
 graph.param @w : tensor<4xbf16>
-func.func @sgd_dtype(%g: tensor<4xf32>, %s: tensor<i64>) {
-  // expected-error @+1 {{parameter @w has type 'tensor<4xbf16>', expected f32 elements and the shape of 'tensor<4xf32>'}}
-  graph.sgd_update @w, %g, %s {lr = 0.1 : f64} : tensor<4xf32>, tensor<i64>
+func.func @sgd_grad_shape(%p: tensor<4xf32>, %g: tensor<2x2xf32>, %s: tensor<i64>) {
+  // expected-error @+1 {{grad 'tensor<2x2xf32>' must have the shape of the parameter 'tensor<4xf32>'}}
+  %0 = graph.sgd %p, %g, %s {lr = 0.1 : f64} : (tensor<4xf32>, tensor<2x2xf32>, tensor<i64>) -> tensor<4xf32>
   return
 }
 
@@ -753,18 +753,18 @@ func.func @sgd_dtype(%g: tensor<4xf32>, %s: tensor<i64>) {
 graph.param @w : tensor<4xf32>
 graph.param @m : tensor<4xf32>
 graph.param @v : tensor<3xf32>
-func.func @adamw_moment(%g: tensor<4xf32>, %s: tensor<i64>) {
-  // expected-error @+1 {{second moment @v has type 'tensor<3xf32>', expected f32 elements and the shape of 'tensor<4xf32>'}}
-  graph.adamw_update @w, %g, %s moments @m, @v {lr = 0.1 : f64} : tensor<4xf32>, tensor<i64>
+func.func @adamw_moment(%p: tensor<4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %v: tensor<3xf32>, %s: tensor<i64>) {
+  // expected-error @+1 {{second moment has type 'tensor<3xf32>', expected the parameter's 'tensor<4xf32>'}}
+  %0:3 = graph.adamw %p, %g, %m, %v, %s {lr = 0.1 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<3xf32>, tensor<i64>) -> (tensor<4xf32>, tensor<4xf32>, tensor<3xf32>)
   return
 }
 
 // -----
 
 graph.param @w : tensor<4xf32>
-func.func @adamw_betas(%g: tensor<4xf32>, %s: tensor<i64>) {
+func.func @adamw_betas(%p: tensor<4xf32>, %g: tensor<4xf32>, %s: tensor<i64>) {
   // expected-error @+1 {{betas must be in [0, 1), got 1.000000e+00, 9.990000e-01}}
-  graph.adamw_update @w, %g, %s moments @w, @w {lr = 0.1 : f64, beta1 = 1.0 : f64} : tensor<4xf32>, tensor<i64>
+  %0:3 = graph.adamw %p, %g, %p, %p, %s {lr = 0.1 : f64, beta1 = 1.0 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<i64>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
   return
 }
 
@@ -917,5 +917,125 @@ func.func @gemm_bias_grad_shape(%a: tensor<8x4xbf16>, %b: tensor<8x6xbf16>) {
 func.func @gemm_bias_grad_type(%a: tensor<8x4xbf16>, %b: tensor<8x6xbf16>) {
   // expected-error @+1 {{expects a bias gradient of shape [4] or with the summed dimensions kept, of 'bf16', got 'tensor<4xf16>'}}
   %0:2 = graph.gemm %a, %b transpose_lhs : tensor<8x4xbf16>, tensor<8x6xbf16> -> tensor<4x6xbf16>, tensor<4xf16>
+  return
+}
+
+// -----
+
+graph.param @w : tensor<4xf32>
+func.func @sgd_new_buffer(%p: tensor<4xf32>, %g: tensor<4xf32>, %s: tensor<i64>) {
+  // expected-error @+1 {{returns a new momentum buffer exactly when it takes one}}
+  %0:2 = graph.sgd %p, %g, %s {lr = 0.1 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<i64>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @sgd_buffer_type(%p: tensor<4xf32>, %g: tensor<4xf32>, %s: tensor<i64>, %b: tensor<2xf32>) {
+  // expected-error @+1 {{momentum_buffer has type 'tensor<2xf32>', expected the parameter's 'tensor<4xf32>'}}
+  %0:2 = graph.sgd %p, %g, %s momentum_buffer %b {lr = 0.1 : f64, momentum = 0.9 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<i64>, tensor<2xf32>) -> (tensor<4xf32>, tensor<2xf32>)
+  return
+}
+
+// -----
+
+// expected-error @+1 {{sharding of parameter @w names @nope, which is not a dist.mesh}}
+graph.param @w : tensor<8x4xf32> sharding <@nope, [{"tp"}, {}]>
+
+// -----
+
+dist.mesh @m ["tp" = 2]
+// expected-error @+1 {{sharding of parameter @w uses axis "x" that mesh @m does not have}}
+graph.param @w : tensor<8x4xf32> sharding <@m, [{"x"}, {}]>
+
+// -----
+
+dist.mesh @m ["tp" = 2]
+// expected-error @+1 {{sharding uses mesh axis "tp" more than once}}
+graph.param @w : tensor<8x4xf32> sharding <@m, [{"tp"}, {"tp"}]>
+
+// -----
+
+dist.mesh @m ["tp" = 4]
+// expected-error @+1 {{cannot shard dimension 1 of parameter @w (size 6) over mesh axis "tp" (4): the size is not divisible by 4}}
+graph.param @w : tensor<8x6xf32> sharding <@m, [{}, {"tp"}]>
+
+// -----
+
+dist.mesh @m ["tp" = 4]
+// expected-error @+1 {{sharding of parameter @w must not be partial}}
+graph.param @w : tensor<8x6xf32> sharding <@m, [{}, {}], partial sum {"tp"}>
+
+// -----
+
+dist.mesh @m ["tp" = 4]
+// expected-error @+1 {{sharding of parameter @w lists 1 dimension but 'tensor<8x6xf32>' has rank 2}}
+graph.param @w : tensor<8x6xf32> sharding <@m, [{"tp"}]>
+
+// -----
+
+dist.mesh @m ["tp" = 4]
+graph.param @w : tensor<8x6xf32> sharding <@m, [{"tp"}, {}]>
+func.func @read_wrong_local(%x: tensor<4x6xf32>) {
+  // expected-error @+1 {{result type 'tensor<4x6xf32>' is neither the global type 'tensor<8x6xf32>' nor the local type 'tensor<2x6xf32>' of parameter @w}}
+  %0 = graph.read_param @w : tensor<4x6xf32>
+  return
+}
+
+// -----
+
+dist.mesh @m ["tp" = 4]
+graph.param @w : tensor<8x6xf32> sharding <@m, [{"tp"}, {}]>
+func.func @assign_wrong_local(%x: tensor<4x6xf32>) {
+  // expected-error @+1 {{parameter @w has type 'tensor<8x6xf32>', which the assigned 'tensor<4x6xf32>' is not (globally or locally)}}
+  graph.assign @w, %x : tensor<4x6xf32>
+  return
+}
+
+// -----
+
+func.func @phase_not_a_phase(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'graph.phase' must be a #graph<phase ...>, got "forward"}}
+  %0 = graph.neg %x {graph.phase = "forward"} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @negative_layer(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'graph.layer' must be a non-negative i64, got -1 : i64}}
+  %0 = graph.neg %x {graph.layer = -1 : i64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @microbatch_type(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'graph.microbatch' must be a non-negative i64, got 1 : i32}}
+  %0 = graph.neg %x {graph.microbatch = 1 : i32} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @unknown_graph_attribute(%x: tensor<4xf32>) {
+  // expected-error @+1 {{unknown graph attribute 'graph.stage'}}
+  %0 = graph.neg %x {graph.stage = 1 : i64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_max(%l: tensor<4x8xf32>, %y: tensor<4xi64>) {
+  // expected-error @+1 {{reduction must be mean or sum, got max}}
+  %0 = graph.cross_entropy %l, %y reduction max : tensor<4x8xf32>, tensor<4xi64>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_grad_min(%l: tensor<4x8xf32>, %y: tensor<4xi64>, %g: tensor<f32>) {
+  // expected-error @+1 {{reduction must be mean or sum, got min}}
+  %0 = graph.cross_entropy_grad %l, %y, %g reduction min : tensor<4x8xf32>, tensor<4xi64>, tensor<f32>
   return
 }

@@ -213,10 +213,17 @@ func.func @backward(%x: tensor<2x8x64xf32>, %g: tensor<64xf32>,
   %3 = graph.slice_grad %x start [0, 0, 0] strides [1, 2, 1] : tensor<2x8x64xf32> -> tensor<2x16x64xf32>
   // CHECK: graph.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} ignore_index -100 : tensor<2x8x100xf32>, tensor<2x8xi64>, tensor<f32>
   %4 = graph.cross_entropy_grad %logits, %ids, %l ignore_index -100 : tensor<2x8x100xf32>, tensor<2x8xi64>, tensor<f32>
+  // CHECK: graph.cross_entropy %{{.*}}, %{{.*}} reduction sum : tensor<2x8x100xf32>, tensor<2x8xi64>
+  %5 = graph.cross_entropy %logits, %ids reduction sum : tensor<2x8x100xf32>, tensor<2x8xi64>
+  // CHECK: graph.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} ignore_index -100 reduction sum : tensor<2x8x100xf32>, tensor<2x8xi64>, tensor<f32>
+  %6 = graph.cross_entropy_grad %logits, %ids, %l ignore_index -100 reduction sum : tensor<2x8x100xf32>, tensor<2x8xi64>, tensor<f32>
+  // Training-step annotations.
+  // CHECK: graph.neg %{{.*}} {graph.layer = 3 : i64, graph.microbatch = 1 : i64, graph.phase = #graph<phase backward>}
+  %7 = graph.neg %l {graph.layer = 3 : i64, graph.microbatch = 1 : i64, graph.phase = #graph<phase backward>} : tensor<f32>
   return
 }
 
-// The optimizer: updates in place of parameter storage.
+// The optimizer: updates are values that graph.assign stores.
 graph.param @opt.w : tensor<4x8xf32>
 graph.param @opt.w.momentum frozen : tensor<4x8xf32>
 graph.param @opt.w.m frozen : tensor<4x8xf32>
@@ -226,12 +233,40 @@ graph.param @opt.step frozen : tensor<i64>
 func.func @optimizer(%g: tensor<4x8xf32>, %s: tensor<i64>, %c: tensor<f32>) {
   // CHECK: graph.assign @opt.step, %{{.*}} : tensor<i64>
   graph.assign @opt.step, %s : tensor<i64>
-  // CHECK: graph.sgd_update @opt.w, %{{.*}}, %{{.*}} momentum_buffer @opt.w.momentum {lr = 1.000000e-01 : f64, momentum = 9.000000e-01 : f64, nesterov} : tensor<4x8xf32>, tensor<i64>
-  graph.sgd_update @opt.w, %g, %s momentum_buffer @opt.w.momentum {lr = 0.1 : f64, momentum = 0.9 : f64, nesterov} : tensor<4x8xf32>, tensor<i64>
-  // CHECK: graph.sgd_update @opt.w, %{{.*}}, %{{.*}} scale %{{.*}} {lr = 1.000000e-01 : f64} : tensor<4x8xf32>, tensor<i64>, tensor<f32>
-  graph.sgd_update @opt.w, %g, %s scale %c {lr = 0.1 : f64} : tensor<4x8xf32>, tensor<i64>, tensor<f32>
-  // CHECK: graph.adamw_update @opt.w, %{{.*}}, %{{.*}} scale %{{.*}} moments @opt.w.m, @opt.w.v {lr = 1.000000e-03 : f64} : tensor<4x8xf32>, tensor<i64>, tensor<f32>
-  graph.adamw_update @opt.w, %g, %s scale %c moments @opt.w.m, @opt.w.v {lr = 1.0e-3 : f64} : tensor<4x8xf32>, tensor<i64>, tensor<f32>
+  %p = graph.read_param @opt.w : tensor<4x8xf32>
+  %b = graph.read_param @opt.w.momentum : tensor<4x8xf32>
+  // CHECK: %[[P1:.*]], %[[B1:.*]] = graph.sgd %{{.*}}, %{{.*}}, %{{.*}} momentum_buffer %{{.*}} {lr = 1.000000e-01 : f64, momentum = 9.000000e-01 : f64, nesterov} : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<i64>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
+  %p1, %b1 = graph.sgd %p, %g, %s momentum_buffer %b {lr = 0.1 : f64, momentum = 0.9 : f64, nesterov} : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<i64>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
+  // CHECK: graph.sgd %{{.*}}, %{{.*}}, %{{.*}} scale %{{.*}} {lr = 1.000000e-01 : f64} : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<i64>, tensor<f32>) -> tensor<4x8xf32>
+  %p2 = graph.sgd %p, %g, %s scale %c {lr = 0.1 : f64} : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<i64>, tensor<f32>) -> tensor<4x8xf32>
+  %m = graph.read_param @opt.w.m : tensor<4x8xf32>
+  %v = graph.read_param @opt.w.v : tensor<4x8xf32>
+  // CHECK: %[[P3:.*]], %{{.*}}, %{{.*}} = graph.adamw %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} scale %{{.*}} {lr = 1.000000e-03 : f64} : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<i64>, tensor<f32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  %p3:3 = graph.adamw %p, %g, %m, %v, %s scale %c {lr = 1.0e-3 : f64} : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<i64>, tensor<f32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  // CHECK: graph.assign @opt.w, %[[P3]] :
+  graph.assign @opt.w, %p3#0 : tensor<4x8xf32>
+  graph.assign @opt.w.m, %p3#1 : tensor<4x8xf32>
+  graph.assign @opt.w.v, %p3#2 : tensor<4x8xf32>
+  return
+}
+
+// Sharded parameters keep their global type; a partitioned program reads
+// and assigns the local block.
+dist.mesh @mesh ["dp" = 2, "tp" = 4]
+// CHECK: graph.param @tp.w : tensor<16x8xf32> sharding <@mesh, [{"tp"}, {}]> = dense<1.000000e+00> : tensor<16x8xf32>
+graph.param @tp.w : tensor<16x8xf32> sharding <@mesh, [{"tp"}, {}]> = dense<1.0> : tensor<16x8xf32>
+// CHECK: graph.param @zero.m frozen : tensor<16x8xf32> sharding <@mesh, [{"dp", "tp"}, {}]>
+graph.param @zero.m frozen : tensor<16x8xf32> sharding <@mesh, [{"dp", "tp"}, {}]>
+// CHECK-LABEL: func.func @sharded_params
+func.func @sharded_params(%x: tensor<4x8xf32>) {
+  // CHECK: graph.read_param @tp.w : tensor<16x8xf32>
+  %g = graph.read_param @tp.w : tensor<16x8xf32>
+  // CHECK: graph.read_param @tp.w : tensor<4x8xf32>
+  %l = graph.read_param @tp.w : tensor<4x8xf32>
+  // CHECK: graph.read_param @zero.m : tensor<2x8xf32>
+  %m = graph.read_param @zero.m : tensor<2x8xf32>
+  // CHECK: graph.assign @tp.w, %{{.*}} : tensor<4x8xf32>
+  graph.assign @tp.w, %x : tensor<4x8xf32>
   return
 }
 

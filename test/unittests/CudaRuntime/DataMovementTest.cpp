@@ -220,7 +220,7 @@ void crossEntropyLabelOutOfRange() {
   cleave_tensor loss = p.add(CLEAVE_F32, {});
   p.fill(logits, -1, 1, 31);
   p.setValues(labels, {1, 10, 3, 4});
-  cleave_rt_cross_entropy(p.deviceArena(), &logits, &labels, &loss, 0, 0);
+  cleave_rt_cross_entropy(p.deviceArena(), &logits, &labels, &loss, 0, 0, CLEAVE_MEAN);
   cleave_rt_synchronize();
 }
 

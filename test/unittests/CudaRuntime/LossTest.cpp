@@ -20,7 +20,8 @@ using CudaLoss = CudaTest;
 enum class Ignore { None, Some, InRange, All };
 
 void runCrossEntropy(const Shape &rows, int64_t c, int32_t dtype,
-                     int32_t labelType, Ignore ignore, unsigned seed) {
+                     int32_t labelType, Ignore ignore, unsigned seed,
+                     int32_t reduction = CLEAVE_MEAN) {
   Shape ls = rows;
   ls.push_back(c);
   DevicePair p(2 * size_t(product(ls)) * byteSize(dtype) + (size_t(1) << 20));
@@ -43,18 +44,19 @@ void runCrossEntropy(const Shape &rows, int64_t c, int32_t dtype,
   std::string what = std::string(dtypeName(dtype)) + " logits rank " +
                      std::to_string(ls.size()) + " C " + std::to_string(c) +
                      " " + dtypeName(labelType) + " labels, ignore " +
-                     std::to_string(int(ignore));
+                     std::to_string(int(ignore)) +
+                     (reduction == CLEAVE_SUM ? ", sum" : ", mean");
   CUDA_AND_CPU(p, cross_entropy, &logits, &labels, &loss, hasIgnore,
-               ignoreIndex);
+               ignoreIndex, reduction);
   // The loss is a mean of f32 terms: 1e-4 for every logits dtype.
   p.expectMatch(loss, "cross_entropy " + what, {1e-4, 1e-6});
   CUDA_AND_CPU(p, cross_entropy_grad, &logits, &labels, &dloss, &dlogits,
-               hasIgnore, ignoreIndex);
+               hasIgnore, ignoreIndex, reduction);
   p.expectMatch(dlogits, "cross_entropy_grad " + what,
                 {defaultTolerance(dtype).rtol, 1e-6});
   // dlogits over the logits.
   CUDA_AND_CPU(p, cross_entropy_grad, &logits, &labels, &dloss, &logits,
-               hasIgnore, ignoreIndex);
+               hasIgnore, ignoreIndex, reduction);
   p.expectMatch(logits, "cross_entropy_grad in place " + what,
                 {defaultTolerance(dtype).rtol, 1e-6});
 }
@@ -67,6 +69,8 @@ TEST_F(CudaLoss, CrossEntropyAndGrad) {
            {Ignore::None, Ignore::Some, Ignore::InRange, Ignore::All}) {
         runCrossEntropy({4, 5}, 11, dtype, labelType, ignore, seed);
         runCrossEntropy({37}, 300, dtype, labelType, ignore, seed + 10);
+        runCrossEntropy({4, 5}, 11, dtype, labelType, ignore, seed + 15,
+                        CLEAVE_SUM);
         seed += 20;
       }
 }

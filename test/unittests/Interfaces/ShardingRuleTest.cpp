@@ -51,7 +51,8 @@ TEST_F(ShardingRuleTest, MatmulContractsK) {
       ruleOf("%a: tensor<4x8xf32>, %b: tensor<8x16xf32>",
              "%0 = graph.matmul %a, %b : tensor<4x8xf32>, tensor<8x16xf32>");
   EXPECT_EQ(rule.str(),
-            "([a, b], [b, c]) -> ([a, c]) {a=4, b=8 reduction(sum), c=16}");
+            "([a, b], [b, c]) -> ([a, c]) {a=4, b=8 reduction(sum), c=16}"
+            " linear in (0), (1)");
   EXPECT_EQ(rule.getFactorsOfKind(FactorKind::Reduction),
             SmallVector<int64_t>{1});
 }
@@ -62,7 +63,8 @@ TEST_F(ShardingRuleTest, MatmulBroadcastsBatch) {
       "%a: tensor<2x4x8xf32>, %b: tensor<1x8x16xf32>",
       "%0 = graph.matmul %a, %b : tensor<2x4x8xf32>, tensor<1x8x16xf32>");
   EXPECT_EQ(rule.str(), "([a, b, c], [1, c, d]) -> ([a, b, d]) {a=2, b=4, "
-                        "c=8 reduction(sum), d=16}");
+                        "c=8 reduction(sum), d=16}"
+            " linear in (0), (1)");
 }
 
 TEST_F(ShardingRuleTest, ReshapeSplitsAFactor) {
@@ -72,7 +74,8 @@ TEST_F(ShardingRuleTest, ReshapeSplitsAFactor) {
              "%0 = graph.reshape %x : tensor<2x8x64xf32> -> "
              "tensor<2x8x4x16xf32>");
   EXPECT_EQ(rule.str(),
-            "([a, b, (c d)]) -> ([a, b, c, d]) {a=2, b=8, c=4, d=16}");
+            "([a, b, (c d)]) -> ([a, b, c, d]) {a=2, b=8, c=4, d=16}"
+            " linear in (0)");
 }
 
 TEST_F(ShardingRuleTest, ReshapeMergesFactors) {
@@ -80,7 +83,8 @@ TEST_F(ShardingRuleTest, ReshapeMergesFactors) {
       "%x: tensor<2x8x4x16xf32>",
       "%0 = graph.reshape %x : tensor<2x8x4x16xf32> -> tensor<16x64xf32>");
   EXPECT_EQ(rule.str(),
-            "([a, b, c, d]) -> ([(a b), (c d)]) {a=2, b=8, c=4, d=16}");
+            "([a, b, c, d]) -> ([(a b), (c d)]) {a=2, b=8, c=4, d=16}"
+            " linear in (0)");
 }
 
 TEST_F(ShardingRuleTest, ReshapeWithPartialOverlap) {
@@ -88,7 +92,8 @@ TEST_F(ShardingRuleTest, ReshapeWithPartialOverlap) {
   ShardingRule rule = ruleOf(
       "%x: tensor<4x6xf32>",
       "%0 = graph.reshape %x : tensor<4x6xf32> -> tensor<8x3xf32>");
-  EXPECT_EQ(rule.str(), "([a, (b c)]) -> ([(a b), c]) {a=4, b=2, c=3}");
+  EXPECT_EQ(rule.str(), "([a, (b c)]) -> ([(a b), c]) {a=4, b=2, c=3}"
+            " linear in (0)");
 }
 
 TEST_F(ShardingRuleTest, ReshapeThatInterleavesNeedsReplication) {
@@ -98,14 +103,16 @@ TEST_F(ShardingRuleTest, ReshapeThatInterleavesNeedsReplication) {
       "%0 = graph.reshape %x : tensor<6x4xf32> -> tensor<4x6xf32>");
   EXPECT_EQ(rule.str(),
             "([a, b]) -> ([c, d]) {a=6 need_replication, b=4 "
-            "need_replication, c=4 need_replication, d=6 need_replication}");
+            "need_replication, c=4 need_replication, d=6 need_replication}"
+            " linear in (0)");
 }
 
 TEST_F(ShardingRuleTest, ReshapeSkipsUnitDims) {
   ShardingRule rule = ruleOf(
       "%x: tensor<1x6xf32>",
       "%0 = graph.reshape %x : tensor<1x6xf32> -> tensor<2x1x3xf32>");
-  EXPECT_EQ(rule.str(), "([1, (a b)]) -> ([a, 1, b]) {a=2, b=3}");
+  EXPECT_EQ(rule.str(), "([1, (a b)]) -> ([a, 1, b]) {a=2, b=3}"
+            " linear in (0)");
 }
 
 TEST_F(ShardingRuleTest, TransposePermutesFactors) {
@@ -113,7 +120,8 @@ TEST_F(ShardingRuleTest, TransposePermutesFactors) {
       ruleOf("%x: tensor<2x8x4x16xf32>",
              "%0 = graph.transpose %x perm [0, 2, 1, 3] : tensor<2x8x4x16xf32>");
   EXPECT_EQ(rule.str(),
-            "([a, c, b, d]) -> ([a, b, c, d]) {a=2, b=4, c=8, d=16}");
+            "([a, c, b, d]) -> ([a, b, c, d]) {a=2, b=4, c=8, d=16}"
+            " linear in (0)");
 }
 
 TEST_F(ShardingRuleTest, SoftmaxAxisNeedsReplication) {
@@ -136,7 +144,8 @@ TEST_F(ShardingRuleTest, ReduceMakesReductionFactors) {
       "%x: tensor<2x8x64xf32>",
       "%0 = graph.reduce mean %x dims [2] keepdim : tensor<2x8x64xf32>");
   EXPECT_EQ(keep.str(),
-            "([a, b, c]) -> ([a, b, 1]) {a=2, b=8, c=64 reduction(mean)}");
+            "([a, b, c]) -> ([a, b, 1]) {a=2, b=8, c=64 reduction(mean)}"
+            " linear in (0)");
   ShardingRule drop =
       ruleOf("%x: tensor<2x8x64xf32>",
              "%0 = graph.reduce max %x dims [0, 1] : tensor<2x8x64xf32>");
@@ -150,7 +159,8 @@ TEST_F(ShardingRuleTest, GatherVocabularyIsAPartialSumThroughTheHook) {
              "%0 = graph.gather %t[%i] dim 0 : tensor<100x64xf32>, "
              "tensor<2x8xi64>");
   EXPECT_EQ(rule.str(), "([d, c], [a, b]) -> ([a, b, c]) {a=2, b=8, c=64, "
-                        "d=100 reduction(sum) hook}");
+                        "d=100 reduction(sum) hook}"
+            " linear in (0)");
 }
 
 TEST_F(ShardingRuleTest, GroupedQueryAttention) {
@@ -163,7 +173,8 @@ TEST_F(ShardingRuleTest, GroupedQueryAttention) {
   EXPECT_EQ(rule.str(),
             "([a, (b c), d, f], [a, b, e, f], [a, b, e, g]) -> "
             "([a, (b c), d, g]) {a=2, b=2, c=4, d=16 hook, e=16 need_replication "
-            "hook, f=32 need_replication, g=32}");
+            "hook, f=32 need_replication, g=32}"
+            " linear in (2)");
 }
 
 TEST_F(ShardingRuleTest, AttentionMaskSharesSequenceFactors) {
@@ -175,7 +186,8 @@ TEST_F(ShardingRuleTest, AttentionMaskSharesSequenceFactors) {
   EXPECT_EQ(rule.str(),
             "([a, b, c, e], [a, b, d, e], [a, b, d, f], [c, d]) -> "
             "([a, b, c, f]) {a=2, b=4, c=16, d=16 need_replication hook, "
-            "e=32 need_replication, f=32}");
+            "e=32 need_replication, f=32}"
+            " linear in (2)");
 }
 
 TEST_F(ShardingRuleTest, CrossEntropyAveragesPositions) {
@@ -210,14 +222,16 @@ TEST_F(ShardingRuleTest, MoeRouterDispatchExpertMatmulCombine) {
   EXPECT_EQ(dispatch.str(),
             "([b, a], [b, c]) -> ([d, e, a]) {a=64, b=16 need_replication "
             "hook, c=2 need_replication, d=8 need_replication hook, e=4 "
-            "need_replication hook}");
+            "need_replication hook}"
+            " linear in (0)");
 
   ShardingRule expert = ruleOf(
       "%x: tensor<8x4x64xf32>, %w: tensor<8x64x256xf32>",
       "%0 = graph.expert_matmul %x, %w : tensor<8x4x64xf32>, "
       "tensor<8x64x256xf32>");
   EXPECT_EQ(expert.str(), "([a, b, c], [a, c, d]) -> ([a, b, d]) {a=8, b=4, "
-                          "c=64 reduction(sum), d=256}");
+                          "c=64 reduction(sum), d=256}"
+            " linear in (0), (1)");
 
   ShardingRule combine = ruleOf(
       "%o: tensor<8x4x64xf32>, %g: tensor<16x2xf32>, %e: tensor<16x2xi64>",
@@ -226,14 +240,16 @@ TEST_F(ShardingRuleTest, MoeRouterDispatchExpertMatmulCombine) {
   EXPECT_EQ(combine.str(),
             "([b, c, a], [d, e], [d, e]) -> ([d, a]) {a=64, b=8 "
             "need_replication hook, c=4 need_replication hook, d=16 "
-            "need_replication hook, e=2 need_replication}");
+            "need_replication hook, e=2 need_replication}"
+            " linear in (0), (1)");
 }
 
 TEST_F(ShardingRuleTest, ElementwiseBroadcastLeavesUnitDimsEmpty) {
   ShardingRule rule = ruleOf(
       "%a: tensor<4x8xf32>, %b: tensor<1x8xf32>",
       "%0 = graph.add %a, %b : tensor<4x8xf32>, tensor<1x8xf32>");
-  EXPECT_EQ(rule.str(), "([a, b], [1, b]) -> ([a, b]) {a=4, b=8}");
+  EXPECT_EQ(rule.str(), "([a, b], [1, b]) -> ([a, b]) {a=4, b=8}"
+            " linear in (0, 1)");
 }
 
 TEST_F(ShardingRuleTest, SliceKeepsUntouchedDims) {
@@ -241,7 +257,8 @@ TEST_F(ShardingRuleTest, SliceKeepsUntouchedDims) {
       ruleOf("%x: tensor<4x8xf32>",
              "%0 = graph.slice %x start [0, 2] limit [4, 6] : tensor<4x8xf32>");
   EXPECT_EQ(rule.str(), "([a, b]) -> ([a, c]) {a=4, b=8 need_replication, "
-                        "c=4 need_replication}");
+                        "c=4 need_replication}"
+            " linear in (0)");
 }
 
 TEST_F(ShardingRuleTest, VerifyRejectsRuleThatMisdescribesShape) {

@@ -365,7 +365,7 @@ TEST(RuntimeGrad, SliceNegativeStride) {
 //===----------------------------------------------------------------------===//
 
 void checkCrossEntropyGrad(int32_t labelType, bool hasIgnore, bool allIgnored,
-                           const std::string &name) {
+                           const std::string &name, bool sum = false) {
   const int64_t ignore = -100, c = 11;
   TestArena arena;
   cleave_tensor logits = arena.add(CLEAVE_F32, {4, 5, c});
@@ -380,11 +380,17 @@ void checkCrossEntropyGrad(int32_t labelType, bool hasIgnore, bool allIgnored,
   arena.setValues(labels, lv);
   arena.setValues(dloss, {0.7});
   arena.fill(dlogits, 7, 8, 212); // must be overwritten
+  double kept = 0;
+  for (double l : lv)
+    kept += !(hasIgnore && l == double(ignore));
+  // The sum is the mean times the positions kept.
   Forward f = [&](const std::vector<Values> &in) {
-    return Values{refCrossEntropy(in[0], lv, c, hasIgnore, ignore)};
+    return Values{refCrossEntropy(in[0], lv, c, hasIgnore, ignore) *
+                  (sum ? kept : 1.0)};
   };
   cleave_rt_cross_entropy_grad(arena.data(), &logits, &labels, &dloss, &dlogits,
-                               hasIgnore, ignore);
+                               hasIgnore, ignore,
+                               sum ? CLEAVE_SUM : CLEAVE_MEAN);
   Values want = numericVjp(f, {xv}, 0, {0.7});
   check(arena.values(dlogits), want, 1e-5, 1e-7, name);
   if (allIgnored) {
@@ -398,6 +404,10 @@ TEST(RuntimeGrad, CrossEntropy) {
   checkCrossEntropyGrad(CLEAVE_I32, true, false, "cross_entropy_grad i32");
   checkCrossEntropyGrad(CLEAVE_I64, true, true,
                         "cross_entropy_grad all ignored");
+  checkCrossEntropyGrad(CLEAVE_I64, false, false, "cross_entropy_grad sum",
+                        /*sum=*/true);
+  checkCrossEntropyGrad(CLEAVE_I32, true, false,
+                        "cross_entropy_grad sum ignore", /*sum=*/true);
 }
 
 TEST(RuntimeGrad, CrossEntropyLargeInPlace) {
@@ -423,7 +433,7 @@ TEST(RuntimeGrad, CrossEntropyLargeInPlace) {
                                 1.5 / double(rows);
   }
   cleave_rt_cross_entropy_grad(arena.data(), &logits, &labels, &dloss, &logits,
-                               0, 0);
+                               0, 0, CLEAVE_MEAN);
   check(arena.values(logits), want, 1e-5, 1e-9, "cross_entropy_grad large");
 }
 
@@ -461,7 +471,7 @@ TEST(RuntimeGrad, Errors) {
   cleave_tensor dloss = arena.add(CLEAVE_F32, {});
   arena.setValues(labels, {0, 8, 1});
   EXPECT_RT_FAIL(cleave_rt_cross_entropy_grad(arena.data(), &x, &labels, &dloss,
-                                              &dx, 0, 0),
+                                              &dx, 0, 0, CLEAVE_MEAN),
                  "cleave_rt_cross_entropy_grad: label 8 at position 1 is out "
                  "of range \\[0, 8\\)");
 }

@@ -67,6 +67,20 @@ public:
   TensorFactors &operand(unsigned i) { return operands[i]; }
   TensorFactors &result(unsigned i) { return results[i]; }
 
+  /// Declares the op linear in `operands` jointly, the other operands held
+  /// fixed: f(x + y) = f(x) + f(y) where x and y give values to all of
+  /// `operands` (add is linear in {0, 1} jointly, mul in {0} and in {1}
+  /// separately). A partitioner may then apply the op to values partial
+  /// over some axes, and keep the result partial, exactly when the partial
+  /// operands are one such group (all of its members partial, the others
+  /// not), instead of reducing first.
+  void addLinearGroup(llvm::ArrayRef<unsigned> operands);
+  llvm::ArrayRef<llvm::SmallVector<unsigned, 2>> getLinearGroups() const {
+    return linearGroups;
+  }
+  /// True when `partialOperands` (sorted) is one of the linear groups.
+  bool isLinearIn(llvm::ArrayRef<unsigned> partialOperands) const;
+
   /// Indices of the factors of the given kind, ascending.
   llvm::SmallVector<int64_t> getFactorsOfKind(FactorKind kind) const;
 
@@ -76,14 +90,15 @@ public:
   mlir::LogicalResult verifyAgainst(mlir::Operation *op) const;
 
   /// An einsum-like text, e.g. `([a, b], [b, c]) -> ([a, c]) {a=4, b=8
-  /// reduction(sum), c=16}`; compound dimensions print as `(a b)` and size-1
-  /// dimensions as `1`.
+  /// reduction(sum), c=16} linear in (0), (1)`; compound dimensions print
+  /// as `(a b)` and size-1 dimensions as `1`; the linear groups follow.
   std::string str() const;
 
 private:
   llvm::SmallVector<ShardingFactor> factors;
   llvm::SmallVector<TensorFactors> operands;
   llvm::SmallVector<TensorFactors> results;
+  llvm::SmallVector<llvm::SmallVector<unsigned, 2>> linearGroups;
 };
 
 /// Builds rules whose tensors are given by the op's types: each tensor starts
@@ -132,6 +147,10 @@ public:
                          DimRef outBase, llvm::ArrayRef<int64_t> out);
 
   int64_t getDimSize(DimRef ref) const;
+  /// See ShardingRule::addLinearGroup.
+  void addLinearGroup(llvm::ArrayRef<unsigned> operands) {
+    rule.addLinearGroup(operands);
+  }
   ShardingRule take() { return std::move(rule); }
 
 private:

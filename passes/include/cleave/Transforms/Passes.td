@@ -13,9 +13,12 @@ def PrintShardingRulesPass : Pass<"cleave-print-sharding-rules"> {
   let summary = "Reports the factor sharding rule of every op";
   let description = [{
     Emits a remark on each op that implements `ShardingRuleOpInterface`
-    with its rule in einsum-like form, after checking that the rule agrees
-    with the op's types (a mismatch is an error). It shows how propagation
-    will see the program and is how the rules are tested end to end.
+    with its rule in einsum-like form and the operands it is linear in,
+    after checking that the rule agrees with the op's types (a mismatch is
+    an error). An op that computes without a rule is an error; functions,
+    terminators, declarations (`graph.param`, `dist.mesh`) and the `dist`
+    ops need none. It shows how propagation will see the program and is how
+    the rules are tested end to end.
 
     ```mlir
     %0 = graph.matmul %a, %b : tensor<4x8xf32>, tensor<8x16xf32>
@@ -23,7 +26,7 @@ def PrintShardingRulesPass : Pass<"cleave-print-sharding-rules"> {
     gives
 
     ```
-    remark: sharding rule ([a, b], [b, c]) -> ([a, c]) {a=4, b=8 reduction(sum), c=16}
+    remark: sharding rule ([a, b], [b, c]) -> ([a, c]) {a=4, b=8 reduction(sum), c=16} linear in (0), (1)
     ```
   }];
   let statistics = [
@@ -138,7 +141,12 @@ def PlanMemoryPass : Pass<"cleave-plan-memory", "::mlir::ModuleOp"> {
     tensors get a temporary region, where buffers whose lifetimes do not
     overlap share bytes (first fit in program order). A reshape or a
     parameter read is a view and needs no storage. An elementwise op whose
-    operand dies there writes its result in place.
+    operand dies there writes its result in place. An optimizer update
+    (`graph.sgd`, `graph.adamw`) whose new parameter or state is only
+    assigned back to what it read is computed in that parameter's storage,
+    so the assignment copies nothing; where a read of the parameter is still
+    used after the update, the update gets its own buffer and the
+    assignment copies.
 
     The plan is recorded as attributes: `cleave.offset` on params and
     arguments, `cleave.offsets` on each op, and on the function
@@ -165,7 +173,9 @@ def PlanMemoryPass : Pass<"cleave-plan-memory", "::mlir::ModuleOp"> {
   ];
   let statistics = [
     Statistic<"numBuffers", "num-buffers", "Temporary buffers placed">,
-    Statistic<"numInPlace", "num-in-place", "Results written in place">
+    Statistic<"numInPlace", "num-in-place", "Results written in place">,
+    Statistic<"numUpdatesInPlace", "num-updates-in-place",
+              "Optimizer results computed in their parameter's storage">
   ];
   let dependentDialects = ["::cleave::graph::GraphDialect"];
 }
@@ -241,7 +251,8 @@ def MixedPrecisionPass : Pass<"cleave-mixed-precision", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"precision", "precision", "::cleave::Precision",
-           /*default=*/"::cleave::Precision::BF16", "The compute type",
+           /*default=*/"::cleave::Precision::BF16",
+           "The compute type: bf16 or f16",
            [{::llvm::cl::values(
              clEnumValN(::cleave::Precision::BF16, "bf16", "bfloat16"),
              clEnumValN(::cleave::Precision::F16, "f16", "IEEE half"))}]>,
@@ -273,14 +284,25 @@ def AutodiffPass : Pass<"cleave-autodiff", "::mlir::ModuleOp"> {
     Without an optimizer the function returns the loss and the gradient of
     every trainable parameter (`loss`, `grad.<param>`). With
     `optimizer=sgd|adamw` it returns the loss and updates every parameter
-    in place (`graph.sgd_update`, `graph.adamw_update`), with fp32 state
+    (`graph.sgd`, `graph.adamw`: values, stored by `graph.assign`, which
+    the memory plan computes in the parameters' storage), with fp32 state
     parameters `<param>.momentum`, `<param>.m`, `<param>.v` and the step
     counter `optimizer.step`, following torch.optim's formulas.
     `grad-clip` scales all gradients by min(1, clip / (norm + 1e-6)), the
-    global 2-norm, as torch.nn.utils.clip_grad_norm_. `accumulate=K` makes
-    the inputs K times the model's batch and runs forward and backward on K
-    consecutive microbatches, averaging their losses and gradients before
+    global 2-norm, as torch.nn.utils.clip_grad_norm_. `accumulate=K` gives
+    every input (and the target) a leading dimension of K microbatches,
+    `[K, B, ...]`, and runs forward and backward on each in turn, averaging their losses and gradients before
     one update (only one microbatch's activations are live at a time).
+
+    Every op of the step is annotated for the passes that split it:
+    `graph.phase` (`#graph<phase forward|backward|optimizer>`),
+    `graph.microbatch` (forward and backward ops) and `graph.layer`: the
+    `N` of a `blocks.N` / `layers.N` / `h.N` in the op's ONNX node path or
+    in the parameter it reads; an op with neither takes the highest layer
+    of its operands (the final norm and the head go with the last layer,
+    the embeddings have none); a gradient op takes the layer of the op it
+    differentiates, an update its parameter's (named, or read by ops of a
+    layer).
 
     `loss-scale=S` adds dynamic loss scaling: the backward pass starts from
     the loss gradient times the scale (the f32 state `amp.loss_scale`,
@@ -300,7 +322,7 @@ def AutodiffPass : Pass<"cleave-autodiff", "::mlir::ModuleOp"> {
   let options = [
     Option<"loss", "loss", "::cleave::LossKind",
            /*default=*/"::cleave::LossKind::CrossEntropy",
-           "The loss on the first output",
+           "The loss on the first output: cross-entropy or mse",
            [{::llvm::cl::values(
              clEnumValN(::cleave::LossKind::CrossEntropy, "cross-entropy",
                         "against integer labels, mean over positions"),
@@ -308,7 +330,7 @@ def AutodiffPass : Pass<"cleave-autodiff", "::mlir::ModuleOp"> {
                         "mean squared error against float targets"))}]>,
     Option<"optimizer", "optimizer", "::cleave::OptimizerKind",
            /*default=*/"::cleave::OptimizerKind::None",
-           "The update of every trainable parameter",
+           "none (return gradients), sgd or adamw",
            [{::llvm::cl::values(
              clEnumValN(::cleave::OptimizerKind::None, "none",
                         "no update: return the gradients"),

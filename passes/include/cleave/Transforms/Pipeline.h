@@ -83,8 +83,9 @@ struct CleavePipelineOptions
   PassOptions::Option<int64_t> accumulate{
       *this, "accumulate",
       llvm::cl::desc("Microbatches per step: the program's inputs hold K "
-                     "batches of the model's batch size, each run forward "
-                     "and backward in turn before one update (default 1)"),
+                     "batches of the model's batch size as a leading "
+                     "dimension [K, B, ...], each run forward and backward "
+                     "in turn before one update (default 1)"),
       llvm::cl::init(1)};
   PassOptions::Option<double> lossScale{
       *this, "loss-scale",

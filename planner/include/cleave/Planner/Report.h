@@ -2,7 +2,7 @@
 //
 // The planner's three outputs: a human-readable report with the ranked
 // table, the `--json` object of the chosen layout, and the versioned plan
-// file that `cleave-compile` will read (format: planner/README.md).
+// file that `cleave-compile` will read (format: docs/planner.md).
 //
 //===----------------------------------------------------------------------===//
 

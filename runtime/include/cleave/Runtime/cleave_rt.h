@@ -214,14 +214,15 @@ void cleave_rt_attention(char *arena, const cleave_tensor *q,
                          const cleave_tensor *k, const cleave_tensor *v,
                          const cleave_tensor *mask, const cleave_tensor *out,
                          int32_t causal, double scale);
-/* Mean over positions whose label != ignore_index (when has_ignore) of
- * -log_softmax(logits)[label]; logits [..., C], labels [...]; out scalar.
- * A label outside [0, C) is a fatal error (ignored positions may hold any
- * value). When every position is ignored the loss is 0, not 0/0. */
+/* Mean (reduction CLEAVE_MEAN) or sum (CLEAVE_SUM) over positions whose
+ * label != ignore_index (when has_ignore) of -log_softmax(logits)[label];
+ * logits [..., C], labels [...]; out scalar. A label outside [0, C) is a
+ * fatal error (ignored positions may hold any value). When every position
+ * is ignored the loss is 0, not 0/0. */
 void cleave_rt_cross_entropy(char *arena, const cleave_tensor *logits,
                              const cleave_tensor *labels,
                              const cleave_tensor *out, int32_t has_ignore,
-                             int64_t ignore_index);
+                             int64_t ignore_index, int32_t reduction);
 /* mean((pred - target)^2) over same-shaped pred and target; out scalar. */
 void cleave_rt_mse(char *arena, const cleave_tensor *pred,
                    const cleave_tensor *target, const cleave_tensor *out);
@@ -302,14 +303,16 @@ void cleave_rt_slice_grad(char *arena, const cleave_tensor *dy,
                           const cleave_tensor *out, const int64_t *start,
                           const int64_t *strides);
 /* d logits of cleave_rt_cross_entropy scaled by the scalar dloss:
- * (softmax(logits) - onehot(label)) * dloss / count, count being the
- * number of positions not ignored; ignored positions get zeros (so all
- * zeros when every position is ignored). */
+ * (softmax(logits) - onehot(label)) * dloss / count for CLEAVE_MEAN, count
+ * being the number of positions not ignored, or without the division for
+ * CLEAVE_SUM; ignored positions get zeros (so all zeros when every position
+ * is ignored). */
 void cleave_rt_cross_entropy_grad(char *arena, const cleave_tensor *logits,
                                   const cleave_tensor *labels,
                                   const cleave_tensor *dloss,
                                   const cleave_tensor *dlogits,
-                                  int32_t has_ignore, int64_t ignore_index);
+                                  int32_t has_ignore, int64_t ignore_index,
+                                  int32_t reduction);
 
 /*===----------------------------------------------------------------------===*
  * Optimizer updates, in place on f32 parameters and f32 state, with exactly

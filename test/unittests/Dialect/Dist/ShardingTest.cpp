@@ -7,6 +7,7 @@
 
 #include "cleave/Dialect/Dist/IR/DistOps.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
@@ -21,7 +22,7 @@ namespace {
 class ShardingTest : public ::testing::Test {
 protected:
   ShardingTest() : builder(&context) {
-    context.loadDialect<DistDialect>();
+    context.loadDialect<DistDialect, func::FuncDialect>();
     module = parseSourceString<ModuleOp>(
         "dist.mesh @mesh [\"dp\" = 2, \"pp\" = 3, \"tp\" = 4]", &context);
     mesh = cast<MeshOp>(module->getBody()->front());
@@ -133,6 +134,72 @@ TEST_F(ShardingTest, RepeatedAxisIsRejectedWhenBuilt) {
       builder.getArrayAttr({builder.getI64IntegerAttr(1)}),
       ReductionKind::Sum);
   EXPECT_FALSE(notStrings);
-  EXPECT_EQ(message, "sharding axes must be strings, got 1 : i64");
+  EXPECT_EQ(message, "sharding axes must be strings or sub-axes, got 1 : i64");
+}
+TEST_F(ShardingTest, SubAxesOpenDimsPriorityAndOrigin) {
+  OwningOpRef<ModuleOp> parsed = parseSourceString<ModuleOp>(
+      "dist.mesh @mesh [\"dp\" = 2, \"pp\" = 3, \"tp\" = 4]\n"
+      "func.func @f(%x: tensor<8x16xf32> {dist.sharding = "
+      "#dist.sharding<@mesh, [{\"tp\":(1)2, ?}, {\"dp\", \"tp\":(2)2}], "
+      "priority strategy, origin \"-dist-tensor-parallel\">}) {\n"
+      "  return\n}",
+      &context);
+  ASSERT_TRUE(parsed);
+  auto fn = cast<func::FuncOp>(parsed->getBody()->back());
+  auto s = fn.getArgAttrOfType<ShardingAttr>(0, "dist.sharding");
+  ASSERT_TRUE(s);
+  SmallVector<AxisRef> d0 = s.getAxisRefs(0), d1 = s.getAxisRefs(1);
+  ASSERT_EQ(d0.size(), 1u);
+  EXPECT_TRUE(d0[0].isSubAxis());
+  EXPECT_EQ(d0[0].str(), "\"tp\":(1)2");
+  EXPECT_EQ(d1[1].str(), "\"tp\":(2)2");
+  EXPECT_EQ(s.getAxes(1), (SmallVector<StringRef>{"dp", "tp"}));
+  EXPECT_TRUE(s.isOpen(0));
+  EXPECT_FALSE(s.isOpen(1));
+  EXPECT_EQ(s.getPriority(), ShardingPriority::Strategy);
+  EXPECT_EQ(s.getOrigin().getValue(), "-dist-tensor-parallel");
+  // The halves of tp: 8 / 2 rows, 16 / (2 * 2) columns.
+  auto type = RankedTensorType::get({8, 16}, builder.getF32Type());
+  EXPECT_EQ(getLocalType(s, type, mesh),
+            RankedTensorType::get({4, 4}, builder.getF32Type()));
+  // Only the dp axis counted: the manual axes of a region.
+  EXPECT_EQ(getLocalType(s, type, mesh,
+                         [](StringRef axis) { return axis == "dp"; }),
+            RankedTensorType::get({8, 8}, builder.getF32Type()));
+  ShardingAttr propagated = s.withOrigin(ShardingPriority::Propagated,
+                                         builder.getStringAttr("%x"));
+  EXPECT_EQ(propagated.getDims(), s.getDims());
+  EXPECT_EQ(propagated.getPriority(), ShardingPriority::Propagated);
+}
+
+TEST_F(ShardingTest, OverlappingSubAxes) {
+  AxisRef whole{"tp", 1, 0}, major{"tp", 1, 2}, minor{"tp", 2, 2},
+      middle{"tp", 2, 4}, other{"dp", 1, 2};
+  EXPECT_TRUE(whole.overlaps(major));
+  EXPECT_FALSE(major.overlaps(minor));
+  EXPECT_TRUE(minor.overlaps(middle));
+  EXPECT_FALSE(major.overlaps(other));
+}
+
+TEST_F(ShardingTest, ResultShardingsOfOps) {
+  OwningOpRef<ModuleOp> parsed = parseSourceString<ModuleOp>(
+      "dist.mesh @mesh [\"dp\" = 2]\n"
+      "func.func @f(%x: tensor<8xf32>) {\n"
+      "  %i = dist.axis_index on @mesh [\"dp\"] : tensor<i64>\n"
+      "  %y = dist.local_slice %x[%i] dim 0 {dist.sharding = "
+      "#dist.sharding<@mesh, [{\"dp\"}]>} : tensor<8xf32> -> tensor<4xf32>\n"
+      "  return\n}",
+      &context);
+  ASSERT_TRUE(parsed);
+  Operation *slice = nullptr;
+  parsed->walk([&](LocalSliceOp op) { slice = op; });
+  ASSERT_TRUE(slice);
+  ShardingAttr s = getResultSharding(slice, 0);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s.getAxes(0), (SmallVector<StringRef>{"dp"}));
+  EXPECT_FALSE(getResultSharding(slice, 1));
+  setResultShardings(slice, {s, s});
+  EXPECT_TRUE(isa<ArrayAttr>(slice->getAttr("dist.sharding")));
+  EXPECT_EQ(getResultSharding(slice, 1), s);
 }
 } // namespace

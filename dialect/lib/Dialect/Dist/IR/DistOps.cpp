@@ -106,6 +106,18 @@ int64_t MeshOp::getNumDevices() {
 // Sharding verification
 //===----------------------------------------------------------------------===//
 
+LogicalResult cleave::dist::verifyReductionType(
+    ReductionKind kind, Type elementType,
+    function_ref<InFlightDiagnostic()> emitError) {
+  if (kind == ReductionKind::Mean && !isa<FloatType>(elementType))
+    return emitError() << "a mean needs a float element type, got "
+                       << elementType;
+  if (kind == ReductionKind::Sum && elementType.isInteger(1))
+    return emitError() << "a sum of i1 values is not defined (use max or "
+                          "min for or and and)";
+  return success();
+}
+
 LogicalResult cleave::dist::verifySharding(
     ShardingAttr sharding, Type type, MeshOp mesh,
     function_ref<InFlightDiagnostic()> emitError, StringRef valueName) {
@@ -120,24 +132,29 @@ LogicalResult cleave::dist::verifySharding(
                                                           : " dimensions")
                        << " but " << tensor << " has rank "
                        << tensor.getRank();
-  auto axisSize = [&](StringRef axis) -> FailureOr<int64_t> {
-    if (auto size = mesh.getAxisSize(axis))
-      return *size;
-    return emitError() << "sharding of " << valueName << " uses axis \""
-                       << axis << "\" that mesh @" << mesh.getSymName()
-                       << " does not have";
+  auto axisSize = [&](const AxisRef &axis) -> FailureOr<int64_t> {
+    std::optional<int64_t> size = mesh.getAxisSize(axis.name);
+    if (!size)
+      return emitError() << "sharding of " << valueName << " uses axis \""
+                         << axis.name << "\" that mesh @"
+                         << mesh.getSymName() << " does not have";
+    if (axis.isSubAxis() && *size % (axis.preSize * axis.size) != 0)
+      return emitError() << "sharding of " << valueName << " uses sub-axis "
+                         << axis.str() << ", but " << axis.preSize << " x "
+                         << axis.size << " does not divide the size "
+                         << *size << " of mesh axis \"" << axis.name << "\"";
+    return axis.getSize(*size);
   };
   for (int64_t d = 0; d < tensor.getRank(); ++d) {
-    SmallVector<StringRef> axes = sharding.getAxes(d);
     int64_t devices = 1;
     std::string desc;
-    for (StringRef axis : axes) {
+    for (const AxisRef &axis : sharding.getAxisRefs(d)) {
       FailureOr<int64_t> size = axisSize(axis);
       if (failed(size))
         return failure();
       devices *= *size;
       desc += (desc.empty() ? "" : " x ") +
-              ("\"" + axis + "\" (" + Twine(*size) + ")").str();
+              (axis.str() + " (" + Twine(*size) + ")").str();
     }
     if (tensor.getDimSize(d) % devices != 0)
       return emitError() << "cannot shard dimension " << d << " of "
@@ -145,10 +162,28 @@ LogicalResult cleave::dist::verifySharding(
                          << ") over mesh axis " << desc
                          << ": the size is not divisible by " << devices;
   }
-  for (Attribute a : sharding.getPartialAxes())
-    if (failed(axisSize(cast<StringAttr>(a).getValue())))
+  for (const AxisRef &axis : sharding.getPartialAxisRefs())
+    if (failed(axisSize(axis)))
       return failure();
+  if (sharding.isPartial() &&
+      failed(verifyReductionType(
+          sharding.getPartialKind(), tensor.getElementType(), [&]() {
+            return emitError() << "partial sharding of " << valueName << ": ";
+          })))
+    return failure();
   return success();
+}
+
+RankedTensorType
+cleave::dist::getLocalType(ShardingAttr sharding, RankedTensorType type,
+                           MeshOp mesh,
+                           function_ref<bool(StringRef)> select) {
+  SmallVector<int64_t> shape = llvm::to_vector(type.getShape());
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    for (const AxisRef &axis : sharding.getAxisRefs(d))
+      if (!select || select(axis.name))
+        shape[d] /= axis.getSize(mesh.getAxisSize(axis.name).value_or(1));
+  return type.clone(shape);
 }
 
 LogicalResult cleave::dist::verifyShardingAt(
@@ -266,6 +301,16 @@ static LogicalResult checkGroupIndex(Operation *op, StringRef what,
   return success();
 }
 
+LogicalResult AllReduceOp::verify() {
+  return verifyReductionType(getKind(), getType().getElementType(),
+                             [&]() { return emitOpError(); });
+}
+
+LogicalResult ReduceScatterOp::verify() {
+  return verifyReductionType(getKind(), getType().getElementType(),
+                             [&]() { return emitOpError(); });
+}
+
 LogicalResult AllReduceOp::verifyGroupSize(int64_t) { return success(); }
 
 LogicalResult AllGatherOp::verifyGroupSize(int64_t n) {
@@ -342,6 +387,111 @@ LogicalResult SendOp::verifyGroupSize(int64_t n) {
 
 LogicalResult RecvOp::verifyGroupSize(int64_t n) {
   return checkGroupIndex(*this, "source", getSource(), n);
+}
+
+//===----------------------------------------------------------------------===//
+// AxisIndexOp, LocalSliceOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult AxisIndexOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return getGroupSize(*this, symbolTable, getMeshAttr(), getAxes());
+}
+
+LogicalResult LocalSliceOp::verify() {
+  RankedTensorType in = getInput().getType(), out = getType();
+  int64_t dim = getDim();
+  if (failed(checkCollectiveDim(*this, "dim", dim, in)))
+    return failure();
+  if (in.getElementType() != out.getElementType() ||
+      in.getRank() != out.getRank())
+    return emitOpError("expects a result of the input's element type and "
+                       "rank, got ")
+           << out;
+  for (int64_t d = 0; d < in.getRank(); ++d) {
+    if (d == dim)
+      continue;
+    if (in.getDimSize(d) != out.getDimSize(d))
+      return emitOpError("expects the input's size ")
+             << in.getDimSize(d) << " in dimension " << d << ", got "
+             << out.getDimSize(d);
+  }
+  if (out.getDimSize(dim) == 0 || in.getDimSize(dim) % out.getDimSize(dim))
+    return emitOpError("result size ")
+           << out.getDimSize(dim) << " in dimension " << dim
+           << " does not divide the input's " << in.getDimSize(dim);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ManualComputationOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ManualComputationOp::verify() {
+  if (getInShardings().size() != getInputs().size())
+    return emitOpError("has ")
+           << getInputs().size() << " inputs but "
+           << getInShardings().size() << " in_shardings";
+  if (getOutShardings().size() != getResults().size())
+    return emitOpError("has ")
+           << getResults().size() << " results but "
+           << getOutShardings().size() << " out_shardings";
+  for (ArrayAttr list : {getInShardings(), getOutShardings()})
+    for (Attribute a : list) {
+      auto s = dyn_cast<ShardingAttr>(a);
+      if (!s)
+        return emitOpError("shardings must be #dist.sharding, got ") << a;
+      if (s.getMesh() != getMeshAttr())
+        return emitOpError("sharding ")
+               << s << " is not on the op's mesh " << getMeshAttr();
+    }
+  Block &body = getBody().front();
+  if (body.getNumArguments() != getInputs().size())
+    return emitOpError("body takes ")
+           << body.getNumArguments() << " arguments for "
+           << getInputs().size() << " inputs";
+  auto yield = dyn_cast<YieldOp>(body.getTerminator());
+  if (!yield || yield.getValues().size() != getResults().size())
+    return emitOpError("body must yield one value per result");
+  return success();
+}
+
+LogicalResult
+ManualComputationOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  FailureOr<int64_t> n =
+      getGroupSize(*this, symbolTable, getMeshAttr(), getManualAxes());
+  if (failed(n))
+    return failure();
+  auto mesh = symbolTable.lookupNearestSymbolFrom<MeshOp>(*this, getMeshAttr());
+  llvm::StringSet<> manual;
+  for (Attribute a : getManualAxes())
+    manual.insert(cast<StringAttr>(a).getValue());
+  auto isManual = [&](StringRef axis) { return manual.contains(axis); };
+  Block &body = getBody().front();
+  auto yield = cast<YieldOp>(body.getTerminator());
+  auto check = [&](ArrayAttr shardings, TypeRange globals, TypeRange locals,
+                   StringRef what) -> LogicalResult {
+    for (auto [i, a, global, local] :
+         llvm::enumerate(shardings, globals, locals)) {
+      auto s = cast<ShardingAttr>(a);
+      std::string name = (what + " #" + Twine(i)).str();
+      auto type = cast<RankedTensorType>(global);
+      if (failed(verifySharding(s, type, mesh,
+                                [&]() { return emitOpError(); }, name)))
+        return failure();
+      RankedTensorType expected = getLocalType(s, type, mesh, isManual);
+      if (expected != local)
+        return emitOpError("expects the local type ")
+               << expected << " of " << name << " in the body, got "
+               << local;
+    }
+    return success();
+  };
+  if (failed(check(getInShardings(), getInputs().getTypes(),
+                   body.getArgumentTypes(), "input")) ||
+      failed(check(getOutShardings(), getResultTypes(),
+                   yield.getValues().getTypes(), "result")))
+    return failure();
+  return success();
 }
 
 /// `[[0, 1], [1, 2]]` <-> the flat list [0, 1, 1, 2].

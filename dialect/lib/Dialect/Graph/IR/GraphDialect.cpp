@@ -53,3 +53,28 @@ ExternalWeightsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "external weights size must be > 0, got " << size;
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Training-step annotations
+//===----------------------------------------------------------------------===//
+
+LogicalResult GraphDialect::verifyOperationAttribute(Operation *op,
+                                                     NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name == getPhaseAttrName()) {
+    if (!isa<PhaseAttr>(attr.getValue()))
+      return op->emitOpError("'")
+             << name << "' must be a #graph<phase ...>, got "
+             << attr.getValue();
+    return success();
+  }
+  if (name == getMicrobatchAttrName() || name == getLayerAttrName()) {
+    auto value = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!value || !value.getType().isInteger(64) || value.getInt() < 0)
+      return op->emitOpError("'")
+             << name << "' must be a non-negative i64, got "
+             << attr.getValue();
+    return success();
+  }
+  return op->emitOpError("unknown graph attribute '") << name << "'";
+}

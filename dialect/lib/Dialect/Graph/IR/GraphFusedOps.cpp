@@ -168,6 +168,7 @@ ShardingRule MatmulGeluGradOp::getShardingRule() {
   if (db)
     columns.push_back(B::result(1, dbRank - 1));
   b.addFactor(getResult().getType().getShape().back(), columns);
+  b.addLinearGroup({0});
   return b.take();
 }
 
@@ -249,5 +250,6 @@ ShardingRule GemmOp::getShardingRule() {
   RankedTensorType out = getResult().getType();
   b.addFactor(out.getShape().back(),
               {B::operand(1, tr ? 0 : 1), B::result(0, out.getRank() - 1)});
+  b.addLinearGroup({0}); b.addLinearGroup({1});
   return b.take();
 }

@@ -693,7 +693,7 @@ GRAPH_GRADIENT(AttentionOp) {
 GRAPH_GRADIENT(CrossEntropyOp) {
   operandGrads[0] = CrossEntropyGradOp::create(
       builder, getLoc(), getLogits().getType(), getLogits(), getLabels(),
-      resultGrads[0], getIgnoreIndexAttr());
+      resultGrads[0], getIgnoreIndexAttr(), getReductionAttr());
   return success();
 }
 

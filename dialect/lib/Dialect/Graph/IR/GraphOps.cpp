@@ -122,6 +122,10 @@ bool isIdentityPermutation(ArrayRef<int64_t> perm) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult ParamOp::verify() {
+  if (dist::ShardingAttr sharding = getShardingAttr(); sharding &&
+                                                       sharding.isPartial())
+    return emitOpError("sharding of parameter @")
+           << getSymName() << " must not be partial, got " << sharding;
   Attribute init = getInitialValueAttr();
   if (!init)
     return success();
@@ -144,17 +148,54 @@ LogicalResult ParamOp::verify() {
          << init;
 }
 
+LogicalResult ParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  dist::ShardingAttr sharding = getShardingAttr();
+  if (!sharding)
+    return success();
+  std::string name = ("parameter @" + getSymName()).str();
+  auto mesh = symbolTable.lookupNearestSymbolFrom<dist::MeshOp>(
+      *this, sharding.getMesh());
+  if (!mesh)
+    return emitOpError("sharding of ")
+           << name << " names " << sharding.getMesh()
+           << ", which is not a dist.mesh";
+  return dist::verifySharding(
+      sharding, getType(), mesh, [&]() { return emitOpError(); }, name);
+}
+
+/// The type of this device's block of `param`, or null when it is not
+/// sharded (or its sharding does not verify).
+static RankedTensorType localParamType(ParamOp param,
+                                       SymbolTableCollection &symbolTable) {
+  dist::ShardingAttr sharding = param.getShardingAttr();
+  if (!sharding)
+    return {};
+  auto mesh = symbolTable.lookupNearestSymbolFrom<dist::MeshOp>(
+      param, sharding.getMesh());
+  if (!mesh)
+    return {};
+  return dist::getLocalType(sharding, param.getTensorType(), mesh);
+}
+
 LogicalResult
 ReadParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   auto param =
       symbolTable.lookupNearestSymbolFrom<ParamOp>(*this, getParamAttr());
   if (!param)
     return emitOpError("'@") << getParam() << "' does not name a graph.param";
-  if (param.getType() != getType())
+  if (param.getType() == getType())
+    return success();
+  if (RankedTensorType local = localParamType(param, symbolTable)) {
+    if (local == getType())
+      return success();
     return emitOpError("result type ")
-           << getType() << " does not match the type " << param.getType()
-           << " of parameter @" << getParam();
-  return success();
+           << getType() << " is neither the global type " << param.getType()
+           << " nor the local type " << local << " of parameter @"
+           << getParam();
+  }
+  return emitOpError("result type ")
+         << getType() << " does not match the type " << param.getType()
+         << " of parameter @" << getParam();
 }
 
 //===----------------------------------------------------------------------===//

@@ -31,6 +31,21 @@ ShardingRule elementwiseRule(Operation *op) {
   return b.take();
 }
 
+/// An elementwise rule, linear in each of `groups`.
+ShardingRule linearElementwiseRule(
+    Operation *op, ArrayRef<SmallVector<unsigned, 2>> groups) {
+  ShardingRule rule = elementwiseRule(op);
+  for (const auto &g : groups)
+    rule.addLinearGroup(g);
+  return rule;
+}
+
+/// `rule`, declared linear in operand 0.
+ShardingRule linearInFirst(ShardingRule rule) {
+  rule.addLinearGroup({0});
+  return rule;
+}
+
 /// Ops whose single result is made from nothing: each dimension is its own
 /// parallel factor (a constant or parameter can be sliced per shard).
 ShardingRule sourceRule(Operation *op) {
@@ -96,7 +111,6 @@ ShardingRule IotaOp::getShardingRule() {
 
 #define GRAPH_ELEMENTWISE_RULE(OP)                                             \
   ShardingRule OP::getShardingRule() { return elementwiseRule(*this); }
-GRAPH_ELEMENTWISE_RULE(NegOp)
 GRAPH_ELEMENTWISE_RULE(AbsOp)
 GRAPH_ELEMENTWISE_RULE(ReluOp)
 GRAPH_ELEMENTWISE_RULE(ExpOp)
@@ -111,17 +125,34 @@ GRAPH_ELEMENTWISE_RULE(SiluOp)
 GRAPH_ELEMENTWISE_RULE(SinOp)
 GRAPH_ELEMENTWISE_RULE(CosOp)
 GRAPH_ELEMENTWISE_RULE(GeluOp)
-GRAPH_ELEMENTWISE_RULE(AddOp)
-GRAPH_ELEMENTWISE_RULE(SubOp)
-GRAPH_ELEMENTWISE_RULE(MulOp)
-GRAPH_ELEMENTWISE_RULE(DivOp)
 GRAPH_ELEMENTWISE_RULE(PowOp)
 GRAPH_ELEMENTWISE_RULE(MaxOp)
 GRAPH_ELEMENTWISE_RULE(MinOp)
 GRAPH_ELEMENTWISE_RULE(CompareOp)
-GRAPH_ELEMENTWISE_RULE(WhereOp)
-GRAPH_ELEMENTWISE_RULE(CastOp)
 #undef GRAPH_ELEMENTWISE_RULE
+
+// The linear ones: a sum of partial values stays partial through them.
+ShardingRule NegOp::getShardingRule() {
+  return linearElementwiseRule(*this, {{0}});
+}
+ShardingRule CastOp::getShardingRule() {
+  return linearElementwiseRule(*this, {{0}});
+}
+ShardingRule AddOp::getShardingRule() {
+  return linearElementwiseRule(*this, {{0, 1}});
+}
+ShardingRule SubOp::getShardingRule() {
+  return linearElementwiseRule(*this, {{0, 1}});
+}
+ShardingRule MulOp::getShardingRule() {
+  return linearElementwiseRule(*this, {{0}, {1}});
+}
+ShardingRule DivOp::getShardingRule() {
+  return linearElementwiseRule(*this, {{0}});
+}
+ShardingRule WhereOp::getShardingRule() {
+  return linearElementwiseRule(*this, {{1, 2}});
+}
 
 //===----------------------------------------------------------------------===//
 // Contractions, normalizations, reductions
@@ -151,6 +182,7 @@ ShardingRule MatmulOp::getShardingRule() {
               FactorKind::Reduction, ReductionKind::Sum);
   b.addFactor(out.getShape().back(),
               {B::operand(1, rhs.getRank() - 1), B::result(0, rank - 1)});
+  b.addLinearGroup({0}); b.addLinearGroup({1});
   return b.take();
 }
 
@@ -178,6 +210,8 @@ ShardingRule ReduceOp::getShardingRule() {
     }
     b.addFactor(in.getDimSize(d), {B::operand(0, d), B::result(0, r++)});
   }
+  if (getKind() == ReductionKind::Sum || getKind() == ReductionKind::Mean)
+    b.addLinearGroup({0});
   return b.take();
 }
 
@@ -194,6 +228,7 @@ ShardingRule ReshapeOp::getShardingRule() {
   B b(*this);
   b.addReshapeFactors(B::operand(0, 0), getOperand().getType().getShape(),
                       B::result(0, 0), getType().getShape());
+  b.addLinearGroup({0});
   return b.take();
 }
 
@@ -202,6 +237,7 @@ ShardingRule TransposeOp::getShardingRule() {
   for (auto [d, p] : llvm::enumerate(getPerm()))
     b.addFactor(getType().getDimSize(d),
                 {B::operand(0, p), B::result(0, d)});
+  b.addLinearGroup({0});
   return b.take();
 }
 
@@ -212,6 +248,7 @@ ShardingRule BroadcastInDimOp::getShardingRule() {
     if (in.getDimSize(i) == getType().getDimSize(d))
       b.addFactor(in.getDimSize(i), {B::operand(0, i), B::result(0, d)});
   b.addOwnFactorsToResults();
+  b.addLinearGroup({0});
   return b.take();
 }
 
@@ -226,6 +263,7 @@ ShardingRule SliceOp::getShardingRule() {
       b.addFactor(in.getDimSize(d), {B::operand(0, d), B::result(0, d)});
   b.addOwnFactorsToOperands(FactorKind::NeedReplication);
   b.addOwnFactorsToResults(FactorKind::NeedReplication);
+  b.addLinearGroup({0});
   return b.take();
 }
 
@@ -241,11 +279,13 @@ ShardingRule ConcatOp::getShardingRule() {
   }
   b.addOwnFactorsToOperands(FactorKind::NeedReplication);
   b.addOwnFactorsToResults(FactorKind::NeedReplication);
+  b.addLinearGroup(llvm::to_vector(llvm::seq<unsigned>(0, getNumOperands())));
   return b.take();
 }
 
 ShardingRule SplitOp::getShardingRule() {
-  return sameShapeExceptDim(*this, getDim(), FactorKind::NeedReplication);
+  return linearInFirst(
+      sameShapeExceptDim(*this, getDim(), FactorKind::NeedReplication));
 }
 
 ShardingRule GatherOp::getShardingRule() {
@@ -264,6 +304,7 @@ ShardingRule GatherOp::getShardingRule() {
                 {B::operand(0, d), B::result(0, d - 1 + n)});
   b.addFactor(data.getDimSize(dim), {B::operand(0, dim)},
               FactorKind::Reduction, ReductionKind::Sum, /*needsHook=*/true);
+  b.addLinearGroup({0});
   return b.take();
 }
 
@@ -319,21 +360,26 @@ ShardingRule AttentionOp::getShardingRule() {
   b.addFactor(v[3], {B::operand(2, 3), B::result(0, 3)});
   // A grouped per-head mask dimension keeps its own, whole factor.
   b.addOwnFactorsToOperands(FactorKind::NeedReplication);
+  b.addLinearGroup({2});
   return b.take();
 }
 
 ShardingRule CrossEntropyOp::getShardingRule() {
-  // Positions are averaged away; the class dimension is the softmax axis,
-  // shardable only by the vocabulary-parallel partition hook. With an ignore
-  // index, shards count different numbers of positions, so the mean of shard
-  // means is wrong: the hook must reduce sums and counts separately.
+  // Positions are summed or averaged away; the class dimension is the
+  // softmax axis, shardable only by the vocabulary-parallel partition hook.
+  // Sums of shards add up exactly. With an ignore index, shards count
+  // different numbers of positions, so the mean of shard means is wrong:
+  // the hook must reduce sums and counts separately (the training step uses
+  // the sum and its own count, which need no hook).
   B b(*this);
   RankedTensorType logits = getLogits().getType();
   int64_t rank = logits.getRank();
-  bool unevenCounts = getIgnoreIndex().has_value();
+  bool sum = getReduction() == ReductionKind::Sum;
+  bool unevenCounts = !sum && getIgnoreIndex().has_value();
   for (int64_t d = 0; d + 1 < rank; ++d)
     b.addFactor(logits.getDimSize(d), {B::operand(0, d), B::operand(1, d)},
-                FactorKind::Reduction, ReductionKind::Mean, unevenCounts);
+                FactorKind::Reduction,
+                sum ? ReductionKind::Sum : ReductionKind::Mean, unevenCounts);
   b.addFactor(logits.getDimSize(rank - 1), {B::operand(0, rank - 1)},
               FactorKind::NeedReplication, ReductionKind::Sum,
               /*needsHook=*/true);
@@ -379,6 +425,7 @@ ShardingRule MoeDispatchOp::getShardingRule() {
               ReductionKind::Sum, true);
   b.addFactor(out[1], {B::result(0, 1)}, FactorKind::NeedReplication,
               ReductionKind::Sum, true);
+  b.addLinearGroup({0});
   return b.take();
 }
 
@@ -392,6 +439,7 @@ ShardingRule ExpertMatmulOp::getShardingRule() {
   b.addFactor(in[2], {B::operand(0, 2), B::operand(1, 1)},
               FactorKind::Reduction, ReductionKind::Sum);
   b.addFactor(w[2], {B::operand(1, 2), B::result(0, 2)});
+  b.addLinearGroup({0}); b.addLinearGroup({1});
   return b.take();
 }
 
@@ -409,6 +457,7 @@ ShardingRule MoeCombineOp::getShardingRule() {
               FactorKind::NeedReplication, ReductionKind::Sum, true);
   b.addFactor(gates[1], {B::operand(1, 1), B::operand(2, 1)},
               FactorKind::NeedReplication);
+  b.addLinearGroup({0}); b.addLinearGroup({1});
   return b.take();
 }
 
@@ -421,8 +470,23 @@ ShardingRule MoeCombineOp::getShardingRule() {
 // a reduction: sharding it shards the input gradient and leaves the
 // parameter gradient partial.
 
-ShardingRule GeluGradOp::getShardingRule() { return elementwiseRule(*this); }
-ShardingRule SiluGradOp::getShardingRule() { return elementwiseRule(*this); }
+ShardingRule GeluGradOp::getShardingRule() {
+  return linearElementwiseRule(*this, {{1}});
+}
+ShardingRule SiluGradOp::getShardingRule() {
+  return linearElementwiseRule(*this, {{1}});
+}
+
+// The optimizer updates are elementwise in the parameter, the gradient and
+// the state (step and scale are scalars): ZeRO shards them all alike.
+ShardingRule SgdOp::getShardingRule() { return elementwiseRule(*this); }
+ShardingRule AdamwOp::getShardingRule() { return elementwiseRule(*this); }
+
+ShardingRule AssignOp::getShardingRule() {
+  B b(*this);
+  b.addOwnFactorsToOperands(FactorKind::Parallel);
+  return b.take();
+}
 
 namespace {
 /// layer_norm_grad and rms_norm_grad: operands (x, scale, dy), results (dx,
@@ -449,10 +513,14 @@ ShardingRule normGradRule(Operation *op, int64_t normDim) {
 } // namespace
 
 ShardingRule LayerNormGradOp::getShardingRule() {
-  return normGradRule(*this, getDim());
+  ShardingRule rule = normGradRule(*this, getDim());
+  rule.addLinearGroup({2});
+  return rule;
 }
 ShardingRule RmsNormGradOp::getShardingRule() {
-  return normGradRule(*this, getDim());
+  ShardingRule rule = normGradRule(*this, getDim());
+  rule.addLinearGroup({2});
+  return rule;
 }
 
 ShardingRule AttentionGradOp::getShardingRule() {
@@ -484,6 +552,7 @@ ShardingRule AttentionGradOp::getShardingRule() {
   b.addFactor(v[3], {B::operand(2, 3), B::operand(3, 3), B::result(2, 3)},
               FactorKind::NeedReplication);
   b.addOwnFactorsToOperands(FactorKind::NeedReplication);
+  b.addLinearGroup({3});
   return b.take();
 }
 
@@ -504,6 +573,7 @@ ShardingRule GatherGradOp::getShardingRule() {
                 {B::operand(0, d - 1 + n), B::result(0, d)});
   b.addFactor(data.getDimSize(dim), {B::result(0, dim)},
               FactorKind::Parallel, ReductionKind::Sum, /*needsHook=*/true);
+  b.addLinearGroup({0});
   return b.take();
 }
 
@@ -516,6 +586,7 @@ ShardingRule SliceGradOp::getShardingRule() {
       b.addFactor(grad.getDimSize(d), {B::operand(0, d), B::result(0, d)});
   b.addOwnFactorsToOperands(FactorKind::NeedReplication);
   b.addOwnFactorsToResults(FactorKind::NeedReplication);
+  b.addLinearGroup({0});
   return b.take();
 }
 
@@ -534,5 +605,6 @@ ShardingRule CrossEntropyGradOp::getShardingRule() {
               {B::operand(0, rank - 1), B::result(0, rank - 1)},
               FactorKind::NeedReplication, ReductionKind::Sum,
               /*needsHook=*/true);
+  b.addLinearGroup({2});
   return b.take();
 }

@@ -68,6 +68,18 @@ LogicalResult CrossEntropyGradOp::verify() {
                                   << logits << " without the class dim";
   if (getGrad().getType().getRank() != 0)
     return emitOpError("grad must be a scalar, got ") << getGrad().getType();
+  if (getReduction() != ReductionKind::Mean &&
+      getReduction() != ReductionKind::Sum)
+    return emitOpError("reduction must be mean or sum, got ")
+           << stringifyReductionKind(getReduction());
+  return success();
+}
+
+LogicalResult CrossEntropyOp::verify() {
+  if (getReduction() != ReductionKind::Mean &&
+      getReduction() != ReductionKind::Sum)
+    return emitOpError("reduction must be mean or sum, got ")
+           << stringifyReductionKind(getReduction());
   return success();
 }
 
@@ -76,26 +88,6 @@ LogicalResult CrossEntropyGradOp::verify() {
 //===----------------------------------------------------------------------===//
 
 namespace {
-/// The graph.param that `ref` names, checked to have `type` (and f32
-/// elements when `needF32`).
-FailureOr<ParamOp> lookupParam(Operation *op, SymbolTableCollection &table,
-                               FlatSymbolRefAttr ref, RankedTensorType shape,
-                               StringRef what, bool needF32) {
-  auto param = table.lookupNearestSymbolFrom<ParamOp>(op, ref);
-  if (!param)
-    return op->emitOpError("'") << ref << "' (" << what
-                                << ") does not name a graph.param";
-  auto type = cast<RankedTensorType>(param.getType());
-  if (type.getShape() != shape.getShape() ||
-      (needF32 && !type.getElementType().isF32()) ||
-      (!needF32 && type != shape))
-    return op->emitOpError(what)
-           << " " << ref << " has type " << type << ", expected "
-           << (needF32 ? "f32 elements and the shape of " : "")
-           << shape;
-  return param;
-}
-
 LogicalResult checkUpdateScalars(Operation *op, Value step, Value scale,
                                  double lr) {
   if (cast<RankedTensorType>(step.getType()).getRank() != 0)
@@ -106,42 +98,79 @@ LogicalResult checkUpdateScalars(Operation *op, Value step, Value scale,
     return op->emitOpError("lr must be >= 0, got ") << lr;
   return success();
 }
+
+/// Checks that an optimizer state operand has the parameter's type.
+LogicalResult checkState(Operation *op, Value state, Type paramType,
+                         StringRef what) {
+  if (state.getType() != paramType)
+    return op->emitOpError(what) << " has type " << state.getType()
+                                 << ", expected the parameter's "
+                                 << paramType;
+  return success();
+}
+
+LogicalResult checkGrad(Operation *op, Value grad, Value param) {
+  auto g = cast<RankedTensorType>(grad.getType());
+  auto p = cast<RankedTensorType>(param.getType());
+  if (g.getShape() != p.getShape())
+    return op->emitOpError("grad ")
+           << g << " must have the shape of the parameter " << p;
+  return success();
+}
 } // namespace
 
 LogicalResult AssignOp::verifySymbolUses(SymbolTableCollection &table) {
-  return lookupParam(*this, table, getParamAttr(), getValue().getType(),
-                     "parameter", /*needF32=*/false);
+  auto param = table.lookupNearestSymbolFrom<ParamOp>(*this, getParamAttr());
+  if (!param)
+    return emitOpError("'") << getParamAttr()
+                            << "' (parameter) does not name a graph.param";
+  Type type = getValue().getType();
+  if (type == param.getType())
+    return success();
+  if (dist::ShardingAttr sharding = param.getShardingAttr())
+    if (auto mesh = table.lookupNearestSymbolFrom<dist::MeshOp>(
+            param, sharding.getMesh()))
+      if (type == dist::getLocalType(sharding, param.getTensorType(), mesh))
+        return success();
+  return emitOpError("parameter ")
+         << getParamAttr() << " has type " << param.getType()
+         << ", which the assigned " << type << " is not (globally or locally)";
 }
 
-LogicalResult SgdUpdateOp::verify() {
+LogicalResult SgdOp::verify() {
   if (failed(checkUpdateScalars(*this, getStep(), getGradScale(),
-                                getLr().convertToDouble())))
+                                getLr().convertToDouble())) ||
+      failed(checkGrad(*this, getGrad(), getParam())))
     return failure();
   double momentum = getMomentum().convertToDouble();
   if (momentum < 0.0 || getWeightDecay().convertToDouble() < 0.0)
     return emitOpError("momentum and weight_decay must be >= 0");
-  if ((momentum != 0.0) != static_cast<bool>(getMomentumBufferAttr()))
+  if ((momentum != 0.0) != static_cast<bool>(getMomentumBuffer()))
     return emitOpError("needs a momentum_buffer exactly when momentum != 0");
+  if (static_cast<bool>(getMomentumBuffer()) !=
+      static_cast<bool>(getNewMomentumBuffer()))
+    return emitOpError("returns a new momentum buffer exactly when it takes "
+                       "one");
+  if (Value buf = getMomentumBuffer())
+    if (failed(checkState(*this, buf, getParam().getType(),
+                          "momentum_buffer")) ||
+        failed(checkState(*this, getNewMomentumBuffer(), getParam().getType(),
+                          "the new momentum buffer")))
+      return failure();
   if (getNesterov() &&
       (momentum <= 0.0 || getDampening().convertToDouble() != 0.0))
     return emitOpError("nesterov needs momentum > 0 and zero dampening");
   return success();
 }
 
-LogicalResult SgdUpdateOp::verifySymbolUses(SymbolTableCollection &table) {
-  RankedTensorType grad = getGrad().getType();
-  if (failed(lookupParam(*this, table, getParamAttr(), grad, "parameter",
-                         true)))
-    return failure();
-  if (auto buf = getMomentumBufferAttr())
-    if (failed(lookupParam(*this, table, buf, grad, "momentum_buffer", true)))
-      return failure();
-  return success();
-}
-
-LogicalResult AdamwUpdateOp::verify() {
+LogicalResult AdamwOp::verify() {
   if (failed(checkUpdateScalars(*this, getStep(), getGradScale(),
-                                getLr().convertToDouble())))
+                                getLr().convertToDouble())) ||
+      failed(checkGrad(*this, getGrad(), getParam())) ||
+      failed(checkState(*this, getFirstMoment(), getParam().getType(),
+                        "first moment")) ||
+      failed(checkState(*this, getSecondMoment(), getParam().getType(),
+                        "second moment")))
     return failure();
   double b1 = getBeta1().convertToDouble(), b2 = getBeta2().convertToDouble();
   if (!(b1 >= 0.0 && b1 < 1.0 && b2 >= 0.0 && b2 < 1.0))
@@ -149,17 +178,5 @@ LogicalResult AdamwUpdateOp::verify() {
   if (!(getEps().convertToDouble() >= 0.0) ||
       !(getWeightDecay().convertToDouble() >= 0.0))
     return emitOpError("eps and weight_decay must be >= 0");
-  return success();
-}
-
-LogicalResult AdamwUpdateOp::verifySymbolUses(SymbolTableCollection &table) {
-  RankedTensorType grad = getGrad().getType();
-  if (failed(lookupParam(*this, table, getParamAttr(), grad, "parameter",
-                         true)) ||
-      failed(lookupParam(*this, table, getFirstMomentAttr(), grad,
-                         "first moment", true)) ||
-      failed(lookupParam(*this, table, getSecondMomentAttr(), grad,
-                         "second moment", true)))
-    return failure();
   return success();
 }

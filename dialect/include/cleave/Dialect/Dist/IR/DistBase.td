@@ -11,6 +11,7 @@ include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/EnumAttr.td"
 include "mlir/IR/OpBase.td"
 include "cleave/Interfaces/CleaveEnums.td"
+include "cleave/Dialect/Dist/IR/DistEnums.td"
 
 def Dist_Dialect : Dialect {
   let name = "dist";
@@ -22,19 +23,43 @@ def Dist_Dialect : Dialect {
     (major to minor) and over which axes the value is partial (unreduced).
     Collectives operate over groups of devices that differ only along the
     listed mesh axes.
+
+    Shardings are attached to function arguments and results
+    (`dist.sharding` argument and result attributes), to `graph.param`
+    (its `sharding`), and to any op's results as the discardable attribute
+    `dist.sharding`: a `#dist.sharding` for an op with one result, an array
+    of them (one per result) otherwise. Each is checked against the mesh it
+    names and the type of the value it describes.
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasRegionArgAttrVerify = 1;
   let hasRegionResultAttrVerify = 1;
+  let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{
-    /// The discardable attribute that carries a function argument's or
-    /// result's sharding.
+    /// The discardable attribute that carries the sharding of a function
+    /// argument or result, or of an op's results.
     static constexpr ::llvm::StringLiteral getShardingAttrName() {
       return ::llvm::StringLiteral("dist.sharding");
     }
   }];
 }
 
+def Dist_SubAxisAttr : AttrDef<Dist_Dialect, "SubAxis"> {
+  let mnemonic = "sub_axis";
+  let summary = "a factor of a mesh axis";
+  let description = [{
+    The `size` devices of axis `name` that are `pre_size` apart: axis
+    `"tp" = 4` is `"tp":(1)2` (the major half) followed by `"tp":(2)2`
+    (the minor half). In a sharding it is written `"tp":(1)2`. It lets a
+    dimension use part of an axis, e.g. the key/value heads of grouped
+    attention when `tp` is larger than their count. `pre_size * size` must
+    divide the axis size.
+  }];
+  let parameters = (ins "::mlir::StringAttr":$name, "int64_t":$pre_size,
+                        "int64_t":$size);
+  let assemblyFormat = "`<` $name `,` $pre_size `,` $size `>`";
+  let genVerifyDecl = 1;
+}
 
 def Dist_ShardingAttr : AttrDef<Dist_Dialect, "Sharding"> {
   let mnemonic = "sharding";
@@ -47,23 +72,62 @@ def Dist_ShardingAttr : AttrDef<Dist_Dialect, "Sharding"> {
     ```mlir
     #dist.sharding<@mesh, [{"dp"}, {}, {"tp"} ]>
     #dist.sharding<@mesh, [{"dp"}, {} ], partial sum {"tp"}>
+    #dist.sharding<@mesh, [{"dp", ?}, {"tp":(1)2} ], priority strategy, origin "-dist-data-parallel">
     ```
 
-    An axis appears at most once. Against the mesh, every axis must exist and
-    the product of a dimension's axis sizes must divide it (checked where the
+    - An axis is a whole mesh axis (`"tp"`) or a sub-axis (`"tp":(2)2`, see
+      `#dist.sub_axis`). An axis, or two overlapping parts of one, appears
+      at most once in a sharding.
+    - A dimension ending in `?` is *open*: propagation may split it further
+      (minor to the listed axes). Without it the dimension is *closed*.
+    - `priority` says who decided the sharding: `user` (the default: a
+      written constraint), `strategy` (a strategy pass) or `propagated`.
+      Conflicts are resolved in that order.
+    - `origin` names the op or annotation that decided it, for diagnostics
+      and for explaining the collectives it causes.
+
+    Against the mesh, every axis must exist and the product of a
+    dimension's axis sizes must divide it; a partial `mean` needs a float
+    element type and a partial `sum` a non-boolean one (checked where the
     attribute is used).
   }];
   let parameters = (ins "::mlir::FlatSymbolRefAttr":$mesh,
                         "::mlir::ArrayAttr":$dims,
                         "::mlir::ArrayAttr":$partial_axes,
-                        "::cleave::ReductionKind":$partial_kind);
+                        "::cleave::ReductionKind":$partial_kind,
+                        OptionalArrayRefParameter<"int64_t">:$open_dims,
+                        "::cleave::dist::ShardingPriority":$priority,
+                        "::mlir::StringAttr":$origin);
+  let builders = [
+    AttrBuilder<(ins "::mlir::FlatSymbolRefAttr":$mesh,
+                     "::mlir::ArrayAttr":$dims,
+                     "::mlir::ArrayAttr":$partial_axes,
+                     "::cleave::ReductionKind":$partial_kind), [{
+      return $_get($_ctxt, mesh, dims, partial_axes, partial_kind,
+                   ::llvm::ArrayRef<int64_t>(),
+                   ::cleave::dist::ShardingPriority::User,
+                   ::mlir::StringAttr());
+    }]>
+  ];
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
-    /// The axes splitting dimension `dim`, major to minor.
+    /// The names of the axes splitting dimension `dim`, major to minor (the
+    /// axis a sub-axis is part of).
     ::llvm::SmallVector<::llvm::StringRef> getAxes(int64_t dim) const;
+    /// The axes splitting dimension `dim`, with their sub-axis extents.
+    ::llvm::SmallVector<::cleave::dist::AxisRef> getAxisRefs(int64_t dim) const;
+    /// The axes over which the value is partial.
+    ::llvm::SmallVector<::cleave::dist::AxisRef> getPartialAxisRefs() const;
+    /// True when propagation may split dimension `dim` further.
+    bool isOpen(int64_t dim) const;
     /// True when no dimension is split and nothing is partial.
     bool isFullyReplicated() const;
+    /// True when the value is partial over some axis.
+    bool isPartial() const { return !getPartialAxes().empty(); }
+    /// The same sharding with another priority and origin.
+    ShardingAttr withOrigin(::cleave::dist::ShardingPriority priority,
+                            ::mlir::StringAttr origin) const;
   }];
 }
 

@@ -11,13 +11,27 @@
 include "cleave/Dialect/Dist/IR/DistBase.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
 include "mlir/IR/CommonAttrConstraints.td"
+include "mlir/IR/RegionKindInterface.td"
 include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
 class Dist_Op<string mnemonic, list<Trait> traits = []>
     : Op<Dist_Dialect, mnemonic, traits>;
 
 def Dist_Tensor : StaticShapeTensorOf<[F32, BF16, F16, I64, I32, I1]>;
+/// A device index: an i64 scalar tensor.
+def Dist_IndexScalar : 0DTensorOf<[I64]> {
+  let builderCall = "::mlir::RankedTensorType::get({}, $_builder.getI64Type())";
+}
+
+/// The communicators of the mesh. Every collective reads and writes it, so
+/// collectives are neither merged (-cse), nor removed when unused, nor
+/// reordered among themselves: every rank issues them in program order,
+/// and ZeRO-3's second gather of a parameter stays a second gather.
+def Dist_CommResource : Resource<"::cleave::dist::CommResource">;
+def Dist_CommEffects : MemoryEffects<[MemRead<Dist_CommResource>,
+                                      MemWrite<Dist_CommResource>]>;
 
 //===----------------------------------------------------------------------===//
 // Mesh and sharding constraints
@@ -64,9 +78,10 @@ def Dist_ShardOp : Dist_Op<"shard", [Pure, AllTypesMatch<["input", "result"]>,
 // Collectives
 //===----------------------------------------------------------------------===//
 
-/// A collective over the device groups that differ only along `axes`.
+/// A collective over the device groups that differ only along `axes`. It
+/// has the communication effects (see Dist_CommResource).
 class Dist_CollectiveOp<string mnemonic, list<Trait> traits = []>
-    : Dist_Op<mnemonic, !listconcat(traits, [
+    : Dist_Op<mnemonic, !listconcat(traits, [Dist_CommEffects,
           DeclareOpInterfaceMethods<SymbolUserOpInterface>])> {
   code commonExtraClassDeclaration = [{
     /// Checks what depends on the size `groupSize` of the device group.
@@ -75,10 +90,12 @@ class Dist_CollectiveOp<string mnemonic, list<Trait> traits = []>
   let extraClassDeclaration = commonExtraClassDeclaration;
 }
 
-def Dist_AllReduceOp : Dist_CollectiveOp<"all_reduce", [Pure,
+def Dist_AllReduceOp : Dist_CollectiveOp<"all_reduce", [
     AllTypesMatch<["input", "result"]>]> {
   let summary = "every device gets the reduction over its group";
   let description = [{
+    `mean` needs a float element type, `sum` a non-boolean one.
+
     ```mlir
     %y = dist.all_reduce %x on @mesh ["tp"] sum : tensor<4x8xf32>
     ```
@@ -89,9 +106,10 @@ def Dist_AllReduceOp : Dist_CollectiveOp<"all_reduce", [Pure,
   let assemblyFormat = [{
     $input `on` $mesh $axes $kind attr-dict `:` type($input)
   }];
+  let hasVerifier = 1;
 }
 
-def Dist_AllGatherOp : Dist_CollectiveOp<"all_gather", [Pure]> {
+def Dist_AllGatherOp : Dist_CollectiveOp<"all_gather"> {
   let summary = "concatenates the group's pieces along a dimension";
   let description = [{
     The result dimension `dim` is the input's times the group size, in group
@@ -110,10 +128,11 @@ def Dist_AllGatherOp : Dist_CollectiveOp<"all_gather", [Pure]> {
   }];
 }
 
-def Dist_ReduceScatterOp : Dist_CollectiveOp<"reduce_scatter", [Pure]> {
+def Dist_ReduceScatterOp : Dist_CollectiveOp<"reduce_scatter"> {
   let summary = "reduces over the group and keeps this device's piece";
   let description = [{
     The result dimension `dim` is the input's divided by the group size.
+    `mean` needs a float element type, `sum` a non-boolean one.
 
     ```mlir
     %y = dist.reduce_scatter %x on @mesh ["tp"] sum dim 0 : tensor<8x8xf32> -> tensor<2x8xf32>
@@ -127,9 +146,10 @@ def Dist_ReduceScatterOp : Dist_CollectiveOp<"reduce_scatter", [Pure]> {
     $input `on` $mesh $axes $kind `dim` $dim attr-dict `:` type($input) `->`
     type($result)
   }];
+  let hasVerifier = 1;
 }
 
-def Dist_AllToAllOp : Dist_CollectiveOp<"all_to_all", [Pure]> {
+def Dist_AllToAllOp : Dist_CollectiveOp<"all_to_all"> {
   let summary = "splits one dimension over the group and concatenates another";
   let description = [{
     Piece i of `split_dim` goes to group member i; received pieces are
@@ -151,7 +171,7 @@ def Dist_AllToAllOp : Dist_CollectiveOp<"all_to_all", [Pure]> {
   }];
 }
 
-def Dist_CollectivePermuteOp : Dist_CollectiveOp<"collective_permute", [Pure,
+def Dist_CollectivePermuteOp : Dist_CollectiveOp<"collective_permute", [
     AllTypesMatch<["input", "result"]>]> {
   let summary = "sends to fixed group members and receives from others";
   let description = [{
@@ -177,7 +197,7 @@ def Dist_CollectivePermuteOp : Dist_CollectiveOp<"collective_permute", [Pure,
   }];
 }
 
-def Dist_BroadcastOp : Dist_CollectiveOp<"broadcast", [Pure,
+def Dist_BroadcastOp : Dist_CollectiveOp<"broadcast", [
     AllTypesMatch<["input", "result"]>]> {
   let summary = "every group member gets the root member's value";
   let description = [{
@@ -225,6 +245,99 @@ def Dist_RecvOp : Dist_CollectiveOp<"recv"> {
   let assemblyFormat = [{
     `on` $mesh $axes `from` $source (`tag` $tag^)? attr-dict `:` type($result)
   }];
+}
+
+//===----------------------------------------------------------------------===//
+// Rank-aware ops: what a partitioned program computes per device
+//===----------------------------------------------------------------------===//
+
+def Dist_AxisIndexOp : Dist_Op<"axis_index", [Pure,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "this device's index in its group along mesh axes";
+  let description = [{
+    The row-major index of this device among the devices that differ only
+    along `axes` (0 ..< the product of their sizes). Partitioned programs
+    use it for the offsets that depend on the device: the vocabulary range
+    of a vocabulary-parallel embedding, the positions of a sequence shard,
+    the block `dist.local_slice` keeps.
+
+    ```mlir
+    %i = dist.axis_index on @mesh ["tp"] : tensor<i64>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes);
+  let results = (outs Dist_IndexScalar:$result);
+  let assemblyFormat = "`on` $mesh $axes attr-dict `:` type($result)";
+}
+
+def Dist_LocalSliceOp : Dist_Op<"local_slice", [Pure]> {
+  let summary = "keeps block `index` of a dimension";
+  let description = [{
+    The result equals the input except along `dim`, where it holds the
+    block `index` of the input's blocks of the result's size:
+    `result = input[index * n : (index + 1) * n]` with `n` the result's size
+    there. With `index` a `dist.axis_index`, it turns a replicated value
+    into this device's shard without communication. An index outside the
+    blocks is a run-time error.
+
+    ```mlir
+    %i = dist.axis_index on @mesh ["tp"] : tensor<i64>
+    %y = dist.local_slice %x[%i] dim 0 : tensor<8x4xf32> -> tensor<2x4xf32>
+    ```
+  }];
+  let arguments = (ins Dist_Tensor:$input, Dist_IndexScalar:$index,
+                       I64Attr:$dim);
+  let results = (outs Dist_Tensor:$result);
+  let assemblyFormat = [{
+    $input `[` $index `]` `dim` $dim attr-dict `:` type($input) `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Dist_ManualComputationOp : Dist_Op<"manual_computation", [
+    RecursiveMemoryEffects, IsolatedFromAbove,
+    SingleBlockImplicitTerminator<"::cleave::dist::YieldOp">,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "a region of per-device code over some mesh axes";
+  let description = [{
+    The operands are global values with the shardings `in_shardings`; the
+    body receives each as its local block along `manual_axes` (its type
+    divided by those axes of its sharding, the other axes left global) and
+    yields the local blocks of the results, whose global shardings are
+    `out_shardings`. Inside, the code is written per device: collectives on
+    the manual axes are explicit. Partition hooks write ring attention and
+    MoE all-to-all this way; the partitioner leaves the body alone.
+
+    ```mlir
+    %y = dist.manual_computation(%x) on @mesh ["cp"]
+        in [#dist.sharding<@mesh, [{"cp"}, {} ]>]
+        out [#dist.sharding<@mesh, [{"cp"}, {} ]>]
+        : (tensor<8x4xf32>) -> tensor<8x4xf32> {
+    ^bb0(%local: tensor<2x4xf32>):
+      %z = graph.neg %local : tensor<2x4xf32>
+      dist.yield %z : tensor<2x4xf32>
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<Dist_Tensor>:$inputs, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$manual_axes, ArrayAttr:$in_shardings,
+                       ArrayAttr:$out_shardings);
+  let results = (outs Variadic<Dist_Tensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    `(` $inputs `)` `on` $mesh $manual_axes `in` $in_shardings `out`
+    $out_shardings attr-dict `:` functional-type($inputs, $results) $body
+  }];
+  let hasVerifier = 1;
+}
+
+def Dist_YieldOp : Dist_Op<"yield", [Pure, ReturnLike, Terminator,
+    HasParent<"::cleave::dist::ManualComputationOp">]> {
+  let summary = "the local results of a dist.manual_computation";
+  let arguments = (ins Variadic<Dist_Tensor>:$values);
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
+  let builders = [OpBuilder<(ins), [{ /* nothing to yield */ }]>];
 }
 
 #endif // CLEAVE_DIALECT_DIST_IR_DISTOPS_TD

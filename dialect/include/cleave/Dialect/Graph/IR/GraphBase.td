@@ -28,6 +28,26 @@ def Graph_Dialect : Dialect {
   }];
   let hasConstantMaterializer = 1;
   let useDefaultAttributePrinterParser = 1;
+  // Parameters carry #dist.sharding attributes.
+  let dependentDialects = ["::cleave::dist::DistDialect"];
+  // The training-step annotations (graph.phase, graph.microbatch,
+  // graph.layer) are verified.
+  let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// On ops of a training step: `#graph<phase forward|backward|optimizer>`.
+    static constexpr ::llvm::StringLiteral getPhaseAttrName() {
+      return ::llvm::StringLiteral("graph.phase");
+    }
+    /// On ops of a training step: the 0-based microbatch (accumulation).
+    static constexpr ::llvm::StringLiteral getMicrobatchAttrName() {
+      return ::llvm::StringLiteral("graph.microbatch");
+    }
+    /// On ops of a training step: the model layer (`blocks.N`) they belong
+    /// to, for pipeline stages and recomputation; absent outside layers.
+    static constexpr ::llvm::StringLiteral getLayerAttrName() {
+      return ::llvm::StringLiteral("graph.layer");
+    }
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -47,6 +67,10 @@ def Graph_ExternalWeightsAttr : AttrDef<Graph_Dialect, "ExternalWeights"> {
                         "int64_t":$offset, "int64_t":$size);
   let assemblyFormat = "`<` $path `,` `offset` `=` $offset `,` `size` `=` $size `>`";
   let genVerifyDecl = 1;
+}
+
+def Graph_PhaseAttr : EnumAttr<Graph_Dialect, Graph_Phase, "phase"> {
+  let summary = "forward, backward or optimizer";
 }
 
 //===----------------------------------------------------------------------===//

@@ -38,4 +38,14 @@ def Graph_CompareDirection : I32EnumAttr<"CompareDirection",
   let cppNamespace = "::cleave::graph";
 }
 
+def Graph_Phase : I32EnumAttr<"Phase",
+    "the part of a training step an op belongs to", [
+      I32EnumAttrCase<"Forward", 0, "forward">,
+      I32EnumAttrCase<"Backward", 1, "backward">,
+      I32EnumAttrCase<"Optimizer", 2, "optimizer">
+    ]> {
+  let cppNamespace = "::cleave::graph";
+  let genSpecializedAttr = 0;
+}
+
 #endif // CLEAVE_DIALECT_GRAPH_IR_GRAPHENUMS_TD

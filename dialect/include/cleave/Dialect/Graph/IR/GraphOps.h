@@ -15,6 +15,7 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "cleave/Dialect/Dist/IR/DistOps.h"
 #include "cleave/Dialect/Graph/IR/GraphDialect.h"
 #include "cleave/Interfaces/GradientOpInterface.h"
 #include "cleave/Interfaces/ShardingRule.h"

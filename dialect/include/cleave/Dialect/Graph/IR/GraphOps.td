@@ -10,6 +10,7 @@
 #define CLEAVE_DIALECT_GRAPH_IR_GRAPHOPS_TD
 
 include "cleave/Dialect/Graph/IR/GraphBase.td"
+include "cleave/Dialect/Dist/IR/DistBase.td"
 include "cleave/Interfaces/GradientOpInterface.td"
 include "cleave/Interfaces/ShardingRuleOpInterface.td"
 include "mlir/IR/SymbolInterfaces.td"
@@ -36,24 +37,44 @@ class Graph_BackwardOp<string mnemonic, list<Trait> traits = []>
 //===----------------------------------------------------------------------===//
 
 def Graph_ParamOp : Op<Graph_Dialect, "param", [Symbol,
-    HasParent<"::mlir::ModuleOp">]> {
+    HasParent<"::mlir::ModuleOp">,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "a trainable (or frozen) model parameter";
   let description = [{
-    A module-level parameter with its initial value: inline dense elements, a
-    `dense_resource` blob, or an external weights file. `frozen` parameters
-    are not trained. Functions read it with `graph.read_param`.
+    A module-level parameter with its global type and its initial value:
+    inline dense elements, a `dense_resource` blob, or an external weights
+    file. `frozen` parameters are not trained. Functions read it with
+    `graph.read_param`.
+
+    An optional `sharding` says how the parameter is laid out over a mesh
+    (ZeRO-3 and tensor parallelism shard parameters; optimizer state is
+    sharded under ZeRO-1). The type and the initial value stay global: each
+    device keeps the block the sharding gives it, and after partitioning
+    `graph.read_param` returns that local block. The sharding must name a
+    `dist.mesh`, use its axes once each, divide every dimension, and must
+    not be partial.
 
     ```mlir
     graph.param @fc1.weight : tensor<16x8xf32> = dense_resource<fc1> : tensor<16x8xf32>
     graph.param @pos frozen : tensor<4xf32> = dense<[0.0, 1.0, 2.0, 3.0]> : tensor<4xf32>
     graph.param @big : tensor<1024xf32> = #graph.external<"w.bin", offset = 0, size = 4096>
+    graph.param @fc2.weight : tensor<16x8xf32> sharding <@mesh, [{"tp"}, {} ]>
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, TypeAttrOf<Graph_Tensor>:$type,
-                       OptionalAttr<AnyAttr>:$initial_value, UnitAttr:$frozen);
+                       OptionalAttr<AnyAttr>:$initial_value, UnitAttr:$frozen,
+                       OptionalAttr<Dist_ShardingAttr>:$sharding);
   let assemblyFormat = [{
-    $sym_name (`frozen` $frozen^)? `:` $type (`=` $initial_value^)? attr-dict
+    $sym_name (`frozen` $frozen^)? `:` $type (`sharding` $sharding^)?
+    (`=` $initial_value^)? attr-dict
   }];
+  let builders = [
+    OpBuilder<(ins "::llvm::StringRef":$name, "::mlir::Type":$type,
+                   "::mlir::Attribute":$initial_value, "bool":$frozen), [{
+      build($_builder, $_state, name, ::llvm::cast<::mlir::RankedTensorType>(type),
+            initial_value, frozen, ::cleave::dist::ShardingAttr());
+    }]>
+  ];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     ::mlir::RankedTensorType getTensorType() {
@@ -67,6 +88,9 @@ def Graph_ReadParamOp : Graph_Op<"read_param", [
     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "reads the current value of a parameter";
   let description = [{
+    The result has the parameter's global type, or, for a sharded parameter
+    in a partitioned program, the type of this device's block.
+
     ```mlir
     %w = graph.read_param @fc1.weight : tensor<16x8xf32>
     ```
@@ -539,25 +563,35 @@ def Graph_AttentionOp : Graph_Op<"attention", [Pure, InferTypeOpAdaptor]> {
 
 def Graph_CrossEntropyOp : Graph_Op<"cross_entropy", [Pure,
     InferTypeOpAdaptor]> {
-  let summary = "mean softmax cross-entropy with class-index labels";
+  let summary = "softmax cross-entropy with class-index labels";
   let description = [{
     `logits: [..., C]`, `labels: [...]` (integers in [0, C)); the result is
-    the mean over all positions whose label is not `ignore_index`, as
-    PyTorch's `cross_entropy` with reduction "mean". The result is f32
-    whatever the logits' float type: the log-sum-exp and the mean are taken
-    in f32, so 16-bit logits need no f32 copy.
+    the mean (or, with `reduction sum`, the sum) over all positions whose
+    label is not `ignore_index` of `-log_softmax(logits)[label]`, as
+    PyTorch's `cross_entropy`. The result is f32 whatever the logits' float
+    type: the log-sum-exp and the reduction are taken in f32, so 16-bit
+    logits need no f32 copy. With every position ignored the mean is 0.
+
+    The training step uses the sum and divides by the count of positions
+    itself: sharded over the batch, the sums and the counts add up across
+    devices, while means of shards that count different positions would
+    not.
 
     ```mlir
     %l = graph.cross_entropy %logits, %labels ignore_index -100 : tensor<2x8x100xf32>, tensor<2x8xi64>
+    %s = graph.cross_entropy %logits, %labels reduction sum : tensor<2x8x100xf32>, tensor<2x8xi64>
     ```
   }];
   let arguments = (ins Graph_FloatTensor:$logits, Graph_IndexTensor:$labels,
-                       OptionalAttr<I64Attr>:$ignore_index);
+                       OptionalAttr<I64Attr>:$ignore_index,
+                       DefaultValuedAttr<Cleave_ReductionKind,
+                                         "::cleave::ReductionKind::Mean">:$reduction);
   let results = (outs Graph_FloatTensor:$result);
   let assemblyFormat = [{
-    $logits `,` $labels (`ignore_index` $ignore_index^)? attr-dict `:`
-    type($logits) `,` type($labels)
+    $logits `,` $labels (`ignore_index` $ignore_index^)?
+    (`reduction` $reduction^)? attr-dict `:` type($logits) `,` type($labels)
   }];
+  let hasVerifier = 1;
 }
 
 def Graph_MseOp : Graph_Op<"mse", [Pure, InferTypeOpAdaptor,

@@ -1,8 +1,8 @@
 //===- GraphTrainingOps.td - graph ops of the training step -*- tablegen -*-===//
 //
 // The ops that -cleave-autodiff creates: the fused backward ops of the
-// gradient rules (GraphGradients.cpp) and the in-place parameter updates of
-// the optimizer. Included by GraphOps.td, whose Graph_Op classes they use;
+// gradient rules (GraphGradients.cpp) and the optimizer updates, which
+// compute new values that graph.assign stores. Included by GraphOps.td, whose Graph_Op classes they use;
 // verifiers in GraphTrainingOps.cpp.
 //
 //===----------------------------------------------------------------------===//
@@ -160,10 +160,13 @@ def Graph_SliceGradOp : Graph_BackwardOp<"slice_grad", [Pure]> {
 
 def Graph_CrossEntropyGradOp : Graph_BackwardOp<"cross_entropy_grad", [Pure,
     AllTypesMatch<["logits", "result"]>]> {
-  let summary = "gradient of the mean cross-entropy with respect to logits";
+  let summary = "gradient of the cross-entropy with respect to logits";
   let description = [{
     `(softmax(logits) - onehot(labels)) * grad / count` with `grad` the
-    scalar gradient of the loss and `count` the positions not ignored.
+    scalar gradient of the loss and `count` the positions not ignored
+    (`reduction mean`, the default), or `(softmax(logits) - onehot(labels))
+    * grad` for the gradient of the sum (`reduction sum`), whose scale the
+    caller chose; ignored positions get zeros.
 
     ```mlir
     %dl = graph.cross_entropy_grad %logits, %labels, %g : tensor<2x8x100xf32>, tensor<2x8xi64>, tensor<f32>
@@ -171,26 +174,34 @@ def Graph_CrossEntropyGradOp : Graph_BackwardOp<"cross_entropy_grad", [Pure,
   }];
   let arguments = (ins Graph_FloatTensor:$logits, Graph_IndexTensor:$labels,
                        Graph_FloatTensor:$grad,
-                       OptionalAttr<I64Attr>:$ignore_index);
+                       OptionalAttr<I64Attr>:$ignore_index,
+                       DefaultValuedAttr<Cleave_ReductionKind,
+                                         "::cleave::ReductionKind::Mean">:$reduction);
   let results = (outs Graph_FloatTensor:$result);
   let assemblyFormat = [{
-    $logits `,` $labels `,` $grad (`ignore_index` $ignore_index^)? attr-dict
-    `:` type($logits) `,` type($labels) `,` type($grad)
+    $logits `,` $labels `,` $grad (`ignore_index` $ignore_index^)?
+    (`reduction` $reduction^)? attr-dict `:` type($logits) `,`
+    type($labels) `,` type($grad)
   }];
   let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
-// Parameter updates: the optimizer, in place on parameter storage
+// Parameter updates: the optimizer as values, stored by graph.assign
 //===----------------------------------------------------------------------===//
 
 def Graph_AssignOp : Op<Graph_Dialect, "assign", [
     MemoryEffects<[MemWrite]>,
+    DeclareOpInterfaceMethods<ShardingRuleOpInterface>,
     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "overwrites a parameter with a value";
   let description = [{
     Reads of the parameter after the assignment see the new value; a value
-    read before it must not be used after it.
+    read before it must not be used after it. The value has the parameter's
+    global type, or its local type in a partitioned program. When the value
+    is an optimizer update of what the parameter held, the memory plan
+    computes it in the parameter's storage and the assignment costs
+    nothing.
 
     ```mlir
     graph.assign @optimizer.step, %next : tensor<i64>
@@ -200,68 +211,84 @@ def Graph_AssignOp : Op<Graph_Dialect, "assign", [
   let assemblyFormat = "$param `,` $value attr-dict `:` type($value)";
 }
 
-def Graph_SgdUpdateOp : Op<Graph_Dialect, "sgd_update", [
-    MemoryEffects<[MemRead, MemWrite]>,
-    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
-  let summary = "one torch.optim.SGD step on a parameter, in place";
+def Graph_SgdOp : Graph_BackwardOp<"sgd", [Pure, AttrSizedOperandSegments,
+    AllTypesMatch<["param", "new_param"]>]> {
+  let summary = "one torch.optim.SGD step: the new parameter (and buffer)";
   let description = [{
-    `g = grad * scale + weight_decay * p`; with momentum, the buffer is `g`
-    on step 1 and `momentum * buf + (1 - dampening) * g` after, and `g` is
-    the buffer (`g + momentum * buf` with `nesterov`); then `p -= lr * g`.
-    `step` is the 1-based i64 step number; `scale` the optional f32 scalar
-    (global-norm clipping, loss scaling): a non-finite scale skips the
-    update. Parameter and buffer are f32.
+    `g = grad * scale + weight_decay * param`; with momentum, the buffer is
+    `g` on step 1 and `momentum * buf + (1 - dampening) * g` after, and `g`
+    is the buffer (`g + momentum * buf` with `nesterov`); then `new_param =
+    param - lr * g`. `step` is the 1-based i64 step number; `scale` the
+    optional f32 scalar (global-norm clipping, loss scaling): a non-finite
+    scale leaves parameter and buffer unchanged. Parameter and buffer are
+    f32 and the gradient has their shape. The op is elementwise, so any
+    sharding of the parameter, the gradient and the buffer that agrees is
+    valid (ZeRO shards the buffer and the gradient).
 
     ```mlir
-    graph.sgd_update @w, %g, %step momentum_buffer @w.momentum {lr = 1.0e-01 : f64, momentum = 9.0e-01 : f64} : tensor<4x8xf32>, tensor<i64>
+    %p = graph.read_param @w : tensor<4x8xf32>
+    %b = graph.read_param @w.momentum : tensor<4x8xf32>
+    %p1, %b1 = graph.sgd %p, %g, %step momentum_buffer %b {lr = 1.0e-01 : f64, momentum = 9.0e-01 : f64} : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<i64>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
+    graph.assign @w, %p1 : tensor<4x8xf32>
+    graph.assign @w.momentum, %b1 : tensor<4x8xf32>
     ```
   }];
-  let arguments = (ins FlatSymbolRefAttr:$param, Graph_FloatTensor:$grad,
+  let arguments = (ins StaticShapeTensorOf<[F32]>:$param,
+                       Graph_FloatTensor:$grad,
                        StaticShapeTensorOf<[I64]>:$step,
                        Optional<StaticShapeTensorOf<[F32]>>:$grad_scale,
-                       OptionalAttr<FlatSymbolRefAttr>:$momentum_buffer,
+                       Optional<StaticShapeTensorOf<[F32]>>:$momentum_buffer,
                        F64Attr:$lr,
                        DefaultValuedAttr<F64Attr, "0.0">:$momentum,
                        DefaultValuedAttr<F64Attr, "0.0">:$dampening,
                        DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
                        UnitAttr:$nesterov);
+  let results = (outs StaticShapeTensorOf<[F32]>:$new_param,
+                      Optional<StaticShapeTensorOf<[F32]>>:$new_momentum_buffer);
   let assemblyFormat = [{
     $param `,` $grad `,` $step (`scale` $grad_scale^)?
-    (`momentum_buffer` $momentum_buffer^)? attr-dict `:` type($grad) `,`
-    type($step) (`,` type($grad_scale)^)?
+    (`momentum_buffer` $momentum_buffer^)? attr-dict `:`
+    functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
 
-def Graph_AdamwUpdateOp : Op<Graph_Dialect, "adamw_update", [
-    MemoryEffects<[MemRead, MemWrite]>,
-    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
-  let summary = "one torch.optim.AdamW step on a parameter, in place";
+def Graph_AdamwOp : Graph_BackwardOp<"adamw", [Pure,
+    AllTypesMatch<["param", "new_param"]>,
+    AllTypesMatch<["first_moment", "new_first_moment"]>,
+    AllTypesMatch<["second_moment", "new_second_moment"]>]> {
+  let summary = "one torch.optim.AdamW step: the new parameter and moments";
   let description = [{
-    `p *= 1 - lr * weight_decay; m = beta1 m + (1 - beta1) g;
-    v = beta2 v + (1 - beta2) g^2; p -= lr / (1 - beta1^t) * m /
+    `p = param * (1 - lr * weight_decay); m = beta1 m + (1 - beta1) g;
+    v = beta2 v + (1 - beta2) g^2; new_param = p - lr / (1 - beta1^t) * m /
     (sqrt(v) / sqrt(1 - beta2^t) + eps)` with `g = grad * scale` and `t`
     the 1-based i64 `step`; a non-finite `scale` (loss scaling found an inf
-    or NaN gradient) skips the update. Parameter and moments are f32.
+    or NaN gradient) leaves parameter and moments unchanged. Parameter and
+    moments are f32 and the gradient has their shape. The op is
+    elementwise: ZeRO-1 shards the moments (and the parameter's update),
+    ZeRO-2 the gradient too.
 
     ```mlir
-    graph.adamw_update @w, %g, %step moments @w.m, @w.v {lr = 1.0e-03 : f64} : tensor<4x8xf32>, tensor<i64>
+    %p1, %m1, %v1 = graph.adamw %p, %g, %m, %v, %step {lr = 1.0e-03 : f64} : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<i64>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
     ```
   }];
-  let arguments = (ins FlatSymbolRefAttr:$param, Graph_FloatTensor:$grad,
+  let arguments = (ins StaticShapeTensorOf<[F32]>:$param,
+                       Graph_FloatTensor:$grad,
+                       StaticShapeTensorOf<[F32]>:$first_moment,
+                       StaticShapeTensorOf<[F32]>:$second_moment,
                        StaticShapeTensorOf<[I64]>:$step,
                        Optional<StaticShapeTensorOf<[F32]>>:$grad_scale,
-                       FlatSymbolRefAttr:$first_moment,
-                       FlatSymbolRefAttr:$second_moment,
                        F64Attr:$lr,
                        DefaultValuedAttr<F64Attr, "0.9">:$beta1,
                        DefaultValuedAttr<F64Attr, "0.999">:$beta2,
                        DefaultValuedAttr<F64Attr, "1e-8">:$eps,
                        DefaultValuedAttr<F64Attr, "0.01">:$weight_decay);
+  let results = (outs StaticShapeTensorOf<[F32]>:$new_param,
+                      StaticShapeTensorOf<[F32]>:$new_first_moment,
+                      StaticShapeTensorOf<[F32]>:$new_second_moment);
   let assemblyFormat = [{
-    $param `,` $grad `,` $step (`scale` $grad_scale^)? `moments`
-    $first_moment `,` $second_moment attr-dict `:` type($grad) `,`
-    type($step) (`,` type($grad_scale)^)?
+    $param `,` $grad `,` $first_moment `,` $second_moment `,` $step
+    (`scale` $grad_scale^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
