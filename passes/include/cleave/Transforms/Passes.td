@@ -288,8 +288,12 @@ def MixedPrecisionPass : Pass<"cleave-mixed-precision", "::mlir::ModuleOp"> {
     f32 and stores f32 results, which the other ops read cast to 16 bits.
   }];
   let options = [
-    Option<"precision", "precision", "std::string", /*default=*/"\"bf16\"",
-           "The compute type: bf16 or f16">,
+    Option<"precision", "precision", "::cleave::Precision",
+           /*default=*/"::cleave::Precision::BF16",
+           "The compute type: bf16 or f16",
+           [{::llvm::cl::values(
+             clEnumValN(::cleave::Precision::BF16, "bf16", "bfloat16"),
+             clEnumValN(::cleave::Precision::F16, "f16", "IEEE half"))}]>,
     Option<"routerF32", "router-f32", "bool", /*default=*/"true",
            "Keep each top-k selection (the MoE router) and the ops that only "
            "feed it in f32">,
@@ -354,10 +358,24 @@ def AutodiffPass : Pass<"cleave-autodiff", "::mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"loss", "loss", "std::string", /*default=*/"\"cross-entropy\"",
-           "The loss on the first output: cross-entropy or mse">,
-    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"none\"",
-           "none (return gradients), sgd or adamw">,
+    Option<"loss", "loss", "::cleave::LossKind",
+           /*default=*/"::cleave::LossKind::CrossEntropy",
+           "The loss on the first output: cross-entropy or mse",
+           [{::llvm::cl::values(
+             clEnumValN(::cleave::LossKind::CrossEntropy, "cross-entropy",
+                        "against integer labels, mean over positions"),
+             clEnumValN(::cleave::LossKind::Mse, "mse",
+                        "mean squared error against float targets"))}]>,
+    Option<"optimizer", "optimizer", "::cleave::OptimizerKind",
+           /*default=*/"::cleave::OptimizerKind::None",
+           "none (return gradients), sgd or adamw",
+           [{::llvm::cl::values(
+             clEnumValN(::cleave::OptimizerKind::None, "none",
+                        "no update: return the gradients"),
+             clEnumValN(::cleave::OptimizerKind::Sgd, "sgd",
+                        "torch.optim.SGD"),
+             clEnumValN(::cleave::OptimizerKind::Adamw, "adamw",
+                        "torch.optim.AdamW"))}]>,
     Option<"lr", "lr", "double", /*default=*/"1e-3", "Learning rate">,
     Option<"momentum", "momentum", "double", /*default=*/"0.0",
            "SGD momentum">,
