@@ -18,7 +18,7 @@
 // INFER: llvm.func @cleave_program_run
 
 // RUN: not cleave-compile %s --precision fp8 2>&1 | FileCheck %s --check-prefix=ERR-PRECISION
-// ERR-PRECISION: cleave-compile: error: unknown --precision 'fp8' (available: fp32, bf16, fp16)
+// ERR-PRECISION: cleave-compile: for the --precision option: unknown value 'fp8' (available: fp32, bf16, fp16)
 // RUN: not cleave-compile %s --loss-scale 8 2>&1 | FileCheck %s --check-prefix=ERR-NOTRAIN
 // ERR-NOTRAIN: cleave-compile: error: optimizer options need --train
 // RUN: not cleave-compile %s --train --loss-scale -1 2>&1 | FileCheck %s --check-prefix=ERR-SCALE
@@ -26,7 +26,9 @@
 // RUN: not cleave-compile %s --train --loss-scale-growth-interval 0 2>&1 | FileCheck %s --check-prefix=ERR-GROWTH
 // ERR-GROWTH: cleave-compile: error: --loss-scale-growth-interval must be >= 1
 // RUN: not cleave-compile %s --train --optimizer lion 2>&1 | FileCheck %s --check-prefix=ERR-OPT
-// ERR-OPT: cleave-compile: error: unknown --optimizer 'lion' (available: sgd, adamw)
+// ERR-OPT: cleave-compile: for the --optimizer option: unknown value 'lion' (available: sgd, adamw)
+// RUN: not cleave-compile %s --loss hinge 2>&1 | FileCheck %s --check-prefix=ERR-LOSS
+// ERR-LOSS: cleave-compile: for the --loss option: unknown value 'hinge' (available: cross-entropy, mse)
 // RUN: not cleave-compile %s --train --momentum 0.9 2>&1 | FileCheck %s --check-prefix=ERR-MOM
 // ERR-MOM: cleave-compile: error: --momentum, --dampening and --nesterov apply to --optimizer sgd
 // RUN: not cleave-compile %s --lr 0.1 2>&1 | FileCheck %s --check-prefix=ERR-LR

@@ -1,9 +1,10 @@
 // Option and model errors of -cleave-autodiff, each a diagnostic and a
-// failed pass.
+// failed pass; a loss or optimizer outside the set, an error of the option
+// parser.
 // RUN: not cleave-opt %s --split-input-file --cleave-autodiff="loss=hinge" 2>&1 | FileCheck %s --check-prefix=LOSS
-// LOSS: error: unknown loss 'hinge' (available: cross-entropy, mse)
+// LOSS: for the --loss option: unknown value 'hinge' (available: cross-entropy, mse)
 // RUN: not cleave-opt %s --split-input-file --cleave-autodiff="optimizer=lion" 2>&1 | FileCheck %s --check-prefix=OPT
-// OPT: error: unknown optimizer 'lion' (available: none, sgd, adamw)
+// OPT: for the --optimizer option: unknown value 'lion' (available: none, sgd, adamw)
 // RUN: not cleave-opt %s --split-input-file --cleave-autodiff="optimizer=sgd accumulate=0" 2>&1 | FileCheck %s --check-prefix=ACC
 // ACC: error: accumulate must be >= 1, got 0
 // RUN: not cleave-opt %s --split-input-file --cleave-autodiff="grad-clip=1.0" 2>&1 | FileCheck %s --check-prefix=CLIP

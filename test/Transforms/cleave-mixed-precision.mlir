@@ -10,7 +10,7 @@
 // RUN: not cleave-opt %s --split-input-file --cleave-mixed-precision --cleave-mixed-precision 2>&1 | FileCheck %s --check-prefix=TWICE
 // RUN: not cleave-opt %s --split-input-file --cleave-autodiff="optimizer=sgd" --cleave-mixed-precision 2>&1 | FileCheck %s --check-prefix=AFTER
 
-// UNKNOWN: error: unknown precision 'f8' (available: bf16, f16)
+// UNKNOWN: for the --precision option: unknown value 'f8' (available: bf16, f16)
 // TWICE: error: the module already computes in bf16 (-cleave-mixed-precision ran before)
 // AFTER: error: 'graph.assign' op updates a parameter: run -cleave-mixed-precision before -cleave-autodiff
 // KEEPBAD: error: keep-f32: 'lyer_norm' is not a graph op (give mnemonics such as softmax, layer_norm)

@@ -5,6 +5,8 @@
 // to LLVM IR, optimize, emit an object in-process, and link it with the
 // runtime library: the CPU backend, or with --target cuda the CUDA backend
 // (when this cleave-compile was built with it; the object is the same).
+// The pass pipeline and its flags are the library's (cleave/Transforms/
+// Pipeline.h); this file adds the input, the output and the link.
 //
 //   cleave-compile model.onnx -o prog [--emit=mlir|llvm|obj|exe]
 //                             [--target cpu|cuda]
@@ -13,8 +15,8 @@
 
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
 #include "cleave/Import/OnnxImporter.h"
-#include "cleave/Transforms/Passes.h"
 #include "cleave/Transforms/MemoryPlan.h"
+#include "cleave/Transforms/Pipeline.h"
 
 #include "CompileConfig.h"
 
@@ -30,7 +32,6 @@
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
-#include "mlir/Transforms/Passes.h"
 
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
@@ -46,8 +47,6 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
-
-#include <cmath>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -75,12 +74,6 @@ static cl::list<std::string>
 static cl::opt<bool> printPipeline("print-pipeline",
                                    cl::desc("Print the pass pipeline and exit"),
                                    cl::cat(category));
-static cl::opt<bool> noFusion(
-    "no-fusion",
-    cl::desc("Keep each matmul, bias add and GELU a kernel of its own instead "
-             "of one fused linear kernel (-cleave-fuse-linear), e.g. to "
-             "compare the two"),
-    cl::cat(category));
 static cl::opt<bool> verbose("v", cl::desc("Report the time of each pass"),
                              cl::cat(category));
 // The runtime backends this cleave-compile can link (CompileConfig.h).
@@ -102,87 +95,10 @@ static cl::OptionCategory trainCategory(
     "--help). --loss without --train compiles the gradients instead: the "
     "program returns the loss and grad.<param> of each parameter. Defaults "
     "are PyTorch's.");
-static cl::opt<bool> train("train", cl::desc("Compile a training step"),
-                           cl::cat(trainCategory));
-static cl::opt<std::string>
-    loss("loss",
-         cl::desc("Loss on the model's first output: cross-entropy (integer "
-                  "labels, mean over positions) or mse (default "
-                  "cross-entropy)"),
-         cl::init(""), cl::cat(trainCategory));
-static cl::opt<std::string> ignoreIndex(
-    "ignore-index",
-    cl::desc("Cross-entropy: positions whose label is this value add no loss "
-             "(e.g. -100, PyTorch's padding convention; default: none)"),
-    cl::init(""), cl::cat(trainCategory));
-static cl::opt<std::string>
-    optimizer("optimizer", cl::desc("sgd or adamw (default adamw)"),
-              cl::init(""), cl::cat(trainCategory));
-static cl::opt<double> lr("lr", cl::desc("Learning rate (default 1e-3)"),
-                          cl::init(1e-3), cl::cat(trainCategory));
-static cl::opt<double> momentum("momentum",
-                                cl::desc("SGD momentum (default 0)"),
-                                cl::init(0.0), cl::cat(trainCategory));
-static cl::opt<double> dampening("dampening",
-                                 cl::desc("SGD dampening (default 0)"),
-                                 cl::init(0.0), cl::cat(trainCategory));
-static cl::opt<bool> nesterov("nesterov", cl::desc("SGD Nesterov momentum"),
-                              cl::cat(trainCategory));
-static cl::opt<double>
-    weightDecay("weight-decay",
-                cl::desc("Weight decay (default 0 for sgd, 0.01 for adamw, "
-                         "decoupled for adamw)"),
-                cl::init(-1.0), cl::cat(trainCategory));
-static cl::opt<double> beta1("beta1", cl::desc("AdamW beta1 (default 0.9)"),
-                             cl::init(0.9), cl::cat(trainCategory));
-static cl::opt<double> beta2("beta2", cl::desc("AdamW beta2 (default 0.999)"),
-                             cl::init(0.999), cl::cat(trainCategory));
-static cl::opt<double> eps("eps", cl::desc("AdamW epsilon (default 1e-8)"),
-                           cl::init(1e-8), cl::cat(trainCategory));
-static cl::opt<double>
-    gradClip("grad-clip",
-             cl::desc("Clip the global gradient 2-norm to this value, as "
-                      "clip_grad_norm_ (default off)"),
-             cl::init(0.0), cl::cat(trainCategory));
-static cl::opt<int64_t> accumulate(
-    "accumulate",
-    cl::desc("Microbatches per step: the program's inputs hold K batches of "
-             "the model's batch size, each run forward and backward in turn "
-             "before one update (default 1)"),
-    cl::init(1), cl::cat(trainCategory));
 
-static cl::opt<std::string> precision(
-    "precision",
-    cl::desc("Compute type: fp32, bf16 or fp16 (default fp32). bf16 and "
-             "fp16 compute activations (and, training, their gradients) in "
-             "16 bits, with f32 accumulation in every kernel; parameters, "
-             "their gradients and the optimizer state stay f32 (master "
-             "weights). fp16 training adds dynamic loss scaling"),
-    cl::value_desc("type"), cl::init("fp32"), cl::cat(trainCategory));
-static cl::opt<bool> routerF32(
-    "router-f32",
-    cl::desc("With --precision bf16|fp16, keep the routing decision in f32: "
-             "each top-k selection (the MoE router) and the ops that only "
-             "feed it, such as the router's matmul and softmax (default on; "
-             "--router-f32=false computes them in 16 bits too)"),
-    cl::init(true), cl::cat(trainCategory));
-static cl::list<std::string> keepF32(
-    "keep-f32",
-    cl::desc("With --precision bf16|fp16, graph ops that compute and store "
-             "in f32 (mnemonics, comma-separated, e.g. softmax,layer_norm; "
-             "their consumers read them cast to 16 bits)"),
-    cl::CommaSeparated, cl::value_desc("ops"), cl::cat(trainCategory));
-static cl::opt<double> lossScale(
-    "loss-scale",
-    cl::desc("Initial dynamic loss scale, as torch.cuda.amp.GradScaler: a "
-             "step with inf/NaN gradients is skipped and halves the scale "
-             "(default 65536 with --precision fp16, else off; 0: off)"),
-    cl::init(0.0), cl::cat(trainCategory));
-static cl::opt<int64_t> lossScaleGrowthInterval(
-    "loss-scale-growth-interval",
-    cl::desc("Finite steps in a row after which the loss scale doubles "
-             "(default 2000)"),
-    cl::init(2000), cl::cat(trainCategory));
+/// The pipeline's flags (--train, --lr, --precision, --no-fusion...), bound
+/// into the command line in main.
+static cleave::CleavePipelineOptions pipelineOptions;
 
 namespace {
 int fail(const llvm::Twine &message) {
@@ -220,87 +136,6 @@ OwningOpRef<ModuleOp> loadInput(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
   }
   sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
   return parseSourceFile<ModuleOp>(sourceMgr, &ctx);
-}
-
-/// Checks the training flags for consistency.
-std::string checkTrainingOptions() {
-  bool optimizerFlags = !optimizer.empty() || momentum.getNumOccurrences() ||
-                        dampening.getNumOccurrences() || nesterov ||
-                        weightDecay.getNumOccurrences() ||
-                        beta1.getNumOccurrences() ||
-                        beta2.getNumOccurrences() || eps.getNumOccurrences() ||
-                        gradClip.getNumOccurrences() ||
-                        lr.getNumOccurrences() ||
-                        accumulate.getNumOccurrences() ||
-                        lossScale.getNumOccurrences() ||
-                        lossScaleGrowthInterval.getNumOccurrences();
-  if (optimizerFlags && !train)
-    return "optimizer options need --train";
-  if (!optimizer.empty() && optimizer != "sgd" && optimizer != "adamw")
-    return "unknown --optimizer '" + optimizer + "' (available: sgd, adamw)";
-  if (!loss.empty() && loss != "cross-entropy" && loss != "mse")
-    return "unknown --loss '" + loss + "' (available: cross-entropy, mse)";
-  std::string opt = optimizer.empty() ? "adamw" : optimizer.getValue();
-  if (opt == "adamw" && (momentum.getNumOccurrences() ||
-                         dampening.getNumOccurrences() || nesterov))
-    return "--momentum, --dampening and --nesterov apply to --optimizer sgd";
-  if (opt == "sgd" && (beta1.getNumOccurrences() ||
-                       beta2.getNumOccurrences() || eps.getNumOccurrences()))
-    return "--beta1, --beta2 and --eps apply to --optimizer adamw";
-  if (accumulate < 1)
-    return "--accumulate must be >= 1";
-  if (precision != "fp32" && precision != "bf16" && precision != "fp16")
-    return "unknown --precision '" + precision +
-           "' (available: fp32, bf16, fp16)";
-  if ((routerF32.getNumOccurrences() || !keepF32.empty()) &&
-      precision == "fp32")
-    return "--router-f32 and --keep-f32 apply to --precision bf16 and fp16";
-  if (!(lossScale >= 0.0) || std::isinf(lossScale))
-    return "--loss-scale must be finite and >= 0";
-  if (lossScaleGrowthInterval < 1)
-    return "--loss-scale-growth-interval must be >= 1";
-  return "";
-}
-
-void buildPipeline(PassManager &pm) {
-  pm.addPass(cleave::createRaisePass());
-  if (precision != "fp32") {
-    cleave::MixedPrecisionPassOptions options;
-    options.precision = precision == "bf16" ? "bf16" : "f16";
-    options.routerF32 = routerF32;
-    options.keepF32.assign(keepF32.begin(), keepF32.end());
-    pm.addPass(cleave::createMixedPrecisionPass(options));
-  }
-  if (train || !loss.empty()) {
-    cleave::AutodiffPassOptions options;
-    options.loss = loss.empty() ? "cross-entropy" : loss.getValue();
-    options.ignoreIndex = ignoreIndex;
-    if (train) {
-      options.optimizer = optimizer.empty() ? "adamw" : optimizer.getValue();
-      options.lr = lr;
-      options.momentum = momentum;
-      options.dampening = dampening;
-      options.nesterov = nesterov;
-      options.weightDecay = weightDecay;
-      options.beta1 = beta1;
-      options.beta2 = beta2;
-      options.eps = eps;
-      options.gradClip = gradClip;
-      options.accumulate = accumulate;
-      options.lossScale = lossScale.getNumOccurrences() ? lossScale.getValue()
-                          : precision == "fp16"         ? 65536.0
-                                                        : 0.0;
-      options.lossScaleGrowthInterval = lossScaleGrowthInterval;
-    }
-    pm.addPass(createCanonicalizerPass());
-    pm.addPass(cleave::createAutodiffPass(options));
-  }
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
-  if (!noFusion)
-    pm.addPass(cleave::createFuseLinearPass());
-  pm.addPass(cleave::createPlanMemoryPass());
-  pm.addPass(cleave::createLowerToRuntimePass());
 }
 
 /// Translates, optimizes (-O2) and emits an object for the host.
@@ -404,6 +239,10 @@ int main(int argc, char **argv) {
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
+  pipelineOptions.addToCommandLine(
+      [](llvm::StringRef flag) -> cl::OptionCategory & {
+        return flag == "no-fusion" ? category : trainCategory;
+      });
   cl::HideUnrelatedOptions({&category, &trainCategory});
   cl::ParseCommandLineOptions(
       argc, argv,
@@ -417,8 +256,11 @@ int main(int argc, char **argv) {
 
   if (std::string err = checkTarget(); !err.empty())
     return fail(err);
-  if (std::string err = checkTrainingOptions(); !err.empty())
-    return fail(err);
+  if (failed(pipelineOptions.verify([](const llvm::Twine &message) {
+        fail(message);
+        return failure();
+      })))
+    return 1;
 
   DialectRegistry registry;
   registry.insert<cleave::graph::GraphDialect, func::FuncDialect,
@@ -429,7 +271,7 @@ int main(int argc, char **argv) {
   ctx.loadAllAvailableDialects();
 
   PassManager pm(&ctx);
-  buildPipeline(pm);
+  cleave::buildCleavePipeline(pm, pipelineOptions);
   if (printPipeline) {
     pm.printAsTextualPipeline(llvm::outs());
     llvm::outs() << "\n";

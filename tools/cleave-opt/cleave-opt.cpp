@@ -1,8 +1,9 @@
 //===- cleave-opt.cpp - Cleave's mlir-opt -------------------------------===//
 //
 // Runs any pipeline of Cleave and upstream passes over `graph`/`dist` IR, as
-// mlir-opt does. Only the upstream dialects and passes Cleave uses are
-// registered, which keeps the tool small.
+// mlir-opt does, and cleave-compile's as --cleave-pipeline='...'. Only the
+// upstream dialects and passes Cleave uses are registered, which keeps the
+// tool small.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,6 +11,7 @@
 #include "cleave/Dialect/Dist/IR/DistOps.h"
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
 #include "cleave/Transforms/Passes.h"
+#include "cleave/Transforms/Pipeline.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
@@ -35,6 +37,7 @@ int main(int argc, char **argv) {
   mlir::registerSCCPPass();
 
   cleave::registerCleavePasses();
+  cleave::registerCleavePipelines();
 
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv, "Cleave optimizer driver: graph and dist IR passes\n",

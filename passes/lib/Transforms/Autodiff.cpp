@@ -275,23 +275,17 @@ private:
 };
 
 LogicalResult AutodiffPass::checkOptions(ModuleOp module) {
-  if (loss != "cross-entropy" && loss != "mse")
-    return module.emitError("unknown loss '")
-           << loss << "' (available: cross-entropy, mse)";
-  if (optimizer != "none" && optimizer != "sgd" && optimizer != "adamw")
-    return module.emitError("unknown optimizer '")
-           << optimizer << "' (available: none, sgd, adamw)";
   if (accumulate < 1)
     return module.emitError("accumulate must be >= 1, got ")
            << static_cast<int64_t>(accumulate);
   if (!(lr >= 0.0) || !(gradClip >= 0.0))
     return module.emitError("lr and grad-clip must be >= 0");
-  if (optimizer == "none" && gradClip > 0.0)
+  if (optimizer == OptimizerKind::None && gradClip > 0.0)
     return module.emitError("grad-clip needs an optimizer");
   if (!(lossScale >= 0.0) || std::isinf(lossScale))
     return module.emitError("loss-scale must be finite and >= 0, got ")
            << lossScale;
-  if (lossScale > 0.0 && optimizer == "none")
+  if (lossScale > 0.0 && optimizer == OptimizerKind::None)
     return module.emitError("loss-scale needs an optimizer (the updates "
                             "divide the scale out)");
   if (lossScaleGrowthInterval < 1)
@@ -302,7 +296,7 @@ LogicalResult AutodiffPass::checkOptions(ModuleOp module) {
     if (llvm::StringRef(ignoreIndex).getAsInteger(10, value))
       return module.emitError("ignore-index must be an integer, got '")
              << ignoreIndex << "'";
-    if (loss != "cross-entropy")
+    if (loss != LossKind::CrossEntropy)
       return module.emitError("ignore-index applies to the cross-entropy "
                               "loss");
   }
@@ -318,15 +312,16 @@ DictionaryAttr AutodiffPass::trainingConfig(Builder &b, double weightDecay,
   auto integer = [&](StringRef key, int64_t v) {
     config.append(key, b.getI64IntegerAttr(v));
   };
-  config.append("loss", b.getStringAttr(loss));
-  config.append("optimizer", b.getStringAttr(optimizer));
+  config.append("loss", b.getStringAttr(stringifyLossKind(loss)));
+  config.append("optimizer",
+                b.getStringAttr(stringifyOptimizerKind(optimizer)));
   real("lr", lr);
-  if (optimizer == "sgd") {
+  if (optimizer == OptimizerKind::Sgd) {
     real("momentum", momentum);
     real("dampening", dampening);
     config.append("nesterov", b.getBoolAttr(nesterov));
   }
-  if (optimizer == "adamw") {
+  if (optimizer == OptimizerKind::Adamw) {
     real("beta1", beta1);
     real("beta2", beta2);
     real("eps", eps);
@@ -433,10 +428,10 @@ void AutodiffPass::runOnOperation() {
   auto outType = dyn_cast<RankedTensorType>(
       fnType.getNumResults() > 0 ? fnType.getResult(0) : Type());
   if (!outType || !isa<FloatType>(outType.getElementType()) ||
-      (loss == "cross-entropy" && outType.getRank() < 1)) {
+      (loss == LossKind::CrossEntropy && outType.getRank() < 1)) {
     forward.emitOpError("first result must be a float tensor")
-        << (loss == "cross-entropy" ? " of logits [..., classes]" : "")
-        << " for the " << loss << " loss";
+        << (loss == LossKind::CrossEntropy ? " of logits [..., classes]" : "")
+        << " for the " << stringifyLossKind(loss) << " loss";
     return signalPassFailure();
   }
   OpBuilder b(module.getContext());
@@ -457,9 +452,10 @@ void AutodiffPass::runOnOperation() {
     }
   Location loc = forward.getLoc();
   RankedTensorType targetType =
-      loss == "mse" ? outType
-                    : RankedTensorType::get(outType.getShape().drop_back(),
-                                            b.getI64Type());
+      loss == LossKind::Mse
+          ? outType
+          : RankedTensorType::get(outType.getShape().drop_back(),
+                                  b.getI64Type());
 
   // With K microbatches every input (and the target) holds K batches along
   // a new leading dimension, [K, B, ...]: the batch dimension stays its
@@ -496,8 +492,9 @@ void AutodiffPass::runOnOperation() {
   for (unsigned i = 0; i < forward.getNumArguments(); ++i)
     if (DictionaryAttr attrs = forward.getArgAttrDict(i))
       step.setArgAttrs(i, attrs);
-  step.setArgAttr(forward.getNumArguments(), "onnx.name",
-                  b.getStringAttr(loss == "mse" ? "targets" : "labels"));
+  step.setArgAttr(
+      forward.getNumArguments(), "onnx.name",
+      b.getStringAttr(loss == LossKind::Mse ? "targets" : "labels"));
   b.setInsertionPointToStart(entry);
 
   DenseSet<StringRef> trained;
@@ -518,7 +515,7 @@ void AutodiffPass::runOnOperation() {
   // Forward, loss and backward of each microbatch; parameter gradients
   // summed over reads and microbatches.
   // The loss's type: cross-entropy's is f32 whatever the logits' type.
-  Type f32 = loss == "mse" ? outType.getElementType() : b.getF32Type();
+  Type f32 = loss == LossKind::Mse ? outType.getElementType() : b.getF32Type();
   int64_t numRulesApplied = 0;
   // The loss gradient each microbatch starts from: 1/K, times the loss
   // scale when scaling (the state parameter added with the updates).
@@ -579,14 +576,14 @@ void AutodiffPass::runOnOperation() {
     // are: it reads them into f32 anyway, and the f32 logits and their f32
     // gradient are never stored.
     if (auto widen = output.getDefiningOp<CastOp>())
-      if (loss == "cross-entropy" && isa<FloatType>(
-              typeOf(widen.getOperand()).getElementType()))
+      if (loss == LossKind::CrossEntropy &&
+          isa<FloatType>(typeOf(widen.getOperand()).getElementType()))
         output = widen.getOperand();
     auto scalarType = RankedTensorType::get({}, f32);
     tagger.layer = output.getDefiningOp() ? layerOf(output.getDefiningOp())
                                           : std::nullopt;
     Value microLoss;
-    if (loss == "mse") {
+    if (loss == LossKind::Mse) {
       Operation *lossOp = MseOp::create(b, loc, scalarType, output, target);
       cloned.push_back(lossOp);
       microLoss = lossOp->getResult(0);
@@ -644,7 +641,7 @@ void AutodiffPass::runOnOperation() {
     if (paramGrads.count(param.getSymName()))
       updated.push_back(param);
 
-  if (optimizer == "none") {
+  if (optimizer == OptimizerKind::None) {
     for (ParamOp param : updated) {
       results.push_back(paramGrads[param.getSymName()]);
       names.push_back(("grad." + param.getSymName()).str());
@@ -654,7 +651,7 @@ void AutodiffPass::runOnOperation() {
     tagger.layer = std::nullopt;
     double weightDecay = this->weightDecay >= 0.0
                              ? this->weightDecay
-                             : (optimizer == "adamw" ? 0.01 : 0.0);
+                             : (optimizer == OptimizerKind::Adamw ? 0.01 : 0.0);
     // Global-norm clipping: scale = min(1, clip / (||g|| + 1e-6)), the norm
     // taken of the unscaled gradients when loss scaling.
     Value scale, sumsq;
@@ -753,7 +750,7 @@ void AutodiffPass::runOnOperation() {
       // The update is a value (new parameter and state) that assign stores;
       // the memory plan computes it in the parameter's own storage.
       Value p = ReadParamOp::create(b, loc, type, name);
-      if (optimizer == "sgd") {
+      if (optimizer == OptimizerKind::Sgd) {
         Value buf;
         std::string bufName = (name + ".momentum").str();
         if (momentum != 0.0) {

@@ -244,16 +244,14 @@ LogicalResult MixedPrecisionPass::rewrite(func::FuncOp func, FloatType low) {
 void MixedPrecisionPass::runOnOperation() {
   ModuleOp module = getOperation();
   MLIRContext *ctx = module.getContext();
-  FloatType low;
-  if (precision == "bf16")
-    low = BFloat16Type::get(ctx);
-  else if (precision == "f16")
-    low = Float16Type::get(ctx);
-  else {
-    module.emitError("unknown precision '")
-        << precision << "' (available: bf16, f16)";
+  // The option parser accepts bf16 and f16 only; f32 can come from C++.
+  if (precision == Precision::F32) {
+    module.emitError("-cleave-mixed-precision computes in bf16 or f16, got "
+                     "f32");
     return signalPassFailure();
   }
+  FloatType low = precision == Precision::F16 ? FloatType(Float16Type::get(ctx))
+                                              : BFloat16Type::get(ctx);
   if (auto existing = module->getAttrOfType<StringAttr>(kPrecisionAttr)) {
     module.emitError("the module already computes in ")
         << existing.getValue() << " (-cleave-mixed-precision ran before)";
@@ -264,7 +262,8 @@ void MixedPrecisionPass::runOnOperation() {
   for (auto func : module.getOps<func::FuncOp>())
     if (!func.isExternal() && failed(rewrite(func, low)))
       return signalPassFailure();
-  module->setAttr(kPrecisionAttr, StringAttr::get(ctx, precision));
+  module->setAttr(kPrecisionAttr,
+                  StringAttr::get(ctx, stringifyPrecision(precision)));
 }
 
 } // namespace

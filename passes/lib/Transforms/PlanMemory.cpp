@@ -247,8 +247,7 @@ struct PlanMemoryPass : cleave::impl::PlanMemoryPassBase<PlanMemoryPass> {
       if (auto adamw = dyn_cast<graph::AdamwOp>(op)) {
         tryInPlace(adamw, adamw.getParam(), adamw.getNewParam());
         tryInPlace(adamw, adamw.getFirstMoment(), adamw.getNewFirstMoment());
-        tryInPlace(adamw, adamw.getSecondMoment(),
-                   adamw.getNewSecondMoment());
+        tryInPlace(adamw, adamw.getSecondMoment(), adamw.getNewSecondMoment());
       }
     }
 

@@ -64,7 +64,7 @@ TEST_F(ShardingRuleTest, MatmulBroadcastsBatch) {
       "%0 = graph.matmul %a, %b : tensor<2x4x8xf32>, tensor<1x8x16xf32>");
   EXPECT_EQ(rule.str(), "([a, b, c], [1, c, d]) -> ([a, b, d]) {a=2, b=4, "
                         "c=8 reduction(sum), d=16}"
-            " linear in (0), (1)");
+                        " linear in (0), (1)");
 }
 
 TEST_F(ShardingRuleTest, ReshapeSplitsAFactor) {
@@ -93,7 +93,7 @@ TEST_F(ShardingRuleTest, ReshapeWithPartialOverlap) {
       "%x: tensor<4x6xf32>",
       "%0 = graph.reshape %x : tensor<4x6xf32> -> tensor<8x3xf32>");
   EXPECT_EQ(rule.str(), "([a, (b c)]) -> ([(a b), c]) {a=4, b=2, c=3}"
-            " linear in (0)");
+                        " linear in (0)");
 }
 
 TEST_F(ShardingRuleTest, ReshapeThatInterleavesNeedsReplication) {
@@ -112,16 +112,15 @@ TEST_F(ShardingRuleTest, ReshapeSkipsUnitDims) {
       "%x: tensor<1x6xf32>",
       "%0 = graph.reshape %x : tensor<1x6xf32> -> tensor<2x1x3xf32>");
   EXPECT_EQ(rule.str(), "([1, (a b)]) -> ([a, 1, b]) {a=2, b=3}"
-            " linear in (0)");
+                        " linear in (0)");
 }
 
 TEST_F(ShardingRuleTest, TransposePermutesFactors) {
   ShardingRule rule =
       ruleOf("%x: tensor<2x8x4x16xf32>",
              "%0 = graph.transpose %x perm [0, 2, 1, 3] : tensor<2x8x4x16xf32>");
-  EXPECT_EQ(rule.str(),
-            "([a, c, b, d]) -> ([a, b, c, d]) {a=2, b=4, c=8, d=16}"
-            " linear in (0)");
+  EXPECT_EQ(rule.str(), "([a, c, b, d]) -> ([a, b, c, d]) {a=2, b=4, c=8, d=16}"
+                        " linear in (0)");
 }
 
 TEST_F(ShardingRuleTest, SoftmaxAxisNeedsReplication) {
@@ -160,7 +159,7 @@ TEST_F(ShardingRuleTest, GatherVocabularyIsAPartialSumThroughTheHook) {
              "tensor<2x8xi64>");
   EXPECT_EQ(rule.str(), "([d, c], [a, b]) -> ([a, b, c]) {a=2, b=8, c=64, "
                         "d=100 reduction(sum) hook}"
-            " linear in (0)");
+                        " linear in (0)");
 }
 
 TEST_F(ShardingRuleTest, GroupedQueryAttention) {
@@ -170,11 +169,12 @@ TEST_F(ShardingRuleTest, GroupedQueryAttention) {
       "%v: tensor<2x2x16x32xf32>",
       "%0 = graph.attention %q, %k, %v causal : tensor<2x8x16x32xf32>, "
       "tensor<2x2x16x32xf32>, tensor<2x2x16x32xf32>");
-  EXPECT_EQ(rule.str(),
-            "([a, (b c), d, f], [a, b, e, f], [a, b, e, g]) -> "
-            "([a, (b c), d, g]) {a=2, b=2, c=4, d=16 hook, e=16 need_replication "
-            "hook, f=32 need_replication, g=32}"
-            " linear in (2)");
+  EXPECT_EQ(
+      rule.str(),
+      "([a, (b c), d, f], [a, b, e, f], [a, b, e, g]) -> "
+      "([a, (b c), d, g]) {a=2, b=2, c=4, d=16 hook, e=16 need_replication "
+      "hook, f=32 need_replication, g=32}"
+      " linear in (2)");
 }
 
 TEST_F(ShardingRuleTest, AttentionMaskSharesSequenceFactors) {
@@ -231,7 +231,7 @@ TEST_F(ShardingRuleTest, MoeRouterDispatchExpertMatmulCombine) {
       "tensor<8x64x256xf32>");
   EXPECT_EQ(expert.str(), "([a, b, c], [a, c, d]) -> ([a, b, d]) {a=8, b=4, "
                           "c=64 reduction(sum), d=256}"
-            " linear in (0), (1)");
+                          " linear in (0), (1)");
 
   ShardingRule combine = ruleOf(
       "%o: tensor<8x4x64xf32>, %g: tensor<16x2xf32>, %e: tensor<16x2xi64>",
@@ -249,7 +249,7 @@ TEST_F(ShardingRuleTest, ElementwiseBroadcastLeavesUnitDimsEmpty) {
       "%a: tensor<4x8xf32>, %b: tensor<1x8xf32>",
       "%0 = graph.add %a, %b : tensor<4x8xf32>, tensor<1x8xf32>");
   EXPECT_EQ(rule.str(), "([a, b], [1, b]) -> ([a, b]) {a=4, b=8}"
-            " linear in (0, 1)");
+                        " linear in (0, 1)");
 }
 
 TEST_F(ShardingRuleTest, SliceKeepsUntouchedDims) {
@@ -258,7 +258,7 @@ TEST_F(ShardingRuleTest, SliceKeepsUntouchedDims) {
              "%0 = graph.slice %x start [0, 2] limit [4, 6] : tensor<4x8xf32>");
   EXPECT_EQ(rule.str(), "([a, b]) -> ([a, c]) {a=4, b=8 need_replication, "
                         "c=4 need_replication}"
-            " linear in (0)");
+                        " linear in (0)");
 }
 
 TEST_F(ShardingRuleTest, VerifyRejectsRuleThatMisdescribesShape) {

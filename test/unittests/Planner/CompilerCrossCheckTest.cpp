@@ -71,7 +71,7 @@ bool trainingPlan(mlir::ModuleOp module, CompilerMemory &out) {
   mlir::PassManager pm(module.getContext());
   pm.addPass(cleave::createRaisePass());
   cleave::AutodiffPassOptions autodiff;
-  autodiff.optimizer = "adamw";
+  autodiff.optimizer = cleave::OptimizerKind::Adamw;
   pm.addPass(cleave::createAutodiffPass(autodiff));
   cleave::PlanMemoryPassOptions plan;
   plan.entry = "train_step";
@@ -199,11 +199,11 @@ bool mixedPrecisionPlan(const std::string &path, MixedPrecisionMemory &out) {
   mlir::PassManager pm(&context);
   pm.addPass(cleave::createRaisePass());
   cleave::MixedPrecisionPassOptions mixed;
-  mixed.precision = "bf16";
+  mixed.precision = cleave::Precision::BF16;
   pm.addPass(cleave::createMixedPrecisionPass(mixed));
   pm.addPass(mlir::createCanonicalizerPass());
   cleave::AutodiffPassOptions autodiff;
-  autodiff.optimizer = "adamw";
+  autodiff.optimizer = cleave::OptimizerKind::Adamw;
   pm.addPass(cleave::createAutodiffPass(autodiff));
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());

@@ -26,6 +26,19 @@ def ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
       handled by the op's partition hook (ring attention, vocabulary-parallel
       embedding and cross-entropy, MoE all-to-all).
 
+    A reduction factor that a result carries leaves that result sharded
+    along it; only the results that do not carry it become partial. In
+    `layer_norm_grad`, the leading (batch) factors are reductions for the
+    scale and bias gradients but carried by the input gradient: sharding
+    the batch leaves the input gradient sharded and the two others partial.
+
+    A rule also lists the groups of operands the op is linear in (jointly,
+    the other operands fixed): `add` in `(0, 1)`, `mul` and `matmul` in
+    `(0)` and in `(1)`. Applied to values partial over some axes, where the
+    partial operands are exactly one group, the result is partial over the
+    same axes, so a partitioner can keep a sum of partial values (the
+    gradients of K microbatches) partial and reduce it once.
+
     Propagation and partitioning are generic over these rules.
   }];
 

@@ -66,6 +66,44 @@ def RaisePass : Pass<"cleave-raise"> {
   let dependentDialects = ["::cleave::graph::GraphDialect"];
 }
 
+def SplitProjectionsPass : Pass<"cleave-split-projections",
+                                "::mlir::ModuleOp"> {
+  let summary = "Computes a fused, split projection as one projection per part";
+  let description = [{
+    Attention's query, key and value projections often arrive as one linear
+    layer whose output is split into equal parts (GPT-2's `c_attn`). The
+    split's sharding rule keeps the split dimension whole, so tensor
+    parallelism cannot shard the heads through it. This pass gives the
+    weight `[n * h, k]` a leading block dimension, `[n, h, k]` (and the bias
+    `[n * h]` the type `[n, h]`): the same elements in the same order, so
+    initial values, checkpoints' bytes and the ONNX export's data are
+    unchanged. Each part becomes the projection of its block, whose `h`
+    dimension shards like any linear layer's output. Only a parameter read
+    once, by the projection, is changed. Run before `-cleave-autodiff`; a
+    tensor-parallel strategy runs it, the single-device pipeline does not
+    (the fused GEMM is one kernel instead of three).
+
+    ```mlir
+    graph.param @qkv.weight : tensor<96x32xf32>
+    %w = graph.read_param @qkv.weight : tensor<96x32xf32>
+    %wt = graph.transpose %w perm [1, 0] : tensor<96x32xf32>
+    %y = graph.matmul %x, %wt : tensor<8x32xf32>, tensor<32x96xf32>
+    %q, %k, %v = graph.split %y dim 1 sizes [32, 32, 32] : tensor<8x96xf32>
+    ```
+    becomes
+    ```mlir
+    graph.param @qkv.weight : tensor<3x32x32xf32>
+    %w = graph.read_param @qkv.weight : tensor<3x32x32xf32>
+    %w0 = graph.slice %w start [0, 0, 0] limit [1, 32, 32] : tensor<3x32x32xf32> -> tensor<1x32x32xf32>
+    %q = ... graph.matmul %x, (transpose (reshape %w0)) ...
+    ```
+  }];
+  let statistics = [
+    Statistic<"numSplit", "num-split", "Fused projections split">
+  ];
+  let dependentDialects = ["::cleave::graph::GraphDialect"];
+}
+
 def FuseLinearPass : Pass<"cleave-fuse-linear"> {
   let summary = "Fuses matmul, bias and GELU (and their gradients) into one kernel";
   let description = [{
@@ -250,8 +288,12 @@ def MixedPrecisionPass : Pass<"cleave-mixed-precision", "::mlir::ModuleOp"> {
     f32 and stores f32 results, which the other ops read cast to 16 bits.
   }];
   let options = [
-    Option<"precision", "precision", "std::string", /*default=*/"\"bf16\"",
-           "The compute type: bf16 or f16">,
+    Option<"precision", "precision", "::cleave::Precision",
+           /*default=*/"::cleave::Precision::BF16",
+           "The compute type: bf16 or f16",
+           [{::llvm::cl::values(
+             clEnumValN(::cleave::Precision::BF16, "bf16", "bfloat16"),
+             clEnumValN(::cleave::Precision::F16, "f16", "IEEE half"))}]>,
     Option<"routerF32", "router-f32", "bool", /*default=*/"true",
            "Keep each top-k selection (the MoE router) and the ops that only "
            "feed it in f32">,
@@ -322,10 +364,24 @@ def AutodiffPass : Pass<"cleave-autodiff", "::mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"loss", "loss", "std::string", /*default=*/"\"cross-entropy\"",
-           "The loss on the first output: cross-entropy or mse">,
-    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"none\"",
-           "none (return gradients), sgd or adamw">,
+    Option<"loss", "loss", "::cleave::LossKind",
+           /*default=*/"::cleave::LossKind::CrossEntropy",
+           "The loss on the first output: cross-entropy or mse",
+           [{::llvm::cl::values(
+             clEnumValN(::cleave::LossKind::CrossEntropy, "cross-entropy",
+                        "against integer labels, mean over positions"),
+             clEnumValN(::cleave::LossKind::Mse, "mse",
+                        "mean squared error against float targets"))}]>,
+    Option<"optimizer", "optimizer", "::cleave::OptimizerKind",
+           /*default=*/"::cleave::OptimizerKind::None",
+           "none (return gradients), sgd or adamw",
+           [{::llvm::cl::values(
+             clEnumValN(::cleave::OptimizerKind::None, "none",
+                        "no update: return the gradients"),
+             clEnumValN(::cleave::OptimizerKind::Sgd, "sgd",
+                        "torch.optim.SGD"),
+             clEnumValN(::cleave::OptimizerKind::Adamw, "adamw",
+                        "torch.optim.AdamW"))}]>,
     Option<"lr", "lr", "double", /*default=*/"1e-3", "Learning rate">,
     Option<"momentum", "momentum", "double", /*default=*/"0.0",
            "SGD momentum">,

@@ -163,11 +163,11 @@ TEST_F(ShardingTest, SubAxesOpenDimsPriorityAndOrigin) {
   EXPECT_EQ(getLocalType(s, type, mesh),
             RankedTensorType::get({4, 4}, builder.getF32Type()));
   // Only the dp axis counted: the manual axes of a region.
-  EXPECT_EQ(getLocalType(s, type, mesh,
-                         [](StringRef axis) { return axis == "dp"; }),
-            RankedTensorType::get({8, 8}, builder.getF32Type()));
-  ShardingAttr propagated = s.withOrigin(ShardingPriority::Propagated,
-                                         builder.getStringAttr("%x"));
+  EXPECT_EQ(
+      getLocalType(s, type, mesh, [](StringRef axis) { return axis == "dp"; }),
+      RankedTensorType::get({8, 8}, builder.getF32Type()));
+  ShardingAttr propagated =
+      s.withOrigin(ShardingPriority::Propagated, builder.getStringAttr("%x"));
   EXPECT_EQ(propagated.getDims(), s.getDims());
   EXPECT_EQ(propagated.getPriority(), ShardingPriority::Propagated);
 }

@@ -47,8 +47,7 @@ bool AxisRef::overlaps(const AxisRef &other) const {
   if (!isSubAxis() || !other.isSubAxis())
     return true;
   // Sub-axes cover the multiplicative ranges [preSize, preSize * size).
-  return preSize < other.preSize * other.size &&
-         other.preSize < preSize * size;
+  return preSize < other.preSize * other.size && other.preSize < preSize * size;
 }
 
 std::string AxisRef::str() const {
@@ -138,9 +137,8 @@ static ParseResult parseAxisList(AsmParser &parser,
 static void printAxisList(AsmPrinter &printer, ArrayAttr axes,
                           bool open = false) {
   printer << "{";
-  llvm::interleaveComma(axes, printer, [&](Attribute a) {
-    printer << toAxisRef(a)->str();
-  });
+  llvm::interleaveComma(axes, printer,
+                        [&](Attribute a) { printer << toAxisRef(a)->str(); });
   if (open)
     printer << (axes.empty() ? "?" : ", ?");
   printer << "}";
@@ -243,8 +241,8 @@ void ShardingAttr::print(AsmPrinter &printer) const {
 LogicalResult ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                    FlatSymbolRefAttr mesh, ArrayAttr dims,
                                    ArrayAttr partialAxes, ReductionKind,
-                                   ArrayRef<int64_t> openDims,
-                                   ShardingPriority, StringAttr) {
+                                   ArrayRef<int64_t> openDims, ShardingPriority,
+                                   StringAttr) {
   if (!mesh)
     return emitError() << "sharding needs a mesh";
   SmallVector<AxisRef> seen;
@@ -258,9 +256,9 @@ LogicalResult ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
         if (*axis == other || !axis->isSubAxis() || !other.isSubAxis())
           return emitError() << "sharding uses mesh axis \"" << axis->name
                              << "\" more than once";
-        return emitError() << "sharding uses overlapping parts "
-                           << other.str() << " and " << axis->str()
-                           << " of mesh axis \"" << axis->name << "\"";
+        return emitError() << "sharding uses overlapping parts " << other.str()
+                           << " and " << axis->str() << " of mesh axis \""
+                           << axis->name << "\"";
       }
     seen.push_back(*axis);
     return success();
@@ -315,9 +313,8 @@ bool ShardingAttr::isFullyReplicated() const {
 
 ShardingAttr ShardingAttr::withOrigin(ShardingPriority priority,
                                       StringAttr origin) const {
-  return ShardingAttr::get(getContext(), getMesh(), getDims(),
-                           getPartialAxes(), getPartialKind(), getOpenDims(),
-                           priority, origin);
+  return ShardingAttr::get(getContext(), getMesh(), getDims(), getPartialAxes(),
+                           getPartialKind(), getOpenDims(), priority, origin);
 }
 
 //===----------------------------------------------------------------------===//
@@ -403,8 +400,9 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
            << (shardings.size() == 1 ? " sharding" : " shardings");
   for (auto [i, s] : llvm::enumerate(shardings)) {
     std::string name = ("result #" + Twine(i)).str();
-    if (failed(verifyShardingAt(op, s, op->getResult(i).getType(),
-                                [&]() { return op->emitOpError(); }, name)))
+    if (failed(verifyShardingAt(
+            op, s, op->getResult(i).getType(),
+            [&]() { return op->emitOpError(); }, name)))
       return failure();
   }
   return success();

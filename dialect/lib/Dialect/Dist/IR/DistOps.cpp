@@ -136,13 +136,13 @@ LogicalResult cleave::dist::verifySharding(
     std::optional<int64_t> size = mesh.getAxisSize(axis.name);
     if (!size)
       return emitError() << "sharding of " << valueName << " uses axis \""
-                         << axis.name << "\" that mesh @"
-                         << mesh.getSymName() << " does not have";
+                         << axis.name << "\" that mesh @" << mesh.getSymName()
+                         << " does not have";
     if (axis.isSubAxis() && *size % (axis.preSize * axis.size) != 0)
       return emitError() << "sharding of " << valueName << " uses sub-axis "
                          << axis.str() << ", but " << axis.preSize << " x "
-                         << axis.size << " does not divide the size "
-                         << *size << " of mesh axis \"" << axis.name << "\"";
+                         << axis.size << " does not divide the size " << *size
+                         << " of mesh axis \"" << axis.name << "\"";
     return axis.getSize(*size);
   };
   for (int64_t d = 0; d < tensor.getRank(); ++d) {
@@ -176,8 +176,7 @@ LogicalResult cleave::dist::verifySharding(
 
 RankedTensorType
 cleave::dist::getLocalType(ShardingAttr sharding, RankedTensorType type,
-                           MeshOp mesh,
-                           function_ref<bool(StringRef)> select) {
+                           MeshOp mesh, function_ref<bool(StringRef)> select) {
   SmallVector<int64_t> shape = llvm::to_vector(type.getShape());
   for (int64_t d = 0; d < type.getRank(); ++d)
     for (const AxisRef &axis : sharding.getAxisRefs(d))
@@ -393,7 +392,8 @@ LogicalResult RecvOp::verifyGroupSize(int64_t n) {
 // AxisIndexOp, LocalSliceOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult AxisIndexOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+LogicalResult
+AxisIndexOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   return getGroupSize(*this, symbolTable, getMeshAttr(), getAxes());
 }
 
@@ -428,13 +428,11 @@ LogicalResult LocalSliceOp::verify() {
 
 LogicalResult ManualComputationOp::verify() {
   if (getInShardings().size() != getInputs().size())
-    return emitOpError("has ")
-           << getInputs().size() << " inputs but "
-           << getInShardings().size() << " in_shardings";
+    return emitOpError("has ") << getInputs().size() << " inputs but "
+                               << getInShardings().size() << " in_shardings";
   if (getOutShardings().size() != getResults().size())
-    return emitOpError("has ")
-           << getResults().size() << " results but "
-           << getOutShardings().size() << " out_shardings";
+    return emitOpError("has ") << getResults().size() << " results but "
+                               << getOutShardings().size() << " out_shardings";
   for (ArrayAttr list : {getInShardings(), getOutShardings()})
     for (Attribute a : list) {
       auto s = dyn_cast<ShardingAttr>(a);
@@ -447,8 +445,8 @@ LogicalResult ManualComputationOp::verify() {
   Block &body = getBody().front();
   if (body.getNumArguments() != getInputs().size())
     return emitOpError("body takes ")
-           << body.getNumArguments() << " arguments for "
-           << getInputs().size() << " inputs";
+           << body.getNumArguments() << " arguments for " << getInputs().size()
+           << " inputs";
   auto yield = dyn_cast<YieldOp>(body.getTerminator());
   if (!yield || yield.getValues().size() != getResults().size())
     return emitOpError("body must yield one value per result");
@@ -475,14 +473,13 @@ ManualComputationOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
       auto s = cast<ShardingAttr>(a);
       std::string name = (what + " #" + Twine(i)).str();
       auto type = cast<RankedTensorType>(global);
-      if (failed(verifySharding(s, type, mesh,
-                                [&]() { return emitOpError(); }, name)))
+      if (failed(verifySharding(
+              s, type, mesh, [&]() { return emitOpError(); }, name)))
         return failure();
       RankedTensorType expected = getLocalType(s, type, mesh, isManual);
       if (expected != local)
         return emitOpError("expects the local type ")
-               << expected << " of " << name << " in the body, got "
-               << local;
+               << expected << " of " << name << " in the body, got " << local;
     }
     return success();
   };

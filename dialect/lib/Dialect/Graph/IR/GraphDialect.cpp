@@ -73,8 +73,7 @@ LogicalResult GraphDialect::verifyOperationAttribute(Operation *op,
     auto value = dyn_cast<IntegerAttr>(attr.getValue());
     if (!value || !value.getType().isInteger(64) || value.getInt() < 0)
       return op->emitOpError("'")
-             << name << "' must be a non-negative i64, got "
-             << attr.getValue();
+             << name << "' must be a non-negative i64, got " << attr.getValue();
     return success();
   }
   return op->emitOpError("unknown graph attribute '") << name << "'";

@@ -250,6 +250,7 @@ ShardingRule GemmOp::getShardingRule() {
   RankedTensorType out = getResult().getType();
   b.addFactor(out.getShape().back(),
               {B::operand(1, tr ? 0 : 1), B::result(0, out.getRank() - 1)});
-  b.addLinearGroup({0}); b.addLinearGroup({1});
+  b.addLinearGroup({0});
+  b.addLinearGroup({1});
   return b.take();
 }

@@ -149,8 +149,8 @@ LogicalResult ParamOp::verify() {
     return emitOpError("has role ")
            << cleave_param_role_name(role)
            << " and must be frozen (the optimizer updates it, not training)";
-  if (dist::ShardingAttr sharding = getShardingAttr(); sharding &&
-                                                       sharding.isPartial())
+  if (dist::ShardingAttr sharding = getShardingAttr();
+      sharding && sharding.isPartial())
     return emitOpError("sharding of parameter @")
            << getSymName() << " must not be partial, got " << sharding;
   Attribute init = getInitialValueAttr();

@@ -32,8 +32,8 @@ ShardingRule elementwiseRule(Operation *op) {
 }
 
 /// An elementwise rule, linear in each of `groups`.
-ShardingRule linearElementwiseRule(
-    Operation *op, ArrayRef<SmallVector<unsigned, 2>> groups) {
+ShardingRule linearElementwiseRule(Operation *op,
+                                   ArrayRef<SmallVector<unsigned, 2>> groups) {
   ShardingRule rule = elementwiseRule(op);
   for (const auto &g : groups)
     rule.addLinearGroup(g);
@@ -182,7 +182,8 @@ ShardingRule MatmulOp::getShardingRule() {
               FactorKind::Reduction, ReductionKind::Sum);
   b.addFactor(out.getShape().back(),
               {B::operand(1, rhs.getRank() - 1), B::result(0, rank - 1)});
-  b.addLinearGroup({0}); b.addLinearGroup({1});
+  b.addLinearGroup({0});
+  b.addLinearGroup({1});
   return b.take();
 }
 
@@ -439,7 +440,8 @@ ShardingRule ExpertMatmulOp::getShardingRule() {
   b.addFactor(in[2], {B::operand(0, 2), B::operand(1, 1)},
               FactorKind::Reduction, ReductionKind::Sum);
   b.addFactor(w[2], {B::operand(1, 2), B::result(0, 2)});
-  b.addLinearGroup({0}); b.addLinearGroup({1});
+  b.addLinearGroup({0});
+  b.addLinearGroup({1});
   return b.take();
 }
 
@@ -457,7 +459,8 @@ ShardingRule MoeCombineOp::getShardingRule() {
               FactorKind::NeedReplication, ReductionKind::Sum, true);
   b.addFactor(gates[1], {B::operand(1, 1), B::operand(2, 1)},
               FactorKind::NeedReplication);
-  b.addLinearGroup({0}); b.addLinearGroup({1});
+  b.addLinearGroup({0});
+  b.addLinearGroup({1});
   return b.take();
 }
 

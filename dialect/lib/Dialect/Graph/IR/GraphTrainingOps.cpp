@@ -104,8 +104,7 @@ LogicalResult checkState(Operation *op, Value state, Type paramType,
                          StringRef what) {
   if (state.getType() != paramType)
     return op->emitOpError(what) << " has type " << state.getType()
-                                 << ", expected the parameter's "
-                                 << paramType;
+                                 << ", expected the parameter's " << paramType;
   return success();
 }
 
@@ -122,8 +121,8 @@ LogicalResult checkGrad(Operation *op, Value grad, Value param) {
 LogicalResult AssignOp::verifySymbolUses(SymbolTableCollection &table) {
   auto param = table.lookupNearestSymbolFrom<ParamOp>(*this, getParamAttr());
   if (!param)
-    return emitOpError("'") << getParamAttr()
-                            << "' (parameter) does not name a graph.param";
+    return emitOpError("'")
+           << getParamAttr() << "' (parameter) does not name a graph.param";
   Type type = getValue().getType();
   if (type == param.getType())
     return success();
@@ -152,8 +151,8 @@ LogicalResult SgdOp::verify() {
     return emitOpError("returns a new momentum buffer exactly when it takes "
                        "one");
   if (Value buf = getMomentumBuffer())
-    if (failed(checkState(*this, buf, getParam().getType(),
-                          "momentum_buffer")) ||
+    if (failed(
+            checkState(*this, buf, getParam().getType(), "momentum_buffer")) ||
         failed(checkState(*this, getNewMomentumBuffer(), getParam().getType(),
                           "the new momentum buffer")))
       return failure();

@@ -21,8 +21,7 @@
 namespace cleave::dist {
 /// The communicators of a mesh, as a side-effect resource: collectives read
 /// and write it (DistOps.td).
-struct CommResource
-    : public mlir::SideEffects::Resource::Base<CommResource> {
+struct CommResource : public mlir::SideEffects::Resource::Base<CommResource> {
   llvm::StringRef getName() final { return "dist.comm"; }
 };
 } // namespace cleave::dist

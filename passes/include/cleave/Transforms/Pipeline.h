@@ -1,0 +1,176 @@
+//===- Pipeline.h - the Cleave pass pipeline and its options ----*- C++ -*-===//
+//
+// The one pass pipeline from graph IR to runtime calls in the LLVM dialect,
+// and its options. cleave-compile's pipeline flags are these options (bound
+// into its command line), cleave-opt runs it as --cleave-pipeline='...', and
+// tests build it from C++, so all three run the same passes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_TRANSFORMS_PIPELINE_H
+#define CLEAVE_TRANSFORMS_PIPELINE_H
+
+#include "cleave/Transforms/Passes.h"
+
+#include "mlir/Pass/PassOptions.h"
+
+namespace cleave {
+
+/// The options of the pipeline, named as cleave-compile's flags: `--lr 0.1`
+/// there is `lr=0.1` in a textual pipeline. Defaults are PyTorch's. An
+/// option's `hasValue()` says whether it was given, which some options need
+/// (--loss without --train, the default loss scale of fp16).
+struct CleavePipelineOptions
+    : public mlir::PassPipelineOptions<CleavePipelineOptions> {
+  //===--- The training step (-cleave-autodiff) ---------------------------===//
+
+  PassOptions::Option<bool> train{
+      *this, "train",
+      llvm::cl::desc("Compile a training step: the program takes the model's "
+                     "inputs and the loss's target, returns the loss and "
+                     "updates the parameters in place")};
+  PassOptions::Option<LossKind> loss{
+      *this, "loss",
+      llvm::cl::desc("Loss on the model's first output (default "
+                     "cross-entropy); given without --train, the program "
+                     "returns the loss and grad.<param> of each parameter"),
+      llvm::cl::init(LossKind::CrossEntropy),
+      llvm::cl::values(clEnumValN(LossKind::CrossEntropy, "cross-entropy",
+                                  "integer labels, mean over positions"),
+                       clEnumValN(LossKind::Mse, "mse", "float targets"))};
+  PassOptions::Option<std::string> ignoreIndex{
+      *this, "ignore-index",
+      llvm::cl::desc("Cross-entropy: positions whose label is this value add "
+                     "no loss (e.g. -100, PyTorch's padding convention; "
+                     "default: none)"),
+      llvm::cl::value_desc("label")};
+  PassOptions::Option<OptimizerKind> optimizer{
+      *this, "optimizer", llvm::cl::desc("Optimizer (default adamw)"),
+      llvm::cl::init(OptimizerKind::Adamw),
+      llvm::cl::values(
+          clEnumValN(OptimizerKind::Sgd, "sgd", "torch.optim.SGD"),
+          clEnumValN(OptimizerKind::Adamw, "adamw", "torch.optim.AdamW"))};
+  PassOptions::Option<double> lr{*this, "lr",
+                                 llvm::cl::desc("Learning rate (default 1e-3)"),
+                                 llvm::cl::init(1e-3)};
+  PassOptions::Option<double> momentum{
+      *this, "momentum", llvm::cl::desc("SGD momentum (default 0)"),
+      llvm::cl::init(0.0)};
+  PassOptions::Option<double> dampening{
+      *this, "dampening", llvm::cl::desc("SGD dampening (default 0)"),
+      llvm::cl::init(0.0)};
+  PassOptions::Option<bool> nesterov{*this, "nesterov",
+                                     llvm::cl::desc("SGD Nesterov momentum")};
+  PassOptions::Option<double> weightDecay{
+      *this, "weight-decay",
+      llvm::cl::desc("Weight decay (default 0 for sgd, 0.01 for adamw, "
+                     "decoupled for adamw)"),
+      llvm::cl::init(-1.0)};
+  PassOptions::Option<double> beta1{*this, "beta1",
+                                    llvm::cl::desc("AdamW beta1 (default 0.9)"),
+                                    llvm::cl::init(0.9)};
+  PassOptions::Option<double> beta2{
+      *this, "beta2", llvm::cl::desc("AdamW beta2 (default 0.999)"),
+      llvm::cl::init(0.999)};
+  PassOptions::Option<double> eps{
+      *this, "eps", llvm::cl::desc("AdamW epsilon (default 1e-8)"),
+      llvm::cl::init(1e-8)};
+  PassOptions::Option<double> gradClip{
+      *this, "grad-clip",
+      llvm::cl::desc("Clip the global gradient 2-norm to this value, as "
+                     "clip_grad_norm_ (default off)"),
+      llvm::cl::init(0.0)};
+  PassOptions::Option<int64_t> accumulate{
+      *this, "accumulate",
+      llvm::cl::desc("Microbatches per step: the program's inputs hold K "
+                     "batches of the model's batch size as a leading "
+                     "dimension [K, B, ...], each run forward and backward "
+                     "in turn before one update (default 1)"),
+      llvm::cl::init(1)};
+  PassOptions::Option<double> lossScale{
+      *this, "loss-scale",
+      llvm::cl::desc("Initial dynamic loss scale, as "
+                     "torch.cuda.amp.GradScaler: a step with inf/NaN "
+                     "gradients is skipped and halves the scale (default "
+                     "65536 with --precision fp16, else off; 0: off)"),
+      llvm::cl::init(0.0)};
+  PassOptions::Option<int64_t> lossScaleGrowthInterval{
+      *this, "loss-scale-growth-interval",
+      llvm::cl::desc("Finite steps in a row after which the loss scale "
+                     "doubles (default 2000)"),
+      llvm::cl::init(2000)};
+
+  //===--- The compute type (-cleave-mixed-precision) ---------------------===//
+
+  PassOptions::Option<Precision> precision{
+      *this, "precision",
+      llvm::cl::desc(
+          "Compute type (default fp32). bf16 and fp16 compute activations "
+          "(and, training, their gradients) in 16 bits, with f32 "
+          "accumulation in every kernel; parameters, their gradients and "
+          "the optimizer state stay f32 (master weights). fp16 training "
+          "adds dynamic loss scaling"),
+      llvm::cl::init(Precision::F32),
+      llvm::cl::values(
+          clEnumValN(Precision::F32, "fp32", "the model's own types"),
+          clEnumValN(Precision::BF16, "bf16", "bfloat16"),
+          clEnumValN(Precision::F16, "fp16", "IEEE half"))};
+  PassOptions::Option<bool> routerF32{
+      *this, "router-f32",
+      llvm::cl::desc("With --precision bf16|fp16, keep the routing decision "
+                     "in f32: each top-k selection (the MoE router) and the "
+                     "ops that only feed it, such as the router's matmul and "
+                     "softmax (default on; --router-f32=false computes them "
+                     "in 16 bits too)"),
+      llvm::cl::init(true)};
+  PassOptions::ListOption<std::string> keepF32{
+      *this, "keep-f32",
+      llvm::cl::desc("With --precision bf16|fp16, graph ops that compute and "
+                     "store in f32 (mnemonics, comma-separated, e.g. "
+                     "softmax,layer_norm; their consumers read them cast to "
+                     "16 bits)"),
+      llvm::cl::value_desc("ops")};
+
+  //===--- The lowering of the local program ------------------------------===//
+
+  PassOptions::Option<bool> noFusion{
+      *this, "no-fusion",
+      llvm::cl::desc("Keep each matmul, bias add and GELU a kernel of its "
+                     "own instead of one fused linear kernel "
+                     "(-cleave-fuse-linear), e.g. to compare the two")};
+
+  /// Checks the options together (--momentum needs --optimizer sgd, ...):
+  /// the first problem goes to `emitError`, whose result is returned.
+  mlir::LogicalResult
+  verify(llvm::function_ref<mlir::LogicalResult(const llvm::Twine &)> emitError)
+      const;
+
+  /// Whether the pipeline differentiates the model: with --train, or with
+  /// --loss alone for the gradients.
+  bool differentiates() const { return train || loss.hasValue(); }
+
+  /// The options of the passes, projected out of these.
+  MixedPrecisionPassOptions mixedPrecisionOptions() const;
+  AutodiffPassOptions autodiffOptions() const;
+
+  /// Makes every option a flag of the tool's own command line as well,
+  /// listed by --help under `categoryOf(flag)`, so that
+  /// llvm::cl::ParseCommandLineOptions sets it in this object. One object
+  /// per tool, bound before parsing and alive until the tool exits.
+  void addToCommandLine(
+      llvm::function_ref<llvm::cl::OptionCategory &(llvm::StringRef flag)>
+          categoryOf);
+};
+
+/// Adds the pipeline to `pm` (a module pass manager): the training step,
+/// the distribution of the program (to come) and the lowering of the local
+/// program to runtime calls. `options` must have been verified.
+void buildCleavePipeline(mlir::OpPassManager &pm,
+                         const CleavePipelineOptions &options);
+
+/// Registers the pipeline as `cleave-pipeline` (once per process).
+void registerCleavePipelines();
+
+} // namespace cleave
+
+#endif // CLEAVE_TRANSFORMS_PIPELINE_H
