@@ -52,7 +52,8 @@ std::optional<FusedProjection> match(SplitOp split, const ReadsOf &reads) {
   p.split = split;
   RankedTensorType in = typeOf(split.getOperand());
   ArrayRef<int64_t> sizes = split.getSizes();
-  if (split.getDim() != in.getRank() - 1 || sizes.size() < 2 ||
+  if (static_cast<int64_t>(split.getDim()) != in.getRank() - 1 ||
+      sizes.size() < 2 ||
       llvm::any_of(sizes, [&](int64_t s) { return s != sizes.front(); }))
     return std::nullopt;
   p.parts = sizes.size();
@@ -175,7 +176,6 @@ struct SplitProjectionsPass
     }
 
     OpBuilder b(p.split);
-    Location loc = p.split.getLoc();
     Value weights =
         ReadParamOp::create(b, p.weight.getLoc(), weight3, p.weight.getParam());
     Value biases = biasParam ? ReadParamOp::create(b, p.bias.getLoc(), bias2,
