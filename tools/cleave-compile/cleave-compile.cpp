@@ -241,7 +241,9 @@ int main(int argc, char **argv) {
   registerPassManagerCLOptions();
   pipelineOptions.addToCommandLine(
       [](llvm::StringRef flag) -> cl::OptionCategory & {
-        return flag == "no-fusion" ? category : trainCategory;
+        return flag == "no-fusion" || flag == "split-projections"
+                   ? category
+                   : trainCategory;
       });
   cl::HideUnrelatedOptions({&category, &trainCategory});
   cl::ParseCommandLineOptions(

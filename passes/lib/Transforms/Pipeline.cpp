@@ -102,6 +102,8 @@ void CleavePipelineOptions::addToCommandLine(
 static void addTrainingStepPasses(OpPassManager &pm,
                                   const CleavePipelineOptions &options) {
   pm.addPass(createRaisePass());
+  if (options.splitProjections)
+    pm.addPass(createSplitProjectionsPass());
   if (options.precision != Precision::F32)
     pm.addPass(createMixedPrecisionPass(options.mixedPrecisionOptions()));
   if (options.differentiates()) {

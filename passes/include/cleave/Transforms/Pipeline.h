@@ -100,6 +100,15 @@ struct CleavePipelineOptions
                      "doubles (default 2000)"),
       llvm::cl::init(2000)};
 
+  //===--- The model's form -----------------------------------------------===//
+
+  PassOptions::Option<bool> splitProjections{
+      *this, "split-projections",
+      llvm::cl::desc("Compute each part of a fused, split projection (GPT-2's "
+                     "QKV) as its own projection of its weight's block "
+                     "(-cleave-split-projections), as tensor parallelism "
+                     "needs; the weights keep their names and bytes")};
+
   //===--- The compute type (-cleave-mixed-precision) ---------------------===//
 
   PassOptions::Option<Precision> precision{
