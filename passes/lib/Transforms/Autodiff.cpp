@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
+#include "cleave/Transforms/GraphBuilders.h"
 #include "cleave/Transforms/MemoryPlan.h"
 #include "cleave/Transforms/Passes.h"
 
@@ -541,19 +542,7 @@ void AutodiffPass::runOnOperation() {
       Value v = arg;
       if (k > 1) {
         // Microbatch m: row m of the [K, B, ...] input, as [B, ...].
-        auto full = typeOf(arg);
-        auto micro = cast<RankedTensorType>(
-            i < forward.getNumArguments() ? fnType.getInput(i) : targetType);
-        SmallVector<int64_t> start(full.getRank(), 0);
-        SmallVector<int64_t> limit(full.getShape());
-        start[0] = m;
-        limit[0] = m + 1;
-        SmallVector<int64_t> row(full.getShape());
-        row[0] = 1;
-        Value slice = SliceOp::create(
-            b, loc, full.clone(row), arg, b.getDenseI64ArrayAttr(start),
-            b.getDenseI64ArrayAttr(limit), DenseI64ArrayAttr());
-        v = ReshapeOp::create(b, loc, micro, slice);
+        v = buildLeadingEntry(b, loc, arg, m);
       }
       if (i < forward.getNumArguments())
         map.map(forward.getArgument(i), v);

@@ -268,15 +268,12 @@ struct PlanMemoryPass : cleave::impl::PlanMemoryPassBase<PlanMemoryPass> {
       auto write = firstWrite.find(read.getParam());
       if (write == firstWrite.end() || opIndex.lookup(read.getResult()) > write->second)
         continue;
-      Value leader = classes.getLeaderValue(read.getResult());
-      for (auto it = classes.findLeader(leader); it != classes.member_end();
-           ++it)
-        if (lastUse.lookup(*it) > write->second) {
-          read.emitOpError("value of @")
-              << read.getParam()
-              << " is used after an op overwrites the parameter";
-          return signalPassFailure();
-        }
+      if (lastUseOfClass(read.getResult()) > write->second) {
+        read.emitOpError("value of @")
+            << read.getParam()
+            << " is used after an op overwrites the parameter";
+        return signalPassFailure();
+      }
     }
 
     // One buffer per class: its interval spans all members.

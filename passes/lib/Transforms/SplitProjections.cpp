@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
+#include "cleave/Transforms/GraphBuilders.h"
 #include "cleave/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -124,22 +125,6 @@ LogicalResult reshapeParam(ParamOp param, RankedTensorType type) {
   return success();
 }
 
-/// Block `i` of a `[n, ...]` value, as `[...]`.
-Value blockOf(OpBuilder &b, Location loc, Value blocks, int64_t i) {
-  RankedTensorType type = typeOf(blocks);
-  SmallVector<int64_t> start(type.getRank(), 0);
-  SmallVector<int64_t> limit(type.getShape());
-  start[0] = i;
-  limit[0] = i + 1;
-  SmallVector<int64_t> one(type.getShape());
-  one[0] = 1;
-  Value slice = SliceOp::create(
-      b, loc, type.clone(one), blocks, b.getDenseI64ArrayAttr(start),
-      b.getDenseI64ArrayAttr(limit), DenseI64ArrayAttr());
-  return ReshapeOp::create(b, loc, type.clone(type.getShape().drop_front()),
-                           slice);
-}
-
 struct SplitProjectionsPass
     : cleave::impl::SplitProjectionsPassBase<SplitProjectionsPass> {
   void runOnOperation() override {
@@ -184,7 +169,7 @@ struct SplitProjectionsPass
                              : Value();
     Value x = p.matmul.getLhs();
     for (int64_t i = 0; i < p.parts; ++i) {
-      Value wi = blockOf(b, p.weight.getLoc(), weights, i);
+      Value wi = buildLeadingEntry(b, p.weight.getLoc(), weights, i);
       RankedTensorType wt = typeOf(wi);
       Value t =
           TransposeOp::create(b, p.transpose.getLoc(),
@@ -193,7 +178,7 @@ struct SplitProjectionsPass
       Value part = MatmulOp::create(b, p.matmul.getLoc(),
                                     typeOf(p.split.getResult(i)), x, t);
       if (biases) {
-        Value bi = blockOf(b, p.bias.getLoc(), biases, i);
+        Value bi = buildLeadingEntry(b, p.bias.getLoc(), biases, i);
         part = p.biasFirst
                    ? AddOp::create(b, p.add.getLoc(), part.getType(), bi, part)
                          .getResult()

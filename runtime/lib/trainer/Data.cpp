@@ -249,6 +249,9 @@ public:
       fail("internal: " + std::to_string(files.size()) + " files for " +
            std::to_string(p.num_inputs) + " inputs");
     std::string first;
+    // The sample dimensions follow the batch dimensions of every input.
+    const size_t dims = size_t(programBatchDims());
+    const int64_t batch = programBatchSize();
     for (int64_t i = 0; i < p.num_inputs; ++i) {
       const cleave_named_tensor &in = p.inputs[i];
       const std::string &file = files[size_t(i)];
@@ -259,7 +262,6 @@ public:
         fail("input '" + std::string(in.name) + "': " + error);
       // [N, d1, ...] for an input [B, d1, ...] (or [K, B, d1, ...]).
       std::vector<int64_t> want = shapeOf(in.tensor);
-      const size_t dims = size_t(programBatchDims());
       bool ok = array.shape.size() + dims - 1 == want.size();
       for (size_t d = dims; ok && d < want.size(); ++d)
         ok = array.shape[d - dims + 1] == want[d];
@@ -276,7 +278,7 @@ public:
         fail(prefix + ": the array has no samples");
       Column column;
       column.sampleBytes =
-          size_t(tensorBytes(in.tensor) / programBatchSize());
+          size_t(tensorBytes(in.tensor) / batch);
       if (!convertArray(array, in.tensor.dtype, column.data, error))
         fail(prefix + ": " + error);
       if (i == 0) {
