@@ -1,0 +1,238 @@
+//===- ProgramInfo.cpp - the `cleave_program` metadata of a lowering -----===//
+//
+// The constant `cleave_program` that the runtime's main reads: the ABI
+// version, the kind of program, the arena size, and the tables of
+// parameters (with their initial values and roles), inputs and outputs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RuntimeLowering.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+
+using namespace mlir;
+using namespace cleave;
+using namespace cleave::graph;
+
+namespace cleave::lowering {
+
+FailureOr<std::string> elementBytes(Attribute attr) {
+  if (auto resource = dyn_cast<DenseResourceElementsAttr>(attr)) {
+    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+    if (!blob)
+      return failure();
+    ArrayRef<char> data = blob->getData();
+    return std::string(data.begin(), data.end());
+  }
+  auto dense = dyn_cast<DenseElementsAttr>(attr);
+  if (!dense)
+    return failure();
+  Type elem = dense.getElementType();
+  std::string bytes;
+  auto append = [&](const void *p, size_t n) {
+    bytes.append(static_cast<const char *>(p), n);
+  };
+  if (elem.isInteger(1)) {
+    for (bool v : dense.getValues<bool>()) {
+      char c = v;
+      append(&c, 1);
+    }
+  } else if (auto intType = dyn_cast<IntegerType>(elem)) {
+    for (APInt v : dense.getValues<APInt>()) {
+      int64_t x = v.getSExtValue();
+      append(&x, intType.getWidth() / 8);
+    }
+  } else if (isa<FloatType>(elem)) {
+    unsigned width = elem.getIntOrFloatBitWidth();
+    for (APFloat v : dense.getValues<APFloat>()) {
+      uint64_t bits = v.bitcastToAPInt().getZExtValue();
+      append(&bits, width / 8);
+    }
+  } else {
+    return failure();
+  }
+  return bytes;
+}
+
+Value Lowering::namedTable(ArrayRef<Named> entries, Operation *where,
+                           bool &ok) {
+  if (entries.empty())
+    return {};
+  auto arrayType = LLVM::LLVMArrayType::get(namedType, entries.size());
+  // Pointees first (they are globals at the module start).
+  struct Ptrs {
+    std::string name, data, file;
+  };
+  SmallVector<Ptrs> ptrs;
+  auto symbolOf = [](Value addr) {
+    return addr ? cast<LLVM::AddressOfOp>(addr.getDefiningOp())
+                      .getGlobalName()
+                      .str()
+                : std::string();
+  };
+  SmallVector<SmallVector<int64_t>> words;
+  for (const Named &e : entries) {
+    Ptrs p;
+    p.name = symbolOf(cString(e.name));
+    if (e.hasInitData)
+      p.data = symbolOf(bytesGlobal("cleave.init", e.initData));
+    if (!e.initFile.empty())
+      p.file = symbolOf(cString(e.initFile));
+    ptrs.push_back(p);
+    FailureOr<SmallVector<int64_t>> w = descWords(e.offset, e.type);
+    if (failed(w)) {
+      where->emitOpError("cannot describe '") << e.name << "' to the runtime";
+      ok = false;
+      return {};
+    }
+    words.push_back(*w);
+  }
+  auto global = atModuleStart([&] {
+    auto g = LLVM::GlobalOp::create(b, loc, arrayType, true,
+                                    LLVM::Linkage::Private,
+                                    uniqueName("cleave.tensors"), Attribute());
+    b.setInsertionPointToStart(b.createBlock(&g.getInitializerRegion()));
+    Value table = LLVM::UndefOp::create(b, loc, arrayType);
+    auto addr = [&](const std::string &sym) -> Value {
+      if (sym.empty())
+        return LLVM::ZeroOp::create(b, loc, ptr);
+      return LLVM::AddressOfOp::create(b, loc, ptr, sym);
+    };
+    for (auto [i, e] : llvm::enumerate(entries)) {
+      int64_t idx = i;
+      auto insert = [&](Value v, int64_t field) {
+        table = LLVM::InsertValueOp::create(b, loc, table, v,
+                                            ArrayRef<int64_t>{idx, field});
+      };
+      insert(addr(ptrs[i].name), 0);
+      insert(LLVM::ConstantOp::create(b, loc, descType, i64Array(words[i])), 1);
+      insert(addr(ptrs[i].data), 2);
+      insert(addr(ptrs[i].file), 3);
+      insert(LLVM::ConstantOp::create(b, loc, i64,
+                                      b.getI64IntegerAttr(e.initOffset)),
+             4);
+      insert(LLVM::ConstantOp::create(b, loc, i32,
+                                      b.getI32IntegerAttr(e.role)),
+             5);
+    }
+    LLVM::ReturnOp::create(b, loc, table);
+    return g;
+  });
+  return LLVM::AddressOfOp::create(b, loc, global);
+}
+
+LogicalResult Lowering::emitProgramInfo(func::FuncOp fn) {
+  SmallVector<Named> params, inputs, outputs;
+  // The model's parameters first, then the optimizer's state (every other
+  // role).
+  SmallVector<ParamOp> ordered;
+  for (auto param : module.getOps<ParamOp>())
+    if (getParamRole(param) == CLEAVE_PARAM_MODEL)
+      ordered.push_back(param);
+  int64_t numModelParams = ordered.size();
+  for (auto param : module.getOps<ParamOp>())
+    if (getParamRole(param) != CLEAVE_PARAM_MODEL)
+      ordered.push_back(param);
+  // The runtime finds the step counter and the loss scaler's state by role:
+  // one parameter each at most.
+  llvm::SmallDenseMap<int32_t, ParamOp> byRole;
+  for (ParamOp param : ordered) {
+    cleave_param_role role = getParamRole(param);
+    if (role == CLEAVE_PARAM_MODEL || role == CLEAVE_PARAM_OPTIMIZER_STATE)
+      continue;
+    auto [it, inserted] = byRole.try_emplace(role, param);
+    if (!inserted)
+      return param.emitOpError("has role ")
+             << cleave_param_role_name(role) << ", as @"
+             << it->second.getSymName() << " has; a program has one at most";
+  }
+  for (ParamOp param : ordered) {
+    Named e{param.getSymName().str(),
+            cast<IntegerAttr>(param->getAttr(kOffsetAttr)).getInt(),
+            param.getType(), {}, false, {}, 0, getParamRole(param)};
+    if (Attribute init = param.getInitialValueAttr()) {
+      if (auto ext = dyn_cast<ExternalWeightsAttr>(init)) {
+        e.initFile = ext.getPath().str();
+        e.initOffset = ext.getOffset();
+      } else {
+        FailureOr<std::string> bytes = elementBytes(init);
+        if (failed(bytes))
+          return param.emitOpError("has an initial value the runtime cannot "
+                                   "hold (a dense_resource without data?)");
+        e.initData = std::move(*bytes);
+        e.hasInitData = true;
+      }
+    }
+    params.push_back(std::move(e));
+  }
+  auto nameOf = [](DictionaryAttr attrs, StringRef prefix, unsigned i) {
+    if (attrs)
+      if (auto name = attrs.getAs<StringAttr>("onnx.name"))
+        return name.str();
+    return (prefix + Twine(i)).str();
+  };
+  for (BlockArgument arg : fn.getArguments())
+    inputs.push_back(
+        {nameOf(fn.getArgAttrDict(arg.getArgNumber()), "input",
+                arg.getArgNumber()),
+         cast<IntegerAttr>(fn.getArgAttr(arg.getArgNumber(), kOffsetAttr))
+             .getInt(),
+         arg.getType(),
+         {},
+         false,
+         {},
+         0});
+  Operation *ret = fn.getBody().front().getTerminator();
+  for (auto [i, v] : llvm::enumerate(ret->getOperands())) {
+    auto it = offsets.find(v);
+    if (it == offsets.end())
+      return ret->emitOpError("returns a value without a planned offset");
+    outputs.push_back({nameOf(fn.getResultAttrDict(i), "output", i),
+                       it->second, v.getType(), {}, false, {}, 0});
+  }
+
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToEnd(module.getBody());
+  auto infoType = LLVM::LLVMStructType::getLiteral(
+      ctx, {i32, i32, i64, i64, i64, ptr, i64, ptr, i64, ptr, ptr, ptr});
+  auto config = fn->getAttrOfType<DictionaryAttr>(kTrainingConfigAttr);
+  auto source = module->getAttrOfType<StringAttr>(kSourceModelAttr);
+  auto info = LLVM::GlobalOp::create(b, loc, infoType, /*isConstant=*/true,
+                                     LLVM::Linkage::External, "cleave_program",
+                                     Attribute());
+  b.setInsertionPointToStart(b.createBlock(&info.getInitializerRegion()));
+  bool ok = true;
+  Value paramTable = namedTable(params, fn, ok);
+  Value inputTable = namedTable(inputs, fn, ok);
+  Value outputTable = namedTable(outputs, fn, ok);
+  if (!ok)
+    return failure();
+  Value s = LLVM::UndefOp::create(b, loc, infoType);
+  auto field = [&](Value v, int64_t i) {
+    s = LLVM::InsertValueOp::create(b, loc, s, v, ArrayRef<int64_t>{i});
+  };
+  auto orNull = [&](Value v) { return v ? v : null(); };
+  auto string = [&](StringAttr attr) {
+    return attr ? cString(attr.getValue()) : null();
+  };
+  // The runtime reads the configuration as JSON.
+  Value configJson = config ? cString(getTrainingConfigJson(config)) : null();
+  field(constI32(CLEAVE_RT_ABI_VERSION), 0);
+  field(constI32(config ? CLEAVE_PROGRAM_TRAINING : CLEAVE_PROGRAM_INFERENCE),
+        1);
+  field(constI64(cast<IntegerAttr>(fn->getAttr(kArenaBytesAttr)).getInt()), 2);
+  field(constI64(params.size()), 3);
+  field(constI64(numModelParams), 4);
+  field(orNull(paramTable), 5);
+  field(constI64(inputs.size()), 6);
+  field(orNull(inputTable), 7);
+  field(constI64(outputs.size()), 8);
+  field(orNull(outputTable), 9);
+  field(string(source), 10);
+  field(configJson, 11);
+  LLVM::ReturnOp::create(b, loc, s);
+  return success();
+}
+
+} // namespace cleave::lowering
