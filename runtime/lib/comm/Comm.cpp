@@ -182,12 +182,60 @@ void checkPeer(const char *fn, const char *what, const Group &g, int32_t peer,
                    g.label.c_str(), g.size, g.rank);
 }
 
+/// This rank's part of a permutation: the group rank it sends to and the
+/// one it receives from (-1: none), after checking every pair.
+struct PermutePeers {
+  int target = -1;
+  int source = -1;
+};
+
+PermutePeers permutePeers(const char *fn, const Group &g, const int64_t *pairs,
+                          int64_t numPairs) {
+  if (numPairs < 0)
+    cleave_rt_fail("%s: num_pairs is %lld, which is negative", fn,
+                   (long long)numPairs);
+  if (numPairs > 0 && !pairs)
+    cleave_rt_fail("%s: pairs is NULL with %lld pairs", fn,
+                   (long long)numPairs);
+  // The pair that names each group rank as its source and as its target.
+  std::vector<int64_t> bySource(size_t(g.size), -1);
+  std::vector<int64_t> byTarget(size_t(g.size), -1);
+  auto pairString = [&](int64_t p) {
+    return std::to_string(p) + " (" + std::to_string(pairs[2 * p]) + " -> " +
+           std::to_string(pairs[2 * p + 1]) + ")";
+  };
+  PermutePeers peers;
+  for (int64_t p = 0; p < numPairs; ++p) {
+    int64_t source = pairs[2 * p], target = pairs[2 * p + 1];
+    if (source < 0 || source >= g.size || target < 0 || target >= g.size)
+      cleave_rt_fail("%s: pair %s is not two group ranks of %s (size %d)", fn,
+                     pairString(p).c_str(), g.label.c_str(), g.size);
+    int64_t &sourcePair = bySource[size_t(source)];
+    int64_t &targetPair = byTarget[size_t(target)];
+    if (sourcePair >= 0)
+      cleave_rt_fail("%s: group rank %lld is the source of pairs %s and %s",
+                     fn, (long long)source, pairString(sourcePair).c_str(),
+                     pairString(p).c_str());
+    if (targetPair >= 0)
+      cleave_rt_fail("%s: group rank %lld is the target of pairs %s and %s",
+                     fn, (long long)target, pairString(targetPair).c_str(),
+                     pairString(p).c_str());
+    sourcePair = targetPair = p;
+    if (source == g.rank)
+      peers.target = int(target);
+    if (target == g.rank)
+      peers.source = int(source);
+  }
+  return peers;
+}
+
 } // namespace
 
 const char *cleave::rt::comm::kindName(int32_t kind) {
   static const char *names[CLEAVE_COMM_NUM_KINDS] = {
-      "all_reduce", "all_gather", "reduce_scatter", "all_to_all",
-      "broadcast",  "send",       "recv",           "barrier"};
+      "all_reduce", "all_gather", "reduce_scatter",    "all_to_all",
+      "broadcast",  "send",       "recv",              "barrier",
+      "collective_permute"};
   return kind >= 0 && kind < CLEAVE_COMM_NUM_KINDS ? names[kind] : "unknown";
 }
 
@@ -507,6 +555,65 @@ extern "C" void cleave_comm_recv(int32_t comm, char *arena,
   checkPeer(fn, "peer", g, peer, true);
   state().engine->recv(g, arena, *t, peer);
   count(g, CLEAVE_COMM_RECV, tensorBytes(*t), 0);
+}
+
+extern "C" void cleave_comm_sendrecv(int32_t comm, char *arena,
+                                     const cleave_tensor *send,
+                                     int32_t sendPeer,
+                                     const cleave_tensor *recv,
+                                     int32_t recvPeer) {
+  const char *fn = "cleave_comm_sendrecv";
+  Group &g = groupOf(fn, comm);
+  checkArena(fn, arena);
+  if (sendPeer != -1) {
+    checkPeer(fn, "send_peer", g, sendPeer, false);
+    checkTensor(fn, "send", send);
+  }
+  if (recvPeer != -1) {
+    checkPeer(fn, "recv_peer", g, recvPeer, false);
+    checkTensor(fn, "recv", recv);
+  }
+  // A send to this rank is matched by this call's receive or by nothing.
+  if ((sendPeer == g.rank) != (recvPeer == g.rank))
+    cleave_rt_fail("%s: send_peer %d and recv_peer %d: a rank sends to "
+                   "itself only when it also receives from itself (group "
+                   "rank %d of %s)",
+                   fn, int(sendPeer), int(recvPeer), g.rank, g.label.c_str());
+  if (sendPeer != -1 && recvPeer != -1 && overlaps(*send, *recv))
+    cleave_rt_fail("%s: send and recv overlap", fn);
+  state().engine->sendRecv(g, arena, sendPeer != -1 ? send : nullptr,
+                           sendPeer, recvPeer != -1 ? recv : nullptr, recvPeer,
+                           fn);
+  if (sendPeer != -1) {
+    int64_t bytes = tensorBytes(*send);
+    count(g, CLEAVE_COMM_SEND, bytes, sendPeer == g.rank ? 0 : bytes);
+  }
+  if (recvPeer != -1)
+    count(g, CLEAVE_COMM_RECV, tensorBytes(*recv), 0);
+}
+
+extern "C" void cleave_comm_collective_permute(int32_t comm, char *arena,
+                                               const cleave_tensor *in,
+                                               const cleave_tensor *out,
+                                               const int64_t *pairs,
+                                               int64_t numPairs) {
+  const char *fn = "cleave_comm_collective_permute";
+  Group &g = groupOf(fn, comm);
+  checkPair(fn, arena, in, out);
+  if (!sameShape(*in, *out))
+    cleave_rt_fail("%s: in %s and out %s differ in shape", fn,
+                   shapeString(*in).c_str(), shapeString(*out).c_str());
+  if (overlaps(*in, *out))
+    cleave_rt_fail("%s: in and out overlap", fn);
+  PermutePeers peers = permutePeers(fn, g, pairs, numPairs);
+  Engine &engine = *state().engine;
+  if (peers.source < 0)
+    engine.zero(arena, *out, fn);
+  engine.sendRecv(g, arena, peers.target >= 0 ? in : nullptr, peers.target,
+                  peers.source >= 0 ? out : nullptr, peers.source, fn);
+  int64_t bytes = tensorBytes(*in);
+  bool sends = peers.target >= 0 && peers.target != g.rank;
+  count(g, CLEAVE_COMM_COLLECTIVE_PERMUTE, bytes, sends ? bytes : 0);
 }
 
 extern "C" void cleave_comm_barrier(int32_t comm) {

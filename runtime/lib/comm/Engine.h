@@ -103,6 +103,18 @@ public:
                     int peer) = 0;
   virtual void recv(Group &group, char *arena, const cleave_tensor &t,
                     int peer) = 0;
+  /// Sends `send` to group rank sendPeer and receives `recv` from recvPeer
+  /// as one grouped operation (MPI_Isend and MPI_Irecv, or ncclSend and
+  /// ncclRecv in one NCCL group), so that no order of the ranks' calls
+  /// deadlocks. A null tensor (its peer -1) is no send or no receive; with
+  /// neither, the call still waits for the engine's pending work. `fn`
+  /// names the ABI call for the watchdog and errors.
+  virtual void sendRecv(Group &group, char *arena, const cleave_tensor *send,
+                        int sendPeer, const cleave_tensor *recv, int recvPeer,
+                        const char *fn) = 0;
+  /// Zeroes `t`, in order with the calls around it; a following call
+  /// waits for it (the NCCL engine: on the stream, without waiting here).
+  virtual void zero(char *arena, const cleave_tensor &t, const char *fn) = 0;
   virtual void barrier(Group &group) = 0;
   /// Makes every pending operation of the engine give up, without waiting
   /// (before the job is aborted). Must not call cleave_rt_fail.

@@ -2,7 +2,8 @@
 //
 // The arena is host memory. Each collective is one nonblocking MPI call
 // (MPI_Iallreduce, MPI_Iallgather, ...) on the group's communicator, waited
-// for under the watchdog. f16 and bf16 reductions go through f32 buffers, so
+// for under the watchdog (sendrecv: an MPI_Irecv and an MPI_Isend, waited
+// for together). f16 and bf16 reductions go through f32 buffers, so
 // they accumulate in f32 and round once. Counts are ints in MPI: a transfer
 // of 2^31 units or more fails with a clear error.
 //
@@ -13,6 +14,7 @@
 #include "../cpu/Tensor.h"
 
 #include <climits>
+#include <cstring>
 #include <vector>
 
 using namespace cleave::rt;
@@ -61,6 +63,20 @@ void divideBy(float *data, int64_t n, int size) {
   float d = float(size);
   for (int64_t i = 0; i < n; ++i)
     data[i] /= d;
+}
+
+/// Fails unless the receive of `t` from `peer` got all of its bytes. A
+/// larger message is MPI_ERR_TRUNCATE (fatal); a smaller one is reported
+/// here.
+void checkReceived(const char *fn, const Group &g, const cleave_tensor &t,
+                   int peer, int count, const MPI_Status &status) {
+  int received = 0;
+  MPI_Get_count(&status, MPI_BYTE, &received);
+  if (received != count)
+    cleave_rt_fail("%s: received %d bytes from group rank %d of %s, "
+                   "expected %d (%s %s)",
+                   fn, received, peer, g.label.c_str(), count,
+                   dtypeName(t.dtype), shapeString(t).c_str());
 }
 
 class MpiEngine final : public Engine {
@@ -175,18 +191,36 @@ public:
     Watchdog watchdog(fn, g);
     MPI_Request request;
     MPI_Status status;
-    // A larger message is MPI_ERR_TRUNCATE (fatal); a smaller one is
-    // reported here.
     MPI_Irecv(dataOf(arena, t), count, MPI_BYTE, peer, kSendRecvTag, g.mpi,
               &request);
     waitRequests(1, &request, &status, watchdog);
-    int received = 0;
-    MPI_Get_count(&status, MPI_BYTE, &received);
-    if (received != count)
-      cleave_rt_fail("%s: received %d bytes from group rank %d of %s, "
-                     "expected %d (%s %s)",
-                     fn, received, peer, g.label.c_str(), count,
-                     dtypeName(t.dtype), shapeString(t).c_str());
+    checkReceived(fn, g, t, peer, count, status);
+  }
+
+  void sendRecv(Group &g, char *arena, const cleave_tensor *send,
+                int sendPeer, const cleave_tensor *recv, int recvPeer,
+                const char *fn) override {
+    int sendCount = send ? mpiCount(fn, tensorBytes(*send), "bytes") : 0;
+    int recvCount = recv ? mpiCount(fn, tensorBytes(*recv), "bytes") : 0;
+    Watchdog watchdog(fn, g);
+    // Both nonblocking, so neither waits for the other (a ring completes);
+    // the receive is request 0.
+    MPI_Request requests[2];
+    MPI_Status statuses[2];
+    int n = 0;
+    if (recv)
+      MPI_Irecv(dataOf(arena, *recv), recvCount, MPI_BYTE, recvPeer,
+                kSendRecvTag, g.mpi, &requests[n++]);
+    if (send)
+      MPI_Isend(dataOf(arena, *send), sendCount, MPI_BYTE, sendPeer,
+                kSendRecvTag, g.mpi, &requests[n++]);
+    waitRequests(n, requests, statuses, watchdog);
+    if (recv)
+      checkReceived(fn, g, *recv, recvPeer, recvCount, statuses[0]);
+  }
+
+  void zero(char *arena, const cleave_tensor &t, const char *) override {
+    std::memset(dataOf(arena, t), 0, size_t(tensorBytes(t)));
   }
 
   void barrier(Group &g) override {

@@ -208,6 +208,31 @@ public:
              watchdog);
   }
 
+  void sendRecv(Group &g, char *arena, const cleave_tensor *send,
+                int sendPeer, const cleave_tensor *recv, int recvPeer,
+                const char *fn) override {
+    Watchdog watchdog(fn, g);
+    ncclComm_t comm = commOf(g);
+    // One group: NCCL runs its sends and receives together, so neither
+    // waits for the other. An empty group still waits for the stream.
+    checkNccl(ncclGroupStart(), fn, g, comm);
+    if (send)
+      checkNccl(ncclSend(dataOf(arena, *send), size_t(tensorBytes(*send)),
+                         ncclUint8, sendPeer, comm, stream),
+                fn, g, comm);
+    if (recv)
+      checkNccl(ncclRecv(dataOf(arena, *recv), size_t(tensorBytes(*recv)),
+                         ncclUint8, recvPeer, comm, stream),
+                fn, g, comm);
+    complete(fn, g, comm, ncclGroupEnd(), watchdog);
+  }
+
+  void zero(char *arena, const cleave_tensor &t, const char *fn) override {
+    checkCuda(cudaMemsetAsync(dataOf(arena, t), 0, size_t(tensorBytes(t)),
+                              stream),
+              fn, "zeroing a tensor");
+  }
+
   void barrier(Group &g) override {
     const char *fn = "cleave_comm_barrier";
     Watchdog watchdog(fn, g);

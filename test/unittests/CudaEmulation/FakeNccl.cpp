@@ -23,7 +23,11 @@
 // watchdog sees a collective that another rank never joins. Sums of f16 and
 // bf16 add in f32 and round once (NCCL rounds at each step of its ring, so
 // its sums may differ in the last bits); ncclAvg is the sum divided by the
-// size. ncclCommAbort abandons the communicator's pending work at once.
+// size. ncclSend is a synchronous MPI send (MPI_Issend): as in NCCL, a send
+// is not done before its peer's receive has started, so that sends and
+// receives that must progress together complete only in one group (a ring
+// of ungrouped sends hangs, as it does on GPUs). ncclCommAbort abandons the
+// communicator's pending work at once.
 //
 //===----------------------------------------------------------------------===//
 
@@ -610,9 +614,11 @@ ncclResult_t ncclSend(const void *sendbuff, size_t count,
            [=](std::vector<MPI_Request> &requests) {
              buf->assign(static_cast<const char *>(sendbuff),
                          static_cast<const char *>(sendbuff) + bytes);
+             // Synchronous mode: like NCCL's, the send completes only
+             // once the peer's receive has started, however small.
              requests.emplace_back();
-             MPI_Isend(buf->data(), int(bytes), MPI_BYTE, peer, kP2pTag,
-                       comm->mpi, &requests.back());
+             MPI_Issend(buf->data(), int(bytes), MPI_BYTE, peer, kP2pTag,
+                        comm->mpi, &requests.back());
            },
            [] {}});
   return ncclSuccess;

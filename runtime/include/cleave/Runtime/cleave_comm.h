@@ -38,6 +38,21 @@
  *   receiver's descriptor must describe as many bytes as the sender's (the
  *   MPI engine reports a shorter message; NCCL cannot tell). A send may
  *   wait for its receive, so the two sides of a pair order them opposite.
+ * - sendrecv: grouped point to point: sends `send` to group rank send_peer
+ *   and receives `recv` from group rank recv_peer at once, so that no
+ *   order of the ranks' calls deadlocks (a ring of sendrecvs completes).
+ *   Either peer may be -1: no send (`send` may be NULL) or no receive
+ *   (`recv` may be NULL). It matches the peers' send, recv or sendrecv,
+ *   in program order per pair. A rank sends to itself only when it also
+ *   receives from itself (a copy). `send` and `recv` never overlap; sizes
+ *   must match as for send / recv.
+ * - collective_permute: `pairs` holds num_pairs (source, target) group
+ *   ranks (2*num_pairs int64s), the same on every rank of the group; no
+ *   rank is a source twice or a target twice. Each source's `in` goes to
+ *   its target's `out`, and a rank that is nobody's target gets zeros. A
+ *   pair (i, i) copies in to out. `in` and `out` have the same dtype and
+ *   shape and do not overlap. Every pair moves at once (grouped sends and
+ *   receives), so rings and shifts of any size complete.
  * - barrier: returns on every rank once all have entered it.
  * Reductions (enum cleave_reduction of cleave_rt.h): CLEAVE_SUM,
  * CLEAVE_MEAN (the group average), CLEAVE_MAX_REDUCE, CLEAVE_MIN_REDUCE.
@@ -77,6 +92,12 @@
  *   send            B = tensor bytes        wire = B
  *   recv            B = tensor bytes        wire = 0
  *   barrier         B = 0                   wire = 0
+ *   collective_permute
+ *                   B = in bytes            wire = B on a source, except 0
+ *                                           for a pair (i, i); else 0
+ * A sendrecv counts as a send of the `send` bytes (wire 0 to itself) when
+ * send_peer is not -1, and as a recv of the `recv` bytes when recv_peer is
+ * not -1.
  * Bytes are counted at the tensor's dtype whatever an engine converts to
  * internally; a group of one rank sends nothing.
  *
@@ -108,6 +129,7 @@ enum cleave_comm_kind {
   CLEAVE_COMM_SEND,
   CLEAVE_COMM_RECV,
   CLEAVE_COMM_BARRIER,
+  CLEAVE_COMM_COLLECTIVE_PERMUTE,
   CLEAVE_COMM_NUM_KINDS,
 };
 
@@ -158,6 +180,13 @@ void cleave_comm_send(int32_t comm, char *arena, const cleave_tensor *t,
                       int32_t peer);
 void cleave_comm_recv(int32_t comm, char *arena, const cleave_tensor *t,
                       int32_t peer);
+void cleave_comm_sendrecv(int32_t comm, char *arena, const cleave_tensor *send,
+                          int32_t send_peer, const cleave_tensor *recv,
+                          int32_t recv_peer);
+void cleave_comm_collective_permute(int32_t comm, char *arena,
+                                    const cleave_tensor *in,
+                                    const cleave_tensor *out,
+                                    const int64_t *pairs, int64_t num_pairs);
 void cleave_comm_barrier(int32_t comm);
 
 /* Byte counters (see above), this rank's, since init or the last reset. */
