@@ -34,18 +34,7 @@ const char *opName(int32_t op) {
   }
 }
 
-int myRank() { return cleave_comm_world_rank(); }
-
-int groupRankOf(const TestGroup &g) {
-  return int(std::find(g.members.begin(), g.members.end(), myRank()) -
-             g.members.begin());
-}
-
 /// The reference of `op` over every member's element i, and the tolerance.
-struct Expected {
-  double value;
-  double tol;
-};
 Expected reduceRef(int32_t op, int32_t dtype,
                    const std::vector<std::vector<double>> &inputs, size_t i) {
   double sum = 0, magnitude = 0, best = inputs[0][i];
@@ -64,28 +53,6 @@ Expected reduceRef(int32_t op, int32_t dtype,
   default:
     return {best, 0};
   }
-}
-
-/// Compares `got` with `want` element by element; reports the count of
-/// mismatches and the first one.
-void expectValues(const std::vector<double> &got,
-                  const std::vector<Expected> &want, const std::string &what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  size_t bad = 0, first = 0;
-  for (size_t i = 0; i < got.size(); ++i)
-    if (!(std::fabs(got[i] - want[i].value) <= want[i].tol) && bad++ == 0)
-      first = i;
-  EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << got.size()
-                     << " elements wrong; element " << first << " is "
-                     << got[first] << ", expected " << want[first].value
-                     << " within " << want[first].tol;
-}
-
-std::vector<Expected> exact(const std::vector<double> &values) {
-  std::vector<Expected> e;
-  for (double v : values)
-    e.push_back({v, 0});
-  return e;
 }
 
 std::vector<std::vector<double>> groupInputs(const TestGroup &g, uint64_t seed,

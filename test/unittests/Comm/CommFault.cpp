@@ -12,6 +12,16 @@
 //               barrier with the default 600 s timeout
 //   init        nothing after cleave_comm_init, for the failures of the
 //               start itself (the NCCL engine's one GPU per rank)
+//   permute-target  collective_permute where group rank 1 is the target of
+//               two pairs
+//   permute-source  ... where group rank 0 is the source of two pairs
+//   permute-rank    ... with a pair that names a rank outside the group
+//   permute-shape   ... whose out differs from in in shape
+//   permute-skip    the last rank skips a ring permute (the watchdog's
+//               case), the others wait after theirs
+//   sendrecv-self   a send to this rank without a receive from it
+//   sendrecv-peer   a send_peer outside the group
+//   sendrecv-size   rank 1 receives more bytes than rank 0 sends
 //
 // It links either engine: CleaveCommFault the MPI engine with the CPU
 // backend, CleaveCommFaultNcclEmulated the NCCL engine on emulated GPUs.
@@ -24,6 +34,7 @@
 #include <cstdio>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 int main(int argc, char **argv) {
   if (argc != 2) {
@@ -58,6 +69,38 @@ int main(int argc, char **argv) {
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
       cleave_rt_fail("rank %d failed on purpose", rank);
     }
+    cleave_comm_barrier(CLEAVE_COMM_WORLD);
+  } else if (!std::strncmp(mode, "permute-", 8)) {
+    std::vector<int64_t> pairs;
+    for (int i = 0; i < size; ++i) {
+      pairs.push_back(i);
+      pairs.push_back((i + 1) % size);
+    }
+    if (!std::strcmp(mode, "permute-target"))
+      pairs = {0, 1, 1, 1};
+    else if (!std::strcmp(mode, "permute-source"))
+      pairs = {0, 1, 0, 0};
+    else if (!std::strcmp(mode, "permute-rank"))
+      pairs = {0, size};
+    else if (!std::strcmp(mode, "permute-shape"))
+      b.shape[0] = 4, b.shape[1] = 1;
+    bool skip = !std::strcmp(mode, "permute-skip") && rank == size - 1;
+    if (!skip)
+      cleave_comm_collective_permute(CLEAVE_COMM_WORLD, arena, &a, &b,
+                                     pairs.data(),
+                                     int64_t(pairs.size() / 2));
+    if (!std::strcmp(mode, "permute-skip"))
+      std::this_thread::sleep_for(std::chrono::seconds(120));
+  } else if (!std::strcmp(mode, "sendrecv-self")) {
+    cleave_comm_sendrecv(CLEAVE_COMM_WORLD, arena, &a, rank, nullptr, -1);
+  } else if (!std::strcmp(mode, "sendrecv-peer")) {
+    cleave_comm_sendrecv(CLEAVE_COMM_WORLD, arena, &a, size, &b, rank);
+  } else if (!std::strcmp(mode, "sendrecv-size")) {
+    b.shape[0] = 4, b.shape[1] = 4;
+    if (rank == 0)
+      cleave_comm_sendrecv(CLEAVE_COMM_WORLD, arena, &a, 1, nullptr, -1);
+    else if (rank == 1)
+      cleave_comm_sendrecv(CLEAVE_COMM_WORLD, arena, nullptr, -1, &b, 0);
     cleave_comm_barrier(CLEAVE_COMM_WORLD);
   } else if (std::strcmp(mode, "init") != 0) {
     std::fprintf(stderr, "unknown mode '%s'\n", mode);

@@ -21,6 +21,7 @@
 
 #include "gtest/gtest.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -230,6 +231,43 @@ struct TestGroup {
 /// The groups the collective tests run on: the world, axis 0, axis 1, both
 /// axes in mesh order (the world again) and in reverse order.
 std::vector<TestGroup> testGroups();
+
+inline int myRank() { return cleave_comm_world_rank(); }
+
+/// This rank's group rank in `g`.
+inline int groupRankOf(const TestGroup &g) {
+  return int(std::find(g.members.begin(), g.members.end(), myRank()) -
+             g.members.begin());
+}
+
+/// An expected element and its tolerance.
+struct Expected {
+  double value;
+  double tol;
+};
+
+/// Compares `got` with `want` element by element; reports the count of
+/// mismatches and the first one.
+inline void expectValues(const std::vector<double> &got,
+                         const std::vector<Expected> &want,
+                         const std::string &what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  size_t bad = 0, first = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (!(std::fabs(got[i] - want[i].value) <= want[i].tol) && bad++ == 0)
+      first = i;
+  EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << got.size()
+                     << " elements wrong; element " << first << " is "
+                     << got[first] << ", expected " << want[first].value
+                     << " within " << want[first].tol;
+}
+
+inline std::vector<Expected> exact(const std::vector<double> &values) {
+  std::vector<Expected> e;
+  for (double v : values)
+    e.push_back({v, 0});
+  return e;
+}
 
 } // namespace cleave::rt::test
 

@@ -125,6 +125,80 @@ TEST_F(CommTest, CountersFollowTheRingFormulas) {
   }
 }
 
+TEST_F(CommTest, PointToPointCountersFollowTheFormulas) {
+  // collective_permute: B = in bytes on every rank, wire = B on a source
+  // that sends to another rank; sendrecv: a send and a recv.
+  std::set<int32_t> seen;
+  for (const TestGroup &g : testGroups()) {
+    if (!seen.insert(g.comm).second)
+      continue;
+    int64_t n = int64_t(g.members.size());
+    int64_t rank = groupRankOf(g);
+    std::string what = g.name + " on rank " + std::to_string(myRank());
+    cleave_comm_reset_counters();
+    Arena arena;
+    cleave_tensor in = arena.add(CLEAVE_F32, {7}); // 28 bytes
+    cleave_tensor out = arena.add(CLEAVE_F32, {7});
+    arena.write(in, std::vector<double>(7, 1.5));
+
+    // A ring (every rank sends, to itself when n is 1), then the last rank
+    // to the first only, then no pairs.
+    std::vector<int64_t> ring;
+    for (int64_t i = 0; i < n; ++i) {
+      ring.push_back(i);
+      ring.push_back((i + 1) % n);
+    }
+    cleave_comm_collective_permute(g.comm, arena.data(), &in, &out,
+                                   ring.data(), n);
+    int64_t wire = n > 1 ? 28 : 0;
+    expectCounter(g.comm, CLEAVE_COMM_COLLECTIVE_PERMUTE, 1, 28, wire, what);
+    int64_t lastToFirst[] = {n - 1, 0};
+    cleave_comm_collective_permute(g.comm, arena.data(), &in, &out,
+                                   lastToFirst, 1);
+    wire += rank == n - 1 && n > 1 ? 28 : 0;
+    expectCounter(g.comm, CLEAVE_COMM_COLLECTIVE_PERMUTE, 2, 56, wire, what);
+    cleave_comm_collective_permute(g.comm, arena.data(), &in, &out, nullptr,
+                                   0);
+    expectCounter(g.comm, CLEAVE_COMM_COLLECTIVE_PERMUTE, 3, 84, wire, what);
+    // A permute counts no sends or receives.
+    expectCounter(g.comm, CLEAVE_COMM_SEND, 0, 0, 0, what);
+    expectCounter(g.comm, CLEAVE_COMM_RECV, 0, 0, 0, what);
+
+    // sendrecv around the ring: 12 bytes each way.
+    cleave_tensor send = arena.add(CLEAVE_BF16, {6});
+    cleave_tensor recv = arena.add(CLEAVE_BF16, {6});
+    arena.write(send, std::vector<double>(6, 2.0));
+    int32_t next = int32_t((rank + 1) % n), prev = int32_t((rank + n - 1) % n);
+    cleave_comm_sendrecv(g.comm, arena.data(), &send, next, &recv, prev);
+    expectCounter(g.comm, CLEAVE_COMM_SEND, 1, 12, n > 1 ? 12 : 0, what);
+    expectCounter(g.comm, CLEAVE_COMM_RECV, 1, 12, 0, what);
+    // A chain 0 -> 1 -> ... -> n-1: no send on the last, no recv on the
+    // first.
+    if (n > 1) {
+      bool first = rank == 0, last = rank == n - 1;
+      cleave_comm_sendrecv(g.comm, arena.data(), last ? nullptr : &send,
+                           last ? -1 : int32_t(rank + 1),
+                           first ? nullptr : &recv,
+                           first ? -1 : int32_t(rank - 1));
+      expectCounter(g.comm, CLEAVE_COMM_SEND, last ? 1 : 2, last ? 12 : 24,
+                    last ? 12 : 24, what);
+      expectCounter(g.comm, CLEAVE_COMM_RECV, first ? 1 : 2, first ? 12 : 24,
+                    0, what);
+    }
+    expectCounter(g.comm, CLEAVE_COMM_COLLECTIVE_PERMUTE, 3, 84, wire, what);
+  }
+  // The table names the kind (the last group's counts).
+  char *text = nullptr;
+  size_t length = 0;
+  FILE *out = open_memstream(&text, &length);
+  ASSERT_NE(out, nullptr);
+  cleave_comm_print_stats(out);
+  std::fclose(out);
+  std::string table(text, length);
+  std::free(text);
+  EXPECT_NE(table.find("collective_permute"), std::string::npos) << table;
+}
+
 TEST_F(CommTest, StatsTable) {
   Shape mesh = testMesh(cleave_comm_world_size());
   int64_t axis0[] = {0};
@@ -153,6 +227,7 @@ TEST_F(CommTest, StatsTable) {
   EXPECT_NE(table.find("3.00 MiB"), std::string::npos) << table; // payload
   EXPECT_NE(table.find("total"), std::string::npos) << table;
   EXPECT_EQ(table.find("all_gather"), std::string::npos) << table;
+  EXPECT_EQ(table.find("collective_permute"), std::string::npos) << table;
   if (cleave_comm_world_rank() == 0)
     std::fputs(table.c_str(), stdout);
 }
