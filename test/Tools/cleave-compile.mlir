@@ -1,7 +1,7 @@
 // The compiler driver: pipeline, early stops and errors.
 
 // RUN: cleave-compile --print-pipeline | FileCheck %s --check-prefix=PIPE
-// PIPE: cleave-raise{{.*}}canonicalize{{.*}}cse{{.*}}cleave-fuse-linear{{.*}}cleave-plan-memory{{.*}}cleave-lower-to-runtime
+// PIPE: cleave-raise{{.*}}canonicalize{{.*}}cse{{.*}}cleave-normalize-collectives{{.*}}cleave-fuse-linear{{.*}}cleave-plan-memory{{.*}}cleave-lower-to-runtime
 // RUN: cleave-compile --print-pipeline --no-fusion | FileCheck %s --check-prefix=NOFUSE
 // NOFUSE-NOT: cleave-fuse-linear
 // NOFUSE: cleave-plan-memory
@@ -14,13 +14,13 @@
 
 // RUN: cleave-compile %s --emit=mlir -o - | FileCheck %s --check-prefix=MLIR
 // MLIR: llvm.func @cleave_rt_unary(!llvm.ptr, i32, !llvm.ptr, !llvm.ptr)
-// MLIR: llvm.func @cleave_program_run(%{{.*}}: !llvm.ptr)
+// MLIR: llvm.func @cleave_program_run(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr)
 // MLIR: llvm.mlir.global external constant @cleave_program()
 
 // The metadata (ABI version, program kind, arena size...) and the calls,
 // their numbers named as in cleave_rt_enums.h (%rt-abi, see lit.cfg.py).
 // RUN: cleave-compile %s --emit=llvm -o - | FileCheck %s %rt-abi --check-prefix=LLVM
-// LLVM: @cleave_program = local_unnamed_addr constant { i32, i32, i64, i64, i64, ptr, i64, ptr, i64, ptr, ptr, ptr } { i32 [[#CLEAVE_RT_ABI_VERSION]], i32 [[#CLEAVE_PROGRAM_INFERENCE]], i64 128,
+// LLVM: @cleave_program = local_unnamed_addr constant { i32, i32, i64, i64, i64, ptr, i64, ptr, i64, ptr, ptr, ptr, i32, ptr, ptr, i64, ptr, ptr } { i32 [[#CLEAVE_RT_ABI_VERSION]], i32 [[#CLEAVE_PROGRAM_INFERENCE]], i64 128,
 // LLVM: define void @cleave_program_run(ptr
 // LLVM: call void @cleave_rt_unary(ptr %0, i32 [[#CLEAVE_EXP]],
 

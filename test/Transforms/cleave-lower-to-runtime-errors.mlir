@@ -27,12 +27,32 @@ func.func @forward(%x: tensor<4xf32> {cleave.offset = 128 : i64}) -> tensor<4xf3
 
 // -----
 
-// A module-level mesh is no obstacle; a collective waits for the
-// rank-aware runtime and says so.
+// The engine moves blocks along dimension 0: others are normalized first.
 dist.mesh @m ["dp" = 2]
+func.func @forward(%x: tensor<4x2xf32> {cleave.offset = 0 : i64}) -> tensor<4x4xf32>
+    attributes {cleave.arena_bytes = 192 : i64} {
+  // expected-error @+1 {{'dist.all_gather' op works along dimension 1; run -cleave-normalize-collectives first (the engine moves blocks along dimension 0)}}
+  %0 = dist.all_gather %x on @m ["dp"] dim 1 {cleave.offsets = array<i64: 64>} : tensor<4x2xf32> -> tensor<4x4xf32>
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+// A program runs on one mesh.
+dist.mesh @m ["dp" = 2]
+// expected-error @+1 {{'dist.mesh' op is a second mesh; a program runs on one dist.mesh (@m)}}
+dist.mesh @n ["tp" = 2]
 func.func @forward(%x: tensor<4xf32> {cleave.offset = 0 : i64}) -> tensor<4xf32>
-    attributes {cleave.arena_bytes = 128 : i64} {
-  // expected-error @+1 {{'dist.all_reduce' op is lowered by the rank-aware runtime, which this build does not have yet}}
-  %0 = dist.all_reduce %x on @m ["dp"] sum {cleave.offsets = array<i64: 64>} : tensor<4xf32>
-  return %0 : tensor<4xf32>
+    attributes {cleave.arena_bytes = 64 : i64} {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+// Argument shardings describe blocks only in one device's program.
+dist.mesh @m ["dp" = 2]
+// expected-error @+1 {{'func.func' op has a sharding on argument #0 but is not one device's program (dist.partitioned): partition it before lowering}}
+func.func @forward(%x: tensor<4xf32> {cleave.offset = 0 : i64, dist.sharding = #dist.sharding<@m, [{"dp"}]>}) -> tensor<4xf32>
+    attributes {cleave.arena_bytes = 64 : i64} {
+  return %x : tensor<4xf32>
 }

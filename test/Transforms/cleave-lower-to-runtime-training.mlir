@@ -45,10 +45,10 @@
 // CONFIG: llvm.mlir.global private constant @{{.*}}("{\22loss\22:\22cross-entropy\22,\22optimizer\22:\22sgd\22,\22lr\22:0.1,\22momentum\22:0.9,\22dampening\22:0,\22nesterov\22:false,\22weight_decay\22:0,\22grad_clip\22:0,\22accumulate\22:1}\00")
 
 // The parameter table (cleave_named_tensor: name, descriptor, init_data,
-// init_file, init_offset, role): the model's parameter, then the step
+// init_file, init_offset, role, sharding): the model's parameter, then the step
 // counter and the momentum buffer, each with the role -cleave-autodiff gave
 // it.
-// ROLES: llvm.mlir.global private constant @cleave.tensors.{{[0-9]+}}() {{.*}} : !llvm.array<3 x struct<(ptr, array<[[#CLEAVE_RT_MAX_RANK + 2]] x i64>, ptr, ptr, i64, i32)>>
+// ROLES: llvm.mlir.global private constant @cleave.tensors.{{[0-9]+}}() {{.*}} : !llvm.array<3 x struct<(ptr, array<[[#CLEAVE_RT_MAX_RANK + 2]] x i64>, ptr, ptr, i64, i32, ptr)>>
 // ROLES: llvm.mlir.addressof @[[W:cleave.str.[0-9]+]]
 // ROLES: %[[R0:.*]] = llvm.mlir.constant([[#CLEAVE_PARAM_MODEL]] : i32) : i32
 // ROLES-NEXT: llvm.insertvalue %[[R0]], %{{.*}}[0, 5]

@@ -12,7 +12,7 @@
 // CHECK-DAG: llvm.func @cleave_rt_softmax(!llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i32)
 // The parameter's initial value is embedded as bytes (0.5f is 0x3F000000).
 // CHECK-DAG: llvm.mlir.global private constant @cleave.init.{{[0-9]+}}("\00\00\00?\00\00\00?
-// CHECK: llvm.func @cleave_program_run(%[[ARENA:.*]]: !llvm.ptr)
+// CHECK: llvm.func @cleave_program_run(%[[ARENA:[^:]*]]: !llvm.ptr, %{{.*}}: !llvm.ptr)
 // CHECK: %[[A:.*]] = llvm.mlir.addressof @[[X]]
 // CHECK: %[[B:.*]] = llvm.mlir.addressof @[[W]]
 // CHECK: %[[C:.*]] = llvm.mlir.addressof @[[MM]]

@@ -3,7 +3,7 @@
 
 // A training step: raise, autodiff with SGD, fusion, memory plan, lowering.
 // RUN: cleave-opt %s --cleave-pipeline='train optimizer=sgd lr=0.1 momentum=0.9' > %t.pipeline.mlir
-// RUN: cleave-opt %s --cleave-raise --canonicalize --cleave-autodiff='optimizer=sgd lr=0.1 momentum=0.9' --canonicalize --cse --cleave-fuse-linear --cleave-plan-memory --cleave-lower-to-runtime > %t.passes.mlir
+// RUN: cleave-opt %s --cleave-raise --canonicalize --cleave-autodiff='optimizer=sgd lr=0.1 momentum=0.9' --canonicalize --cse --cleave-normalize-collectives --cleave-fuse-linear --cleave-plan-memory --cleave-lower-to-runtime > %t.passes.mlir
 // RUN: diff %t.pipeline.mlir %t.passes.mlir
 // RUN: cleave-compile %s --train --optimizer sgd --lr 0.1 --momentum 0.9 --emit=mlir -o %t.compile.mlir
 // RUN: diff -B %t.pipeline.mlir %t.compile.mlir
@@ -18,7 +18,7 @@
 
 // The gradients (a loss without train) in bf16, without fusion.
 // RUN: cleave-opt %s --cleave-pipeline='loss=mse precision=bf16 no-fusion' > %t.grad-pipeline.mlir
-// RUN: cleave-opt %s --cleave-raise --cleave-mixed-precision=precision=bf16 --canonicalize --cleave-autodiff=loss=mse --canonicalize --cse --cleave-plan-memory --cleave-lower-to-runtime > %t.grad-passes.mlir
+// RUN: cleave-opt %s --cleave-raise --cleave-mixed-precision=precision=bf16 --canonicalize --cleave-autodiff=loss=mse --canonicalize --cse --cleave-normalize-collectives --cleave-plan-memory --cleave-lower-to-runtime > %t.grad-passes.mlir
 // RUN: diff %t.grad-pipeline.mlir %t.grad-passes.mlir
 // RUN: FileCheck %s --check-prefix=GRAD < %t.grad-pipeline.mlir
 // GRAD: module attributes {cleave.precision = "bf16"}
@@ -39,6 +39,7 @@
 // PASSES-NEXT: cleave-autodiff{{.*}} loss=cross-entropy loss-scale=6.553600e+04 {{.*}} optimizer=adamw
 // PASSES-NEXT: canonicalize
 // PASSES-NEXT: cse,
+// PASSES-NEXT: cleave-normalize-collectives,
 // PASSES-NEXT: cleave-fuse-linear,
 // PASSES-NEXT: cleave-plan-memory
 // PASSES-NEXT: cleave-lower-to-runtime

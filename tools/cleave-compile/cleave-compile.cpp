@@ -216,13 +216,32 @@ std::string checkTarget() {
   return "unknown --target '" + target + "' (available: " CLEAVE_TARGETS ")";
 }
 
-/// Links `object` with the runtime into `exe`.
-int linkExecutable(llvm::StringRef object, llvm::StringRef exe) {
+/// The communication engine of --target, for a partitioned program.
+llvm::StringRef commLinkLine() {
+#ifdef CLEAVE_COMM_LINK_CUDA
+  if (target == "cuda")
+    return CLEAVE_COMM_LINK_CUDA;
+#endif
+  return CLEAVE_COMM_LINK_CPU;
+}
+
+/// Links `object` with the runtime into `exe`; a partitioned program
+/// (`distributed`: it refers to the engine's cleave_comm_engine) with the
+/// communication engine and MPI as well.
+int linkExecutable(llvm::StringRef object, llvm::StringRef exe,
+                   bool distributed) {
   llvm::SmallVector<std::string> args = {CLEAVE_LINKER, object.str(), "-o",
                                          exe.str()};
-  for (llvm::StringRef lib : llvm::split(runtimeLinkLine(), ';'))
-    if (!lib.empty())
-      args.push_back(lib.str());
+  auto append = [&](llvm::StringRef line) {
+    for (llvm::StringRef lib : llvm::split(line, ';'))
+      if (!lib.empty())
+        args.push_back(lib.str());
+  };
+  if (distributed)
+    append(commLinkLine());
+  append(runtimeLinkLine());
+  if (distributed)
+    append(CLEAVE_MPI_LINK);
   llvm::SmallVector<llvm::StringRef> argRefs(args.begin(), args.end());
   std::string error;
   int rc = llvm::sys::ExecuteAndWait(args[0], argRefs, std::nullopt, {}, 0, 0,
@@ -323,6 +342,8 @@ int main(int argc, char **argv) {
     file->keep();
     return 0;
   }
+  // The lowering refers to the engine's table when the program has a mesh.
+  bool distributed = module->lookupSymbol("cleave_comm_engine") != nullptr;
   TimingScope nativeTiming = root.nest("translate, optimize, emit object");
   std::string object = out;
   llvm::SmallString<128> temp;
@@ -338,7 +359,7 @@ int main(int argc, char **argv) {
   if (emit != Emit::Exe)
     return 0;
   TimingScope linkTiming = root.nest("link");
-  int rc = linkExecutable(object, out);
+  int rc = linkExecutable(object, out, distributed);
   llvm::sys::fs::remove(object);
   return rc;
 }

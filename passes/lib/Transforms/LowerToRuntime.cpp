@@ -1,11 +1,12 @@
 //===- LowerToRuntime.cpp - planned graph IR -> runtime calls in LLVM ----===//
 //
 // Turns the memory-planned entry function into `llvm.func
-// @cleave_program_run(%arena)`: one call of the runtime C ABI per op
+// @cleave_program_run(%arena, %context)`: one call of the runtime C ABI per op
 // (runtime/include/cleave/Runtime/cleave_rt.h), each tensor a constant
 // descriptor (offset, dtype, shape) and attribute arrays constant globals.
-// Views (reshape, read_param) emit nothing. The program's metadata is
-// ProgramInfo.cpp's; the shared state is RuntimeLowering.h.
+// Views (reshape, read_param) emit nothing. The dist ops of a partitioned
+// program are LowerDist.cpp's, the program's metadata ProgramInfo.cpp's;
+// the shared state is RuntimeLowering.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -357,11 +358,9 @@ LogicalResult Lowering::lowerOp(Operation *op) {
               constF64(u.getWeightDecay().convertToDouble())});
         return success();
       })
-      .Default([](Operation *op) {
+      .Default([&](Operation *op) -> LogicalResult {
         if (isa<dist::DistDialect>(op->getDialect()))
-          return op->emitOpError(
-              "is lowered by the rank-aware runtime, which this build does "
-              "not have yet");
+          return lowerDistOp(op, in, out);
         return op->emitOpError("cannot be lowered to the runtime");
       });
 }
@@ -372,22 +371,11 @@ LogicalResult Lowering::run(func::FuncOp fn) {
   for (Operation &op : module.getBody()->getOperations())
     if (!isa<func::FuncOp, ParamOp, dist::MeshOp>(op))
       return op.emitOpError("cannot be lowered to the runtime");
-  // A partitioned program (a parameter read as its block) needs each rank
-  // to take its block of the initial value, which the rank-aware program
-  // metadata will describe; until then it is refused, not run wrongly.
-  WalkResult local = fn.walk([&](ReadParamOp read) {
-    auto param = module.lookupSymbol<ParamOp>(read.getParamAttr());
-    if (param && param.getType() != read.getType()) {
-      read.emitOpError("reads the block ")
-          << read.getType() << " of sharded parameter @" << read.getParam()
-          << ": lowering partitioned programs needs the rank-aware runtime, "
-             "which this build does not have yet";
-      return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
-  });
-  if (local.wasInterrupted())
-    return failure();
+  // The runtime numbers ranks on one mesh.
+  if (meshes.size() > 1)
+    return meshes[1].emitOpError("is a second mesh; a program runs on one "
+                                 "dist.mesh (@")
+           << meshes[0].getSymName() << ")";
   Block &body = fn.getBody().front();
   for (BlockArgument arg : fn.getArguments())
     offsets[arg] =
@@ -399,12 +387,14 @@ LogicalResult Lowering::run(func::FuncOp fn) {
         offsets[r] = off;
 
   b.setInsertionPointToEnd(module.getBody());
+  // cleave_program_run(arena, context).
   auto runType = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
-                                             {ptr});
+                                             {ptr, ptr});
   auto run = LLVM::LLVMFuncOp::create(b, fn.getLoc(), "cleave_program_run",
                                       runType);
   Block *entry = run.addEntryBlock(b);
   arena = entry->getArgument(0);
+  context = entry->getArgument(1);
   b.setInsertionPointToStart(entry);
   for (Operation &op : body) {
     if (isa<func::ReturnOp>(op))
@@ -421,6 +411,9 @@ LogicalResult Lowering::run(func::FuncOp fn) {
   fn.erase();
   for (auto param : llvm::make_early_inc_range(module.getOps<ParamOp>()))
     param.erase();
+  for (dist::MeshOp m : meshes)
+    m.erase();
+  meshes.clear();
   return success();
 }
 

@@ -139,6 +139,8 @@ static void addDistributionPasses(OpPassManager &pm,
 /// the calls of the runtime C ABI in the LLVM dialect.
 static void addLoweringPasses(OpPassManager &pm,
                               const CleavePipelineOptions &options) {
+  // Collectives in the engine's layout, their packing planned like any op.
+  pm.addPass(createNormalizeCollectivesPass());
   if (!options.noFusion)
     pm.addPass(createFuseLinearPass());
   pm.addPass(createPlanMemoryPass());

@@ -114,6 +114,10 @@ struct PlanMemoryPass : cleave::impl::PlanMemoryPassBase<PlanMemoryPass> {
       paramOffsets[param.getSymName()] = persistent;
       param->setAttr(kOffsetAttr, b.getI64IntegerAttr(persistent));
       Type stored = storedAs.lookup(param.getSymName());
+      if (stored && stored != param.getType())
+        param->setAttr(kStoredTypeAttr, TypeAttr::get(stored));
+      else
+        param->removeAttr(kStoredTypeAttr);
       persistent +=
           alignTo(getTensorBytes(stored ? stored : param.getType()), align);
     }

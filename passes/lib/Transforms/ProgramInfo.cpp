@@ -55,6 +55,46 @@ FailureOr<std::string> elementBytes(Attribute attr) {
   return bytes;
 }
 
+Value Lowering::axisNames(dist::MeshOp m) {
+  // A constant array of pointers to the names.
+  SmallVector<std::string> symbols;
+  for (Attribute name : m.getAxisNames())
+    symbols.push_back(cast<LLVM::AddressOfOp>(
+                          cString(cast<StringAttr>(name).getValue())
+                              .getDefiningOp())
+                          .getGlobalName()
+                          .str());
+  auto type = LLVM::LLVMArrayType::get(ptr, symbols.size());
+  auto global = atModuleStart([&] {
+    auto g = LLVM::GlobalOp::create(b, loc, type, /*isConstant=*/true,
+                                    LLVM::Linkage::Private,
+                                    uniqueName("cleave.axes"), Attribute());
+    b.setInsertionPointToStart(b.createBlock(&g.getInitializerRegion()));
+    Value list = LLVM::UndefOp::create(b, loc, type);
+    for (auto [i, sym] : llvm::enumerate(symbols))
+      list = LLVM::InsertValueOp::create(
+          b, loc, list, LLVM::AddressOfOp::create(b, loc, ptr, sym),
+          ArrayRef<int64_t>{int64_t(i)});
+    LLVM::ReturnOp::create(b, loc, list);
+    return g;
+  });
+  return LLVM::AddressOfOp::create(b, loc, global);
+}
+
+Value Lowering::commEngine() {
+  // The engine's table, defined by the communication library the program
+  // is linked with (cleave_comm.h): referring to it pulls the engine in.
+  StringRef name = "cleave_comm_engine";
+  auto global = module.lookupSymbol<LLVM::GlobalOp>(name);
+  if (!global)
+    global = atModuleStart([&] {
+      return LLVM::GlobalOp::create(b, loc, i8, /*isConstant=*/true,
+                                    LLVM::Linkage::External, name,
+                                    Attribute());
+    });
+  return LLVM::AddressOfOp::create(b, loc, global);
+}
+
 Value Lowering::namedTable(ArrayRef<Named> entries, Operation *where,
                            bool &ok) {
   if (entries.empty())
@@ -62,7 +102,7 @@ Value Lowering::namedTable(ArrayRef<Named> entries, Operation *where,
   auto arrayType = LLVM::LLVMArrayType::get(namedType, entries.size());
   // Pointees first (they are globals at the module start).
   struct Ptrs {
-    std::string name, data, file;
+    std::string name, data, file, sharding;
   };
   SmallVector<Ptrs> ptrs;
   auto symbolOf = [](Value addr) {
@@ -79,6 +119,8 @@ Value Lowering::namedTable(ArrayRef<Named> entries, Operation *where,
       p.data = symbolOf(bytesGlobal("cleave.init", e.initData));
     if (!e.initFile.empty())
       p.file = symbolOf(cString(e.initFile));
+    if (e.sharding)
+      p.sharding = symbolOf(wordsGlobal("cleave.sharding", *e.sharding));
     ptrs.push_back(p);
     FailureOr<SmallVector<int64_t>> w = descWords(e.offset, e.type);
     if (failed(w)) {
@@ -115,6 +157,7 @@ Value Lowering::namedTable(ArrayRef<Named> entries, Operation *where,
       insert(LLVM::ConstantOp::create(b, loc, i32,
                                       b.getI32IntegerAttr(e.role)),
              5);
+      insert(addr(ptrs[i].sharding), 6);
     }
     LLVM::ReturnOp::create(b, loc, table);
     return g;
@@ -150,7 +193,19 @@ LogicalResult Lowering::emitProgramInfo(func::FuncOp fn) {
   for (ParamOp param : ordered) {
     Named e{param.getSymName().str(),
             cast<IntegerAttr>(param->getAttr(kOffsetAttr)).getInt(),
-            param.getType(), {}, false, {}, 0, getParamRole(param)};
+            storedType(param), {}, false, {}, 0, getParamRole(param)};
+    // A parameter stored as its block: each device takes its block of the
+    // global initial value.
+    if (storedType(param) != param.getType()) {
+      if (!param.getSharding())
+        return param.emitOpError("is stored as ")
+               << storedType(param) << " but has no sharding";
+      auto words = shardingWords(*param.getSharding(), param.getType(),
+                                 param, "its value");
+      if (failed(words))
+        return failure();
+      e.sharding = std::move(*words);
+    }
     if (Attribute init = param.getInitialValueAttr()) {
       if (auto ext = dyn_cast<ExternalWeightsAttr>(init)) {
         e.initFile = ext.getPath().str();
@@ -172,30 +227,66 @@ LogicalResult Lowering::emitProgramInfo(func::FuncOp fn) {
         return name.str();
     return (prefix + Twine(i)).str();
   };
-  for (BlockArgument arg : fn.getArguments())
-    inputs.push_back(
-        {nameOf(fn.getArgAttrDict(arg.getArgNumber()), "input",
-                arg.getArgNumber()),
-         cast<IntegerAttr>(fn.getArgAttr(arg.getArgNumber(), kOffsetAttr))
-             .getInt(),
-         arg.getType(),
-         {},
-         false,
-         {},
-         0});
+  // In one device's program (dist.partitioned), an argument or result
+  // sharding says how its block makes up the global value: the runtime
+  // splits the global batch by it.
+  bool partitioned = fn->hasAttr(dist::DistDialect::getPartitionedAttrName());
+  auto blockSharding = [&](Attribute attr, Type type, const Twine &what,
+                           Named &e) -> LogicalResult {
+    auto sharding = dyn_cast_or_null<dist::ShardingAttr>(attr);
+    if (!sharding)
+      return success();
+    if (!partitioned)
+      return fn.emitOpError("has a sharding on ")
+             << what << " but is not one device's program ("
+             << dist::DistDialect::getPartitionedAttrName()
+             << "): partition it before lowering";
+    auto local = cast<RankedTensorType>(type);
+    auto words = shardingWords(
+        sharding, dist::getGlobalType(sharding, local, mesh()), fn, what);
+    if (failed(words))
+      return failure();
+    e.sharding = std::move(*words);
+    return success();
+  };
+  StringRef shardingName = dist::DistDialect::getShardingAttrName();
+  for (BlockArgument arg : fn.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    Named e{nameOf(fn.getArgAttrDict(i), "input", i),
+            cast<IntegerAttr>(fn.getArgAttr(i, kOffsetAttr)).getInt(),
+            arg.getType(),
+            {},
+            false,
+            {},
+            0};
+    if (failed(blockSharding(fn.getArgAttr(i, shardingName), arg.getType(),
+                             "argument #" + Twine(i), e)))
+      return failure();
+    inputs.push_back(std::move(e));
+  }
   Operation *ret = fn.getBody().front().getTerminator();
   for (auto [i, v] : llvm::enumerate(ret->getOperands())) {
     auto it = offsets.find(v);
     if (it == offsets.end())
       return ret->emitOpError("returns a value without a planned offset");
-    outputs.push_back({nameOf(fn.getResultAttrDict(i), "output", i),
-                       it->second, v.getType(), {}, false, {}, 0});
+    Named e{nameOf(fn.getResultAttrDict(i), "output", i),
+            it->second,
+            v.getType(),
+            {},
+            false,
+            {},
+            0};
+    if (failed(blockSharding(fn.getResultAttr(i, shardingName), v.getType(),
+                             "result #" + Twine(i), e)))
+      return failure();
+    outputs.push_back(std::move(e));
   }
 
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToEnd(module.getBody());
   auto infoType = LLVM::LLVMStructType::getLiteral(
-      ctx, {i32, i32, i64, i64, i64, ptr, i64, ptr, i64, ptr, ptr, ptr});
+      ctx, {i32, i32, i64, i64, i64, ptr, i64, ptr, i64, ptr, ptr, ptr, i32,
+            ptr, ptr, i64, ptr, ptr});
   auto config = fn->getAttrOfType<DictionaryAttr>(kTrainingConfigAttr);
   auto source = module->getAttrOfType<StringAttr>(kSourceModelAttr);
   auto info = LLVM::GlobalOp::create(b, loc, infoType, /*isConstant=*/true,
@@ -231,6 +322,22 @@ LogicalResult Lowering::emitProgramInfo(func::FuncOp fn) {
   field(orNull(outputTable), 9);
   field(string(source), 10);
   field(configJson, 11);
+  // The mesh, the communicator groups and the engine.
+  dist::MeshOp m = mesh();
+  field(constI32(m ? int32_t(m.getAxisSizes().size()) : 0), 12);
+  field(m ? int64s(m.getAxisSizes()) : null(), 13);
+  field(m ? axisNames(m) : null(), 14);
+  field(constI64(int64_t(groups.size())), 15);
+  SmallVector<int64_t> groupWords;
+  for (ArrayRef<int64_t> axes : groups) {
+    groupWords.push_back(int64_t(axes.size()));
+    llvm::append_range(groupWords, axes);
+    groupWords.resize(groupWords.size() + CLEAVE_RT_MAX_MESH_RANK - axes.size(),
+                      0);
+  }
+  field(groups.empty() ? null() : wordsGlobal("cleave.groups", groupWords),
+        16);
+  field(m ? commEngine() : null(), 17);
   LLVM::ReturnOp::create(b, loc, s);
   return success();
 }

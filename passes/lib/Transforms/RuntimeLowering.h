@@ -11,6 +11,7 @@
 #ifndef CLEAVE_TRANSFORMS_RUNTIMELOWERING_H
 #define CLEAVE_TRANSFORMS_RUNTIMELOWERING_H
 
+#include "cleave/Dialect/Dist/IR/DistOps.h"
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
 #include "cleave/Transforms/MemoryPlan.h"
 #include "cleave/Transforms/Passes.h"
@@ -109,14 +110,32 @@ static_assert(sizeof(cleave_tensor) == kDescWords * sizeof(int64_t),
 // The tables and the info struct below are literal LLVM structs of the
 // header's fields, in order; on the host their layout is the header's.
 static_assert(offsetof(cleave_named_tensor, role) ==
-                  3 * sizeof(void *) + sizeof(cleave_tensor) + sizeof(int64_t),
-              "cleave_named_tensor is {ptr, desc, ptr, ptr, i64, i32}");
+                      3 * sizeof(void *) + sizeof(cleave_tensor) +
+                          sizeof(int64_t) &&
+                  offsetof(cleave_named_tensor, sharding) ==
+                      offsetof(cleave_named_tensor, role) + sizeof(void *),
+              "cleave_named_tensor is {ptr, desc, ptr, ptr, i64, i32, ptr}");
 static_assert(offsetof(cleave_program_info, training_config) ==
-                  2 * sizeof(int32_t) + 3 * sizeof(int64_t) + sizeof(void *) +
-                      2 * (sizeof(int64_t) + sizeof(void *)) +
-                      sizeof(void *),
+                      2 * sizeof(int32_t) + 3 * sizeof(int64_t) +
+                          sizeof(void *) +
+                          2 * (sizeof(int64_t) + sizeof(void *)) +
+                          sizeof(void *) &&
+                  offsetof(cleave_program_info, mesh_rank) ==
+                      offsetof(cleave_program_info, training_config) +
+                          sizeof(void *) &&
+                  offsetof(cleave_program_info, comm) ==
+                      offsetof(cleave_program_info, mesh_rank) +
+                          3 * sizeof(void *) + sizeof(int64_t) +
+                          sizeof(void *),
               "cleave_program_info is {i32, i32, i64, i64, i64, ptr, i64, "
-              "ptr, i64, ptr, ptr, ptr}");
+              "ptr, i64, ptr, ptr, ptr, i32, ptr, ptr, i64, ptr, ptr}");
+/// The words of a cleave_sharding and of a cleave_group.
+constexpr int64_t kShardingWords =
+    2 * CLEAVE_RT_MAX_RANK + CLEAVE_RT_MAX_RANK * CLEAVE_RT_MAX_MESH_RANK;
+constexpr int64_t kGroupWords = 1 + CLEAVE_RT_MAX_MESH_RANK;
+static_assert(sizeof(cleave_sharding) == kShardingWords * sizeof(int64_t) &&
+                  sizeof(cleave_group) == kGroupWords * sizeof(int64_t),
+              "cleave_sharding and cleave_group are arrays of int64_t");
 
 class Lowering {
 public:
@@ -132,7 +151,9 @@ public:
     // cleave_named_tensor: name, tensor, init_data, init_file, init_offset,
     // role.
     namedType = LLVM::LLVMStructType::getLiteral(
-        ctx, {ptr, descType, ptr, ptr, i64, i32});
+        ctx, {ptr, descType, ptr, ptr, i64, i32, ptr});
+    for (auto m : module.getOps<dist::MeshOp>())
+      meshes.push_back(m);
   }
 
   LogicalResult run(func::FuncOp fn);
@@ -251,6 +272,18 @@ private:
     LLVM::CallOp::create(b, loc, fn, args);
   }
 
+  /// A pointer to a constant global of i64 `words` (a cleave_sharding or
+  /// a table of cleave_group).
+  Value wordsGlobal(StringRef prefix, ArrayRef<int64_t> words) {
+    auto type = LLVM::LLVMArrayType::get(i64, words.size());
+    auto global = atModuleStart([&] {
+      return LLVM::GlobalOp::create(b, loc, type, /*isConstant=*/true,
+                                    LLVM::Linkage::Private, uniqueName(prefix),
+                                    i64Array(words));
+    });
+    return LLVM::AddressOfOp::create(b, loc, global);
+  }
+
   //===--- Ops -------------------------------------------------------===//
 
   /// Descriptors of the operands and results of `op` (null for absent).
@@ -271,6 +304,38 @@ private:
 
   LogicalResult lowerOp(Operation *op);
 
+  //===--- Partitioned programs (LowerDist.cpp) ----------------------===//
+
+  /// The calls of a dist op (collectives, axis_index, local_slice), given
+  /// the descriptors of its operands and results.
+  LogicalResult lowerDistOp(Operation *op, ArrayRef<Value> in,
+                            ArrayRef<Value> out);
+  /// The index of the communicator group of `axes` of `meshRef` in the
+  /// program's group table, added on first use.
+  FailureOr<int64_t> groupOf(Operation *op, FlatSymbolRefAttr meshRef,
+                             ArrayAttr axes);
+  /// Loads the context's communicator (i32) or group rank (i64) of group
+  /// `g`.
+  Value loadComm(int64_t g);
+  Value loadGroupRank(int64_t g);
+
+  /// The program's one mesh (null without one; several are refused).
+  dist::MeshOp mesh() const { return meshes.empty() ? nullptr : meshes[0]; }
+  /// The words of the cleave_sharding of a value of global type `global`
+  /// sharded as `sharding`, or failure (naming `what`) for what the runtime
+  /// cannot split: sub-axes and partial values.
+  FailureOr<SmallVector<int64_t>> shardingWords(dist::ShardingAttr sharding,
+                                                RankedTensorType global,
+                                                Operation *where,
+                                                const Twine &what);
+  /// The type a parameter is stored as: its block in a partitioned
+  /// program (the memory plan's cleave.stored_type), else its own.
+  static RankedTensorType storedType(ParamOp param) {
+    if (auto stored = param->getAttrOfType<TypeAttr>(kStoredTypeAttr))
+      return cast<RankedTensorType>(stored.getValue());
+    return param.getType();
+  }
+
   /// The descriptor of the storage of parameter `ref`.
   /// Copies an update's operand into its result's buffer, unless the memory
   /// plan placed them together (the update then runs in place).
@@ -286,7 +351,7 @@ private:
       return user->emitOpError("names ")
              << ref << ", which is not a planned graph.param";
     return desc(cast<IntegerAttr>(param->getAttr(kOffsetAttr)).getInt(),
-                param.getType(), user);
+                storedType(param), user);
   }
 
   ModuleOp module;
@@ -294,7 +359,10 @@ private:
   OpBuilder b;
   Location loc;
   Type i8, i32, i64, f64, ptr, descType, namedType;
-  Value arena;
+  Value arena, context;
+  SmallVector<dist::MeshOp> meshes;
+  /// The communicator groups, as mesh axis indices, in table order.
+  SmallVector<SmallVector<int64_t>> groups;
   DenseMap<Value, int64_t> offsets;
   llvm::StringMap<LLVM::GlobalOp> descs;
   int64_t counter = 0;
@@ -310,8 +378,13 @@ public:
     std::string initFile;
     int64_t initOffset = 0;
     int32_t role = 0; // enum cleave_param_role, parameters only
+    std::optional<SmallVector<int64_t>> sharding; // cleave_sharding words
   };
   Value namedTable(ArrayRef<Named> entries, Operation *where, bool &ok);
+  /// The mesh's axis names as a constant array of C strings.
+  Value axisNames(dist::MeshOp m);
+  /// The address of the communication engine's cleave_comm_engine.
+  Value commEngine();
   LogicalResult emitProgramInfo(func::FuncOp fn);
 };
 

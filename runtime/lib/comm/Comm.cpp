@@ -622,6 +622,32 @@ extern "C" void cleave_comm_barrier(int32_t comm) {
   count(g, CLEAVE_COMM_BARRIER, 0, 0);
 }
 
+extern "C" int64_t cleave_comm_host_max(int32_t comm, int64_t value) {
+  Group &g = groupOf("cleave_comm_host_max", comm);
+  // Not a collective of the program: not counted, and host memory on both
+  // engines (their bootstrap communicator is MPI's).
+  Watchdog watchdog("cleave_comm_host_max", g);
+  int64_t result = value;
+  MPI_Request request;
+  MPI_Iallreduce(&value, &result, 1, MPI_INT64_T, MPI_MAX, g.mpi, &request);
+  waitRequests(1, &request, MPI_STATUS_IGNORE, watchdog);
+  return result;
+}
+
+extern "C" const char *cleave_comm_kind_name(int32_t kind) {
+  return kind >= 0 && kind < CLEAVE_COMM_NUM_KINDS ? kindName(kind) : nullptr;
+}
+
+extern "C" const cleave_comm_api cleave_comm_engine = {
+    cleave_comm_init,        cleave_comm_finalize,
+    cleave_comm_engine_name, cleave_comm_world_rank,
+    cleave_comm_world_size,  cleave_comm_expect_world_size,
+    cleave_comm_group,       cleave_comm_rank,
+    cleave_comm_size,        cleave_comm_barrier,
+    cleave_comm_host_max,    cleave_comm_get_counter,
+    cleave_comm_reset_counters, cleave_comm_print_stats,
+    cleave_comm_kind_name};
+
 //===----------------------------------------------------------------------===//
 // Counters
 //===----------------------------------------------------------------------===//

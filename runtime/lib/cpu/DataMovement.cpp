@@ -266,6 +266,34 @@ void cleave_rt_slice(char *arena, const cleave_tensor *x,
   copyStrided(arena, *x, *out, srcStrides, base);
 }
 
+void cleave_rt_local_slice(char *arena, const cleave_tensor *x,
+                           const cleave_tensor *index,
+                           const cleave_tensor *out, int64_t dim) {
+  const char *k = "cleave_rt_local_slice";
+  int64_t blocks = checkLocalSlice(k, x, index, out, dim);
+  int64_t i = indexAt(dataOf(arena, *index), index->dtype, 0);
+  if (i < 0 || i >= blocks)
+    cleave_rt_fail("%s: block index %lld is out of range [0, %lld)", k,
+                   (long long)i, (long long)blocks);
+  int64_t start[CLEAVE_RT_MAX_RANK] = {}, ones[CLEAVE_RT_MAX_RANK];
+  for (int d = 0; d < CLEAVE_RT_MAX_RANK; ++d)
+    ones[d] = 1;
+  start[dim] = i * out->shape[dim];
+  cleave_rt_slice(arena, x, out, start, ones);
+}
+
+void cleave_rt_set_index(char *arena, const cleave_tensor *out,
+                         int64_t value) {
+  checkSetIndex("cleave_rt_set_index", out);
+  char *dst = dataOf(arena, *out);
+  if (out->dtype == CLEAVE_I64) {
+    std::memcpy(dst, &value, sizeof(value));
+    return;
+  }
+  int32_t narrow = int32_t(value);
+  std::memcpy(dst, &narrow, sizeof(narrow));
+}
+
 void cleave_rt_concat(char *arena, const cleave_tensor *const *inputs,
                       int64_t num_inputs, const cleave_tensor *out,
                       int64_t dim) {

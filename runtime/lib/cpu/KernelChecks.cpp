@@ -424,6 +424,37 @@ bool planSliceGrad(const char *k, const cleave_tensor *dy,
                     base);
 }
 
+int64_t checkLocalSlice(const char *k, const cleave_tensor *x,
+                        const cleave_tensor *index, const cleave_tensor *out,
+                        int64_t dim) {
+  checkMoveOperands(k, x, out, /*sameRank=*/true);
+  checkTensor(k, "index", index);
+  if (index->rank != 0 ||
+      (index->dtype != CLEAVE_I64 && index->dtype != CLEAVE_I32))
+    cleave_rt_fail("%s: index is %s %s, not an i64 or i32 scalar", k,
+                   dtypeName(index->dtype), shapeString(*index).c_str());
+  if (dim < 0 || dim >= x->rank)
+    cleave_rt_fail("%s: dim %lld is out of range for rank %d", k,
+                   (long long)dim, x->rank);
+  bool ok = out->shape[dim] > 0 && x->shape[dim] % out->shape[dim] == 0;
+  for (int d = 0; ok && d < x->rank; ++d)
+    ok = d == dim || x->shape[d] == out->shape[d];
+  if (!ok)
+    cleave_rt_fail("%s: out %s is not a block of x %s along dim %lld", k,
+                   shapeString(*out).c_str(), shapeString(*x).c_str(),
+                   (long long)dim);
+  if (overlaps(*x, *out))
+    cleave_rt_fail("%s: x overlaps out", k);
+  return x->shape[dim] / out->shape[dim];
+}
+
+void checkSetIndex(const char *k, const cleave_tensor *out) {
+  checkTensor(k, "out", out);
+  if (out->rank != 0 || (out->dtype != CLEAVE_I64 && out->dtype != CLEAVE_I32))
+    cleave_rt_fail("%s: out is %s %s, not an i64 or i32 scalar", k,
+                   dtypeName(out->dtype), shapeString(*out).c_str());
+}
+
 void checkConcat(const char *k, const cleave_tensor *const *inputs,
                  int64_t numInputs, const cleave_tensor *out, int64_t dim,
                  int64_t &outer, int64_t &inner) {

@@ -112,6 +112,16 @@ void checkExpertMatmul(const char *k, const cleave_tensor *x,
 void checkSameDtype(const char *kernel, const cleave_tensor &x,
                     const cleave_tensor &out);
 
+/// Checks local_slice of `x` along `dim` into out (`index` an integer
+/// scalar whose value the backend checks) and returns the number of
+/// blocks: x.shape[dim] / out.shape[dim].
+int64_t checkLocalSlice(const char *k, const cleave_tensor *x,
+                        const cleave_tensor *index, const cleave_tensor *out,
+                        int64_t dim);
+
+/// Checks set_index's out: an i64 or i32 scalar.
+void checkSetIndex(const char *k, const cleave_tensor *out);
+
 /// The loop sizes of gather and gather_grad: elements before the gathered
 /// dim, after it, and its size (in data, or in gather_grad's out).
 struct GatherPlan {

@@ -40,7 +40,8 @@ const char *kernelName(int32_t id) {
   static const char *names[] = {"gather",     "gather_grad",
                                 "cross_entropy", "cross_entropy_grad",
                                 "moe_dispatch", "moe_combine",
-                                "binary",     "topk"};
+                                "binary",     "topk",
+                                "local_slice"};
   if (id >= 0 && id < int32_t(sizeof(names) / sizeof(names[0])))
     return names[id];
   return "kernel";
@@ -62,6 +63,10 @@ void reportDeviceError(const DeviceError &e) {
                    (long long)e.bound);
   case kExpertOutOfRange:
     cleave_rt_fail("cleave_rt_%s: expert %lld is out of range [0, %lld)",
+                   kernelName(e.kernel), (long long)e.value,
+                   (long long)e.bound);
+  case kBlockOutOfRange:
+    cleave_rt_fail("cleave_rt_%s: block index %lld is out of range [0, %lld)",
                    kernelName(e.kernel), (long long)e.value,
                    (long long)e.bound);
   case kIntegerDivideByZero:

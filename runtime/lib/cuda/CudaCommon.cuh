@@ -42,6 +42,7 @@ enum DeviceErrorCode : int32_t {
   kLabelOutOfRange = 2, ///< value outside [0, bound) (cross-entropy)
   kExpertOutOfRange = 3, ///< value outside [0, bound) (MoE)
   kIntegerDivideByZero = 4,
+  kBlockOutOfRange = 5, ///< value outside [0, bound) (local_slice)
 };
 struct DeviceError {
   int32_t code;
@@ -54,7 +55,7 @@ DeviceError *errorSlot();
 /// Kernel ids for messages; keep in step with the table in Backend.cu.
 enum KernelId : int32_t {
   kGather = 0, kGatherGrad, kCrossEntropy, kCrossEntropyGrad, kMoeDispatch,
-  kMoeCombine, kBinary, kTopK,
+  kMoeCombine, kBinary, kTopK, kLocalSlice,
 };
 
 __device__ inline void raiseError(DeviceError *slot, int32_t code,

@@ -299,6 +299,34 @@ __device__ inline int64_t indexAt(const char *data, int32_t dtype, int64_t i) {
   return reinterpret_cast<const int32_t *>(data)[i];
 }
 
+/// out[o, c] = x[o * blocks + b, c] over rows of `row` units, b the value
+/// of the index scalar; a b outside [0, blocks) raises kBlockOutOfRange and
+/// moves nothing.
+template <typename E>
+__global__ void localSliceKernel(const E *src, E *dst, const char *idx,
+                                 int32_t idxType, int64_t blocks, int64_t row,
+                                 int64_t total, DeviceError *slot) {
+  int64_t b = indexAt(idx, idxType, 0);
+  if (b < 0 || b >= blocks) {
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+      raiseError(slot, kBlockOutOfRange, kLocalSlice, b, blocks);
+    return;
+  }
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t o = i / row, c = i - o * row;
+    dst[i] = src[(o * blocks + b) * row + c];
+  }
+}
+
+/// Writes `value` into the integer scalar at `dst` (dist.axis_index).
+__global__ void setIndexKernel(char *dst, int32_t dtype, int64_t value) {
+  if (dtype == CLEAVE_I64)
+    *reinterpret_cast<int64_t *>(dst) = value;
+  else
+    *reinterpret_cast<int32_t *>(dst) = int32_t(value);
+}
+
 /// Raises kIndexOutOfRange for every index outside [-size, size) (for the
 /// calls with no element to move, which still check their indices).
 __global__ void checkIndicesKernel(const char *idx, int32_t dtype, int64_t n,
@@ -421,6 +449,39 @@ void cleave_rt_slice(char *arena, const cleave_tensor *x,
   if (!planSlice(k, x, out, start, strides, srcStrides, base))
     return;
   copyStrided(k, arena, *x, *out, srcStrides, base);
+}
+
+void cleave_rt_local_slice(char *arena, const cleave_tensor *x,
+                           const cleave_tensor *index,
+                           const cleave_tensor *out, int64_t dim) {
+  const char *k = "cleave_rt_local_slice";
+  int64_t blocks = checkLocalSlice(k, x, index, out, dim);
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < dim; ++d)
+    outer *= out->shape[d];
+  for (int d = int(dim) + 1; d < out->rank; ++d)
+    inner *= out->shape[d];
+  int64_t rowBytes = out->shape[dim] * inner * int64_t(elementSize(x->dtype));
+  // The index lives on the device: the kernel reads it (and reports one out
+  // of range) there, so that the host never waits for it.
+  size_t unit = widestUnit({rowBytes});
+  withUnit(unit, [&](auto u) {
+    using E = typename decltype(u)::type;
+    int64_t row = rowBytes / int64_t(unit);
+    localSliceKernel<E><<<blocksFor(outer * row), kThreads, 0, stream()>>>(
+        reinterpret_cast<const E *>(dataOf(arena, *x)),
+        reinterpret_cast<E *>(dataOf(arena, *out)), dataOf(arena, *index),
+        index->dtype, blocks, row, outer * row, errorSlot());
+  });
+  checkLaunch("local_slice");
+}
+
+void cleave_rt_set_index(char *arena, const cleave_tensor *out,
+                         int64_t value) {
+  checkSetIndex("cleave_rt_set_index", out);
+  setIndexKernel<<<1, 1, 0, stream()>>>(dataOf(arena, *out), out->dtype,
+                                        value);
+  checkLaunch("set_index");
 }
 
 void cleave_rt_concat(char *arena, const cleave_tensor *const *inputs,

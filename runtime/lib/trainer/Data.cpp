@@ -10,6 +10,7 @@
 #include "Data.h"
 
 #include "Json.h"
+#include "Mesh.h"
 #include "Program.h"
 
 #include "cleave/Runtime/Float16.h"
@@ -75,6 +76,26 @@ int64_t BatchSchedule::sample(int64_t step, int64_t row) {
 
 Dataset::~Dataset() = default;
 
+namespace {
+
+/// The program's inputs as the data sees them: global (a partitioned
+/// program's inputs are this device's blocks of the global batch, which
+/// BatchStaging cuts out).
+const cleave_named_tensor *globalInputs() {
+  static const std::vector<cleave_named_tensor> inputs = [] {
+    const cleave_program_info &p = cleave_program;
+    std::vector<cleave_named_tensor> v(p.inputs, p.inputs + p.num_inputs);
+    for (cleave_named_tensor &in : v) {
+      in.tensor = globalTensor(in);
+      in.sharding = nullptr;
+    }
+    return v;
+  }();
+  return inputs.data();
+}
+
+} // namespace
+
 int64_t cleave::rt::trainer::programBatchDims() {
   const cleave_program_info &p = cleave_program;
   if (!p.training_config)
@@ -96,7 +117,7 @@ int64_t cleave::rt::trainer::programBatchSize() {
   const int64_t dims = programBatchDims();
   int64_t batch = -1;
   for (int64_t i = 0; i < p.num_inputs; ++i) {
-    const cleave_named_tensor &in = p.inputs[i];
+    const cleave_named_tensor &in = globalInputs()[i];
     if (in.tensor.rank < dims)
       fail("input '" + std::string(in.name) + "' is " + describe(in.tensor) +
            ": a training input needs " +
@@ -107,11 +128,11 @@ int64_t cleave::rt::trainer::programBatchSize() {
       samples *= in.tensor.shape[d];
     bool agree = true;
     for (int64_t d = 0; i > 0 && d < dims; ++d)
-      agree &= in.tensor.shape[d] == p.inputs[0].tensor.shape[d];
+      agree &= in.tensor.shape[d] == globalInputs()[0].tensor.shape[d];
     if (!agree)
       fail("the program's inputs disagree on the batch size: '" +
-           std::string(p.inputs[0].name) + "' is " +
-           describe(p.inputs[0].tensor) + ", '" + in.name + "' is " +
+           std::string(globalInputs()[0].name) + "' is " +
+           describe(globalInputs()[0].tensor) + ", '" + in.name + "' is " +
            describe(in.tensor));
     batch = samples;
   }
@@ -122,16 +143,29 @@ int64_t cleave::rt::trainer::programBatchSize() {
 
 BatchStaging::BatchStaging() : batchSize(programBatchSize()) {
   const cleave_program_info &p = cleave_program;
-  std::vector<size_t> offsets;
+  // Per set: each input's global batch, then the blocks of the sharded
+  // inputs (what goes to the arena).
+  std::vector<size_t> offsets, blockOffsets;
   size_t setBytes = 0;
-  for (int64_t i = 0; i < p.num_inputs; ++i) {
-    offsets.push_back(setBytes);
-    setBytes += (size_t(tensorBytes(p.inputs[i].tensor)) + 63) / 64 * 64;
-  }
+  auto reserve = [&](int64_t bytes) {
+    size_t at = setBytes;
+    setBytes += (size_t(bytes) + 63) / 64 * 64;
+    return at;
+  };
+  for (int64_t i = 0; i < p.num_inputs; ++i)
+    offsets.push_back(reserve(tensorBytes(globalInputs()[i].tensor)));
+  for (int64_t i = 0; i < p.num_inputs; ++i)
+    blockOffsets.push_back(p.inputs[i].sharding
+                               ? reserve(tensorBytes(p.inputs[i].tensor))
+                               : offsets[size_t(i)]);
   buffer = std::make_unique<HostBuffer>(2 * setBytes);
-  for (int set = 0; set < 2; ++set)
-    for (size_t offset : offsets)
-      inputs[set].push_back(buffer->get() + size_t(set) * setBytes + offset);
+  for (int set = 0; set < 2; ++set) {
+    char *base = buffer->get() + size_t(set) * setBytes;
+    for (size_t i = 0; i < offsets.size(); ++i) {
+      inputs[set].push_back(base + offsets[i]);
+      blocks[set].push_back(base + blockOffsets[i]);
+    }
+  }
 }
 
 BatchStaging::~BatchStaging() = default;
@@ -142,8 +176,15 @@ void BatchStaging::fill(const Dataset &data, BatchSchedule &schedule,
   std::vector<char *> &set = inputs[step & 1];
   for (int64_t row = 0; row < batchSize; ++row)
     data.copySample(schedule.sample(step, row), row, set.data());
-  for (int64_t i = 0; i < p.num_inputs; ++i)
-    arena.writeAsync(p.inputs[i].tensor, set[size_t(i)]);
+  // Every device reads the same global batch (the schedule is a function
+  // of the step alone) and keeps its block of each input.
+  std::vector<char *> &local = blocks[step & 1];
+  for (int64_t i = 0; i < p.num_inputs; ++i) {
+    const cleave_named_tensor &in = p.inputs[i];
+    if (in.sharding)
+      copyBlock(in, device().coords, set[size_t(i)], local[size_t(i)]);
+    arena.writeAsync(in.tensor, local[size_t(i)]);
+  }
 }
 
 //===----------------------------------------------------------------------===//
@@ -253,7 +294,7 @@ public:
     const size_t dims = size_t(programBatchDims());
     const int64_t batch = programBatchSize();
     for (int64_t i = 0; i < p.num_inputs; ++i) {
-      const cleave_named_tensor &in = p.inputs[i];
+      const cleave_named_tensor &in = globalInputs()[i];
       const std::string &file = files[size_t(i)];
       std::string prefix = "input '" + std::string(in.name) + "': " + file;
       NpyArray array;
@@ -339,25 +380,25 @@ public:
     const int64_t dims = programBatchDims();
     bool shapeOk = p.num_inputs == 2;
     for (int64_t i = 0; shapeOk && i < 2; ++i)
-      shapeOk = isIntegerDtype(p.inputs[i].tensor.dtype) &&
-                p.inputs[i].tensor.rank == dims + 1;
+      shapeOk = isIntegerDtype(globalInputs()[i].tensor.dtype) &&
+                globalInputs()[i].tensor.rank == dims + 1;
     if (shapeOk)
-      shapeOk = shapeOf(p.inputs[0].tensor) == shapeOf(p.inputs[1].tensor);
+      shapeOk = shapeOf(globalInputs()[0].tensor) == shapeOf(globalInputs()[1].tensor);
     if (!shapeOk) {
       std::string have;
       for (int64_t i = 0; i < p.num_inputs; ++i)
-        have += std::string(i ? ", " : "") + "'" + p.inputs[i].name + "' " +
-                describe(p.inputs[i].tensor);
+        have += std::string(i ? ", " : "") + "'" + globalInputs()[i].name + "' " +
+                describe(globalInputs()[i].tensor);
       fail("--tokens needs a model with one integer input [B, S] and integer "
            "labels [B, S]; this program's inputs are " +
            (have.empty() ? std::string("none") : have));
     }
-    seq = p.inputs[0].tensor.shape[dims];
+    seq = globalInputs()[0].tensor.shape[dims];
     if (seqArg != 0 && seqArg != seq)
       fail("--seq " + std::to_string(seqArg) +
            " does not match the model's sequence length " +
-           std::to_string(seq) + " (input '" + p.inputs[0].name + "' is " +
-           describe(p.inputs[0].tensor) + ")");
+           std::to_string(seq) + " (input '" + globalInputs()[0].name + "' is " +
+           describe(globalInputs()[0].tensor) + ")");
     if (seq <= 0)
       fail("the model's sequence length is " + std::to_string(seq));
 
@@ -402,7 +443,7 @@ public:
                   char *const *batch) const override {
     const cleave_program_info &p = cleave_program;
     for (int64_t i = 0; i < 2; ++i) {
-      const cleave_tensor &t = p.inputs[i].tensor;
+      const cleave_tensor &t = globalInputs()[i].tensor;
       int64_t first = sample * seq + i; // labels are shifted by one token
       char *dst = batch[i] + size_t(row * seq) * dtypeSize(t.dtype);
       for (int64_t j = 0; j < seq; ++j) {
@@ -415,7 +456,7 @@ public:
         if (token > uint32_t(std::numeric_limits<int32_t>::max()))
           fail(path + ": token " + std::to_string(token) + " at index " +
                std::to_string(first + j) + " does not fit input '" +
-               p.inputs[i].name + "' of dtype i32");
+               globalInputs()[i].name + "' of dtype i32");
         int32_t v = int32_t(token);
         std::memcpy(dst + 4 * j, &v, 4);
       }

@@ -106,8 +106,10 @@ public:
 private:
   int64_t batchSize;
   std::unique_ptr<HostBuffer> buffer; // the two sets
-  /// Input i's batch in set 0 and set 1 (64-byte aligned within `buffer`).
-  std::vector<char *> inputs[2];
+  /// Input i's global batch in set 0 and set 1 (64-byte aligned within
+  /// `buffer`), and this device's block of it (the same memory when the
+  /// input is not sharded).
+  std::vector<char *> inputs[2], blocks[2];
 };
 
 } // namespace cleave::rt::trainer

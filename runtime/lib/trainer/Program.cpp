@@ -7,6 +7,8 @@
 
 #include "Program.h"
 
+#include "Mesh.h"
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -148,6 +150,7 @@ void cleave::rt::trainer::checkProgram() {
   checkTensors("input", p.inputs, p.num_inputs, p.arena_bytes);
   checkTensors("output", p.outputs, p.num_outputs, p.arena_bytes);
   checkRoles(p);
+  checkMeshMetadata();
 }
 
 const cleave_named_tensor *
@@ -186,12 +189,25 @@ cleave::rt::trainer::resolveBesideExecutable(const std::string &file) {
 
 void cleave::rt::trainer::initParams(Arena &arena) {
   const cleave_program_info &p = cleave_program;
-  std::vector<char> host; // one file-backed value at a time, reused
+  std::vector<char> host;  // one file-backed value at a time, reused
+  std::vector<char> block; // this device's block of a sharded one
+  const std::vector<int64_t> &coords = device().coords;
+  // The value is global: a sharded parameter takes this device's block.
+  auto store = [&](const cleave_named_tensor &param, const char *global) {
+    if (!param.sharding) {
+      arena.write(param.tensor, global);
+      return;
+    }
+    block.resize(size_t(tensorBytes(param.tensor)));
+    copyBlock(param, coords, global, block.data());
+    arena.write(param.tensor, block.data());
+  };
   for (int64_t i = 0; i < p.num_params; ++i) {
     const cleave_named_tensor &param = p.params[i];
-    size_t bytes = size_t(tensorBytes(param.tensor));
+    cleave_tensor global = globalTensor(param);
+    size_t bytes = size_t(tensorBytes(global));
     if (param.init_data) {
-      arena.write(param.tensor, param.init_data);
+      store(param, static_cast<const char *>(param.init_data));
       continue;
     }
     if (!param.init_file)
@@ -213,7 +229,7 @@ void cleave::rt::trainer::initParams(Arena &arena) {
            std::to_string(bytes) + " bytes at offset " +
            std::to_string(param.init_offset) + ", the file has " +
            std::to_string(got));
-    arena.write(param.tensor, host.data());
+    store(param, host.data());
   }
 }
 

@@ -16,6 +16,7 @@
 #include "Checkpoint.h"
 #include "Data.h"
 #include "Json.h"
+#include "Mesh.h"
 #include "OnnxExport.h"
 #include "Program.h"
 
@@ -44,7 +45,7 @@ struct TrainOptions {
   bool shuffle = false;
   uint64_t seed = 0;
   int64_t steps = -1; // -1: not given
-  std::string save, resume, exportOnnx, logJson;
+  std::string save, resume, exportOnnx, logJson, commStats;
   int64_t saveEvery = 0, logEvery = 1;
   bool quiet = false;
   bool overlap = true;
@@ -140,6 +141,11 @@ output:
                       an f32; appended to with --resume); programs with
                       dynamic loss scaling (--precision fp16) add
                       "loss_scale" (after the step) and "skipped"
+  --comm-stats DIR    a partitioned program: at the end, each rank
+                      writes DIR/comm-rank<R>.json, the calls, payload
+                      bytes and bytes sent (a ring's, see cleave_comm.h)
+                      of each collective kind on each of the program's
+                      communicators over the steps of this run
   --help              this message
 
 progress line:
@@ -253,7 +259,9 @@ TrainOptions parseArgs(int argc, char **argv) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
-      printUsage(argv[0]);
+      if (isRankZero())
+        printUsage(argv[0]);
+      stopDevice();
       std::exit(0);
     }
     // --flag VALUE or --flag=VALUE.
@@ -330,6 +338,8 @@ TrainOptions parseArgs(int argc, char **argv) {
       o.overlap = false;
     } else if (flag == "--log-json") {
       o.logJson = next();
+    } else if (flag == "--comm-stats") {
+      o.commStats = next();
     } else {
       fail("unknown argument '" + arg + "' (see --help)");
     }
@@ -397,6 +407,49 @@ struct FileCloser {
   void operator()(FILE *f) const { std::fclose(f); }
 };
 
+/// DIR/comm-rank<R>.json: this rank's byte counters per communicator group
+/// of the program and collective kind (those called), over `steps` steps.
+void writeCommStats(const std::string &dir, int64_t steps) {
+  const cleave_program_info &p = cleave_program;
+  const Device &dev = device();
+  std::string json = "{\"rank\": " + std::to_string(dev.rank) +
+                     ", \"ranks\": " + std::to_string(dev.size) +
+                     ", \"engine\": " + jsonQuote(dev.comm->engine_name()) +
+                     ", \"steps\": " + std::to_string(steps) +
+                     ", \"groups\": [";
+  for (int64_t g = 0; g < p.num_groups; ++g) {
+    std::string axes;
+    for (int64_t j = 0; j < p.groups[g].num_axes; ++j)
+      axes += std::string(j ? ", " : "") +
+              jsonQuote(dev.axisNames[size_t(p.groups[g].axes[j])]);
+    json += std::string(g ? ", " : "") + "\n  {\"axes\": [" + axes +
+            "], \"size\": " +
+            std::to_string(dev.comm->size(dev.comms[size_t(g)])) +
+            ", \"kinds\": {";
+    bool firstKind = true;
+    for (int32_t k = 0; k < CLEAVE_COMM_NUM_KINDS; ++k) {
+      cleave_comm_counter c;
+      dev.comm->get_counter(dev.comms[size_t(g)], k, &c);
+      if (c.calls == 0)
+        continue;
+      json += std::string(firstKind ? "" : ", ") + "\"" +
+              dev.comm->kind_name(k) + "\": {\"calls\": " +
+              std::to_string(c.calls) + ", \"payload_bytes\": " +
+              std::to_string(c.payload_bytes) + ", \"wire_bytes\": " +
+              std::to_string(c.wire_bytes) + "}";
+      firstKind = false;
+    }
+    json += "}}";
+  }
+  json += "]}\n";
+  std::string path =
+      (fs::path(dir) / ("comm-rank" + std::to_string(dev.rank) + ".json"))
+          .string();
+  writeFileAtomically(path, "communication statistics", [&](FILE *f) {
+    return std::fwrite(json.data(), 1, json.size(), f) == json.size();
+  });
+}
+
 } // namespace
 
 int cleave::rt::trainer::runTraining(int argc, char **argv) {
@@ -404,11 +457,31 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
   TrainOptions o = parseArgs(argc, argv);
   int64_t batch = programBatchSize();
   const cleave_named_tensor &target = p.inputs[p.num_inputs - 1];
-  int64_t tokensPerStep = numElements(target.tensor);
+  // Of the whole mesh: the global batch's.
+  int64_t tokensPerStep = numElements(globalTensor(target));
+  // One voice for the job: rank 0 prints and logs (and reports the global
+  // loss, which the program computes on every rank).
+  if (!isRankZero()) {
+    o.quiet = true;
+    o.logJson.clear();
+  }
 
   // Everything that can fail before training does.
   if (!o.save.empty())
     prepareCheckpointDir(o.save);
+  if (!o.commStats.empty() && !device().distributed)
+    fail("--comm-stats: the program runs on one device and communicates "
+         "with no one");
+  if (!o.commStats.empty()) {
+    std::error_code ec;
+    fs::create_directories(o.commStats, ec);
+    if (ec)
+      fail("--comm-stats: cannot create " + o.commStats + ": " + ec.message());
+  }
+  if (!o.exportOnnx.empty() && device().distributed)
+    fail("--export-onnx: exporting a partitioned program's weights (a "
+         "gather of every block) is not supported yet; resume its "
+         "checkpoint on one device and export there");
   if (!o.exportOnnx.empty()) {
     onnxSourceModel();
     std::error_code ec;
@@ -562,9 +635,19 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
       windowSteps = 0;
     }
   };
-  for (int64_t step = first; step <= last && !interrupted; ++step) {
+  // The ranks agree once per step whether to stop, so that a signal to
+  // one of them stops all after the same step.
+  const Device &dev = device();
+  bool stop = false;
+  auto stopRequested = [&] {
+    int64_t mine = interrupted;
+    stop = (dev.distributed ? dev.comm->host_max(CLEAVE_COMM_WORLD, mine)
+                            : mine) != 0;
+    return stop;
+  };
+  for (int64_t step = first; step <= last && !stopRequested(); ++step) {
     staging->fill(*data, *schedule, step, arena);
-    cleave_program_run(arena.base());
+    cleave_program_run(arena.base(), programContext());
     arena.readAsync(lossOut.tensor, &slotOf(step)->loss);
     if (lossScale) {
       arena.readAsync(lossScale->tensor, &slotOf(step)->scale);
@@ -591,15 +674,24 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
 
   if (!o.save.empty() && savedAt != done)
     save();
-  if (interrupted) {
-    std::fprintf(stderr, "interrupted after step %lld%s\n", (long long)done,
-                 o.save.empty()
-                     ? ""
-                     : (" (checkpoint saved to " + o.save + ")").c_str());
-    return 128 + int(interrupted);
+  if (stop) {
+    int sig = interrupted ? int(interrupted) : SIGTERM;
+    if (isRankZero() || interrupted)
+      std::fprintf(stderr, "%sinterrupted after step %lld%s\n",
+                   dev.distributed
+                       ? ("rank " + std::to_string(dev.rank) + ": ").c_str()
+                       : "",
+                   (long long)done,
+                   o.save.empty()
+                       ? ""
+                       : (" (checkpoint saved to " + o.save + ")").c_str());
+    stopDevice();
+    return 128 + sig;
   }
   if (!o.exportOnnx.empty())
     exportOnnx(o.exportOnnx, arena);
+  if (!o.commStats.empty())
+    writeCommStats(o.commStats, done - first + 1);
   if (!o.quiet) {
     if (done >= first) {
       std::printf("trained steps %lld..%lld in %.1f s, final loss %s\n",

@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Mesh.h"
 #include "Program.h"
 #include "Train.h"
 
@@ -84,7 +85,9 @@ Options parseArgs(int argc, char **argv) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
-      printUsage(argv[0]);
+      if (isRankZero())
+        printUsage(argv[0]);
+      stopDevice();
       std::exit(0);
     }
     if (arg == "--output-dir" || arg.rfind("--output-dir=", 0) == 0) {
@@ -162,16 +165,25 @@ int runInference(int argc, char **argv) {
   initParams(arena);
   std::string error;
   std::vector<char> host; // one tensor at a time, reused
+  std::vector<char> block;
   for (int64_t i = 0; i < p.num_inputs; ++i) {
+    // The file holds the global value; each device takes its block.
     const cleave_named_tensor &in = p.inputs[i];
-    host.resize(size_t(tensorBytes(in.tensor)));
-    if (!loadTensorNpy(opts.inputFiles[size_t(i)], in.tensor, host.data(),
-                       error))
+    cleave_tensor global = globalTensor(in);
+    host.resize(size_t(tensorBytes(global)));
+    if (!loadTensorNpy(opts.inputFiles[size_t(i)], global, host.data(), error))
       fail("input '" + std::string(in.name) + "': " + error);
-    arena.write(in.tensor, host.data());
+    block.resize(size_t(tensorBytes(in.tensor)));
+    copyBlock(in, device().coords, host.data(), block.data());
+    arena.write(in.tensor, block.data());
   }
+  for (int64_t i = 0; i < p.num_outputs; ++i)
+    if (p.outputs[i].sharding)
+      fail(std::string("output '") + p.outputs[i].name +
+           "' is split over the mesh: writing the blocks of an inference "
+           "output is not supported yet (gather it in the program)");
 
-  cleave_program_run(arena.base());
+  cleave_program_run(arena.base(), programContext());
   // A device backend reports the errors its kernels raised (an index out
   // of range) here, before any output is written, as the CPU does.
   cleave_rt_synchronize();
@@ -181,7 +193,7 @@ int runInference(int argc, char **argv) {
     std::vector<double> ms;
     for (int64_t r = 0; r < opts.repeat; ++r) {
       auto start = std::chrono::steady_clock::now();
-      cleave_program_run(arena.base());
+      cleave_program_run(arena.base(), programContext());
       // The time of the kernels, not of queueing them on a device.
       cleave_rt_synchronize();
       std::chrono::duration<double, std::milli> took =
@@ -193,6 +205,9 @@ int runInference(int argc, char **argv) {
                 ms[ms.size() / 2], ms.front(), (long long)opts.repeat);
   }
 
+  // Every device holds the same outputs: rank 0 writes them.
+  if (!isRankZero())
+    return 0;
   if (p.num_outputs > 0) {
     std::error_code ec;
     fs::create_directories(opts.outputDir, ec);
@@ -222,9 +237,14 @@ int runInference(int argc, char **argv) {
 int main(int argc, char **argv) {
   try {
     checkProgram();
-    if (cleave_program.kind == CLEAVE_PROGRAM_TRAINING)
-      return runTraining(argc, argv);
-    return runInference(argc, argv);
+    // A partitioned program's engine first: from here on an error on one
+    // rank ends every rank.
+    startDevice(&argc, &argv);
+    int rc = cleave_program.kind == CLEAVE_PROGRAM_TRAINING
+                 ? runTraining(argc, argv)
+                 : runInference(argc, argv);
+    stopDevice();
+    return rc;
   } catch (const Error &e) {
     cleave_rt_fail("%s", e.what());
   } catch (const std::bad_alloc &) {

@@ -10,7 +10,7 @@
 // RUN: cleave-opt %s -cse -canonicalize | FileCheck %s --check-prefix=CSE
 // RUN: cleave-opt %s --cleave-plan-memory="entry=train_step report=true" -mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=PLAN
 // RUN: cleave-opt %s --cleave-print-sharding-rules -o /dev/null 2>&1 | FileCheck %s --check-prefix=RULES
-// RUN: not cleave-opt %s --cleave-plan-memory=entry=train_step --cleave-lower-to-runtime=entry=train_step -o /dev/null 2>&1 | FileCheck %s --check-prefix=LOWER
+// RUN: cleave-opt %s --cleave-plan-memory=entry=train_step --cleave-lower-to-runtime=entry=train_step | FileCheck %s --check-prefix=LOWER
 
 // CHECK: graph.param @fc1.weight.m frozen : tensor<16x32xf32> sharding <@mesh, [{"dp"}, {}]>
 // CHECK-LABEL: func.func @train_step
@@ -41,10 +41,26 @@
 // RULES-NOT: error
 // RULES: sharding rule
 
-// Lowering it to the runtime waits for the rank-aware runtime (collectives,
-// each rank's block of the initial values): a clear error, not a program
-// that runs wrongly.
-// LOWER: error: 'graph.read_param' op reads the block 'tensor<8x32xf32>' of sharded parameter @fc1.weight.m: lowering partitioned programs needs the rank-aware runtime
+// It lowers to calls of the communication engine, each on the
+// communicator the program context holds for its group (here one group,
+// "dp", index 0), and the metadata names the mesh, the group and the
+// engine; the sharded moments are described as blocks of their global
+// value.
+// LOWER-DAG: llvm.mlir.global external constant @cleave_comm_engine()
+// LOWER-DAG: llvm.mlir.global private constant @[[GROUPS:cleave.groups.[0-9]+]](dense<[1, 0, 0, 0, 0, 0, 0, 0, 0]> : tensor<9xi64>)
+// LOWER-DAG: llvm.mlir.global private constant @{{cleave.sharding.[0-9]+}}(dense<[16, 32, 0, 0, 0, 0, 0, 0, 1, 0,
+// LOWER: llvm.func @cleave_program_run(%{{.*}}: !llvm.ptr, %[[CTX:[^:]*]]: !llvm.ptr)
+// LOWER: %[[COMMS:.*]] = llvm.load %[[CTX]] : !llvm.ptr -> !llvm.ptr
+// LOWER: %[[AT:.*]] = llvm.getelementptr %[[COMMS]][0] : (!llvm.ptr) -> !llvm.ptr, i32
+// LOWER: %[[COMM:.*]] = llvm.load %[[AT]] : !llvm.ptr -> i32
+// LOWER: llvm.call @cleave_comm_all_reduce(%[[COMM]],
+// LOWER: llvm.call @cleave_comm_reduce_scatter(
+// LOWER: llvm.call @cleave_rt_set_index(
+// LOWER: llvm.call @cleave_rt_local_slice(
+// LOWER: llvm.call @cleave_rt_adamw(
+// LOWER: llvm.call @cleave_comm_all_gather(
+// LOWER: llvm.mlir.addressof @[[GROUPS]]
+// LOWER: llvm.mlir.addressof @cleave_comm_engine
 
 dist.mesh @mesh ["dp" = 2]
 

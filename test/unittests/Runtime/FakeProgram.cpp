@@ -66,7 +66,7 @@ const cleave_program_info cleave_program = {
     /*training_config=*/nullptr,
 };
 
-void cleave_program_run(char *arena) {
+void cleave_program_run(char *arena, const cleave_program_context *) {
   cleave_rt_binary(arena, CLEAVE_MUL, &kB, &kW, &kTmp);
   cleave_rt_binary(arena, CLEAVE_ADD, &kA, &kTmp, &kSum);
   cleave_rt_binary(arena, CLEAVE_ADD, &kSum, &kV, &kSum);

@@ -196,7 +196,7 @@ const cleave_program_info cleave_program = {
 #endif
 };
 
-void cleave_program_run(char *arena) {
+void cleave_program_run(char *arena, const cleave_program_context *) {
   trace(arena, kInputs, 2, kInputBytes);
   int64_t &step = *at<int64_t>(arena, kStep);
 #if CLEAVE_FAKE_TRAIN_VARIANT != 3

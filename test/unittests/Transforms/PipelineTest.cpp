@@ -130,7 +130,8 @@ TEST(PipelineTest, PassesFollowTheOptions) {
   CleavePipelineOptions inference;
   EXPECT_EQ(passNames(pipelineOf(inference)),
             (std::vector<std::string>{
-                "cleave-raise", "canonicalize", "cse", "cleave-fuse-linear",
+                "cleave-raise", "canonicalize", "cse",
+                "cleave-normalize-collectives", "cleave-fuse-linear",
                 "cleave-plan-memory", "cleave-lower-to-runtime"}));
 
   CleavePipelineOptions training;
@@ -141,7 +142,8 @@ TEST(PipelineTest, PassesFollowTheOptions) {
   EXPECT_EQ(passNames(text),
             (std::vector<std::string>{
                 "cleave-raise", "cleave-mixed-precision", "canonicalize",
-                "cleave-autodiff", "canonicalize", "cse", "cleave-plan-memory",
+                "cleave-autodiff", "canonicalize", "cse",
+                "cleave-normalize-collectives", "cleave-plan-memory",
                 "cleave-lower-to-runtime"}))
       << text;
   EXPECT_NE(text.find("precision=bf16 router-f32=true}"), std::string::npos)

@@ -66,6 +66,40 @@ def RaisePass : Pass<"cleave-raise"> {
   let dependentDialects = ["::cleave::graph::GraphDialect"];
 }
 
+def NormalizeCollectivesPass : Pass<"cleave-normalize-collectives"> {
+  let summary = "Puts every collective in the form the engine runs: along dimension 0";
+  let description = [{
+    The communication engine gathers, scatters and exchanges contiguous
+    blocks along dimension 0 of a row-major tensor, which is what NCCL's
+    and MPI's collectives take without packing. This pass rewrites a
+    `dist.all_gather` or `dist.reduce_scatter` along another dimension `d`
+    into a transpose that brings `d` to the front, the collective along
+    dimension 0 and the inverse transpose; a `dist.all_to_all` with
+    `split` or `concat` not 0 into a transpose bringing the split dimension
+    to the front, the exchange along dimension 0, and a reshape, transpose
+    and reshape that concatenate the received pieces along `concat`. The
+    packing copies are ordinary ops, placed by the memory plan, so no
+    engine needs scratch memory of its own. Run it after partitioning and
+    before `-cleave-plan-memory`; the compiler's pipeline does.
+
+    ```mlir
+    %y = dist.all_gather %x on @mesh ["tp"] dim 1 : tensor<4x2xf32> -> tensor<4x8xf32>
+    ```
+    becomes
+    ```mlir
+    %t = graph.transpose %x perm [1, 0] : tensor<4x2xf32>
+    %g = dist.all_gather %t on @mesh ["tp"] dim 0 : tensor<2x4xf32> -> tensor<8x4xf32>
+    %y = graph.transpose %g perm [1, 0] : tensor<8x4xf32>
+    ```
+  }];
+  let statistics = [
+    Statistic<"numNormalized", "num-normalized",
+              "Collectives moved to dimension 0">
+  ];
+  let dependentDialects = ["::cleave::graph::GraphDialect",
+                           "::cleave::dist::DistDialect"];
+}
+
 def SplitProjectionsPass : Pass<"cleave-split-projections",
                                 "::mlir::ModuleOp"> {
   let summary = "Computes a fused, split projection as one projection per part";

@@ -117,7 +117,7 @@ extern "C" {
 
 /* The communicator of every rank of the job, created by cleave_comm_init. */
 #define CLEAVE_COMM_WORLD 0
-#define CLEAVE_COMM_MAX_MESH_RANK 8
+#define CLEAVE_COMM_MAX_MESH_RANK CLEAVE_RT_MAX_MESH_RANK
 
 /* Collective kinds, for the byte counters. */
 enum cleave_comm_kind {
@@ -201,6 +201,37 @@ void cleave_comm_reset_counters(void);
 /* Writes this rank's counters as a table: one row per communicator and
  * collective kind that was called, and a total. */
 void cleave_comm_print_stats(FILE *out);
+
+/* The engine's entry points that a program's main uses, as one table: a
+ * partitioned program's metadata points at it (cleave_program_info.comm),
+ * so linking the program pulls in the engine, and the main, linked into
+ * programs for one device as well, needs no reference of its own. */
+typedef struct cleave_comm_api {
+  void (*init)(int *argc, char ***argv);
+  void (*finalize)(void);
+  const char *(*engine_name)(void);
+  int32_t (*world_rank)(void);
+  int32_t (*world_size)(void);
+  void (*expect_world_size)(int32_t expected);
+  int32_t (*group)(int32_t mesh_rank, const int64_t *mesh_shape,
+                   int32_t num_axes, const int64_t *axes);
+  int32_t (*rank)(int32_t comm);
+  int32_t (*size)(int32_t comm);
+  void (*barrier)(int32_t comm);
+  /* The maximum of `value` over the ranks of `comm`, on the host: how the
+   * ranks agree once per step (to stop after the same step). */
+  int64_t (*host_max)(int32_t comm, int64_t value);
+  void (*get_counter)(int32_t comm, int32_t kind, cleave_comm_counter *out);
+  void (*reset_counters)(void);
+  void (*print_stats)(FILE *out);
+  const char *(*kind_name)(int32_t kind);
+} cleave_comm_api;
+extern const cleave_comm_api cleave_comm_engine;
+
+/* The maximum of `value` over the ranks of `comm` (host memory). */
+int64_t cleave_comm_host_max(int32_t comm, int64_t value);
+/* The name of collective kind `kind` ("all_reduce", ...), NULL if unknown. */
+const char *cleave_comm_kind_name(int32_t kind);
 
 #ifdef __cplusplus
 }

@@ -161,6 +161,17 @@ void cleave_rt_slice(char *arena, const cleave_tensor *x,
 void cleave_rt_concat(char *arena, const cleave_tensor *const *inputs,
                       int64_t num_inputs, const cleave_tensor *out,
                       int64_t dim);
+/* Block `*index` of x along `dim`: out equals x except along dim, where it
+ * holds x[i * n, (i + 1) * n) with n = out's size there and i the value of
+ * the integer scalar `index` (in the arena, so that it may be computed on
+ * the device); an i outside the blocks is a fatal error naming it. The
+ * lowering of dist.local_slice: a device's shard of a replicated value. */
+void cleave_rt_local_slice(char *arena, const cleave_tensor *x,
+                           const cleave_tensor *index,
+                           const cleave_tensor *out, int64_t dim);
+/* Writes `value` into the integer scalar `out` (i64 or i32): the lowering
+ * of dist.axis_index, whose value the program context gives. */
+void cleave_rt_set_index(char *arena, const cleave_tensor *out, int64_t value);
 /* out = data[:dim] + indices + data[dim+1:]; a negative index counts from
  * the end (ONNX Gather); one outside [-size, size) is a fatal error naming
  * the index. */
@@ -376,6 +387,28 @@ void cleave_rt_fail(const char *format, ...);
  * Program metadata, defined by the compiled object.
  *===----------------------------------------------------------------------===*/
 
+/* How a tensor of a partitioned program is split over the device mesh:
+ * its global shape, and for each dimension d the mesh axes
+ * axes[d][0, num_axes[d]) it is split over (the first the most
+ * significant, as in a #dist.sharding). A device holds the block whose
+ * index along d is the row-major index of its coordinates along those
+ * axes; the descriptor's shape is the block's (global / the axes' sizes).
+ * A tensor without a sharding is the same on every device. Every field is
+ * an int64_t, so the compiler emits it as one constant i64 array. */
+typedef struct cleave_sharding {
+  int64_t global_shape[CLEAVE_RT_MAX_RANK];
+  int64_t num_axes[CLEAVE_RT_MAX_RANK];
+  int64_t axes[CLEAVE_RT_MAX_RANK][CLEAVE_RT_MAX_MESH_RANK];
+} cleave_sharding;
+
+/* A communicator group of a partitioned program: the devices that differ
+ * only along mesh axes axes[0, num_axes) (the first the most significant
+ * in the group's numbering, as cleave_comm_group takes them). */
+typedef struct cleave_group {
+  int64_t num_axes;
+  int64_t axes[CLEAVE_RT_MAX_MESH_RANK];
+} cleave_group;
+
 /* A named tensor: a parameter, input or output. */
 typedef struct cleave_named_tensor {
   const char *name;
@@ -390,6 +423,11 @@ typedef struct cleave_named_tensor {
    * which is how the runtime finds the step counter and the loss scale;
    * 0 for inputs and outputs. */
   int32_t role;
+  /* Partitioned programs: how the tensor is split over the mesh (the
+   * descriptor is this device's block; init_data or init_file hold the
+   * global value, of which each device takes its block), or NULL when
+   * every device holds all of it. */
+  const cleave_sharding *sharding;
 } cleave_named_tensor;
 
 /* The program kinds (enum cleave_program_kind): CLEAVE_PROGRAM_INFERENCE
@@ -423,7 +461,31 @@ typedef struct cleave_program_info {
    * (e.g. {"loss":"cross-entropy","optimizer":"adamw","lr":0.001,...});
    * NULL otherwise. */
   const char *training_config;
+  /* Partitioned programs (ABI 4): the device mesh, mesh_rank axes of
+   * mesh_shape devices named mesh_axis_names (row-major: the last axis
+   * varies fastest, as the communication engine numbers ranks), and the
+   * communicator groups the program's collectives and dist.axis_index use,
+   * in the order of cleave_program_context.comms. mesh_rank 0: a program
+   * for one device, with no groups. */
+  int32_t mesh_rank;
+  const int64_t *mesh_shape;
+  const char *const *mesh_axis_names;
+  int64_t num_groups;
+  const cleave_group *groups;
+  /* The communication engine the program was linked with (cleave_comm.h's
+   * cleave_comm_engine), through which the main starts it; NULL for a
+   * program for one device. */
+  const struct cleave_comm_api *comm;
 } cleave_program_info;
+
+/* What cleave_program_run needs to know about its device, set up once by
+ * the main: comms[g] is the communicator of group g of the metadata and
+ * group_ranks[g] this device's index in it. Both are NULL for a program
+ * without groups. */
+typedef struct cleave_program_context {
+  const int32_t *comms;
+  const int64_t *group_ranks;
+} cleave_program_context;
 
 /* Defined by the compiled object. The CPU runtime's main checks
  * abi_version (first: the rest of the struct is only meaningful when it
@@ -443,7 +505,7 @@ typedef struct cleave_program_info {
  * --resume: DIR/model.safetensors with every parameter) and --export-onnx;
  * `prog --help` documents it all. */
 extern const cleave_program_info cleave_program;
-void cleave_program_run(char *arena);
+void cleave_program_run(char *arena, const cleave_program_context *context);
 
 #ifdef __cplusplus
 }

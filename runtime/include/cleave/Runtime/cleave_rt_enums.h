@@ -29,11 +29,15 @@
 #include <stdint.h>
 
 /* The version of the layout of cleave_program_info and of every list below.
- * 3: each parameter carries its role (cleave_named_tensor.role). */
-#define CLEAVE_RT_ABI_VERSION 3
+ * 3: each parameter carries its role (cleave_named_tensor.role).
+ * 4: partitioned programs: the device mesh, the communicator groups, each
+ *    tensor's sharding, and the context argument of cleave_program_run. */
+#define CLEAVE_RT_ABI_VERSION 4
 
 /* The most dimensions a cleave_tensor describes. */
 #define CLEAVE_RT_MAX_RANK 8
+/* The most axes a device mesh has. */
+#define CLEAVE_RT_MAX_MESH_RANK 8
 /* The alignment of every tensor's offset in the arena, in bytes. */
 #define CLEAVE_RT_ALIGNMENT 64
 

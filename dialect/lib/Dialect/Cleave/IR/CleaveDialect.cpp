@@ -160,6 +160,15 @@ LogicalResult CleaveDialect::verifyOperationAttribute(Operation *op,
   if (name == kParamBytesAttr || name == kPersistentBytesAttr ||
       name == kArenaBytesAttr || name == kPeakBytesAttr)
     return checkPlanBytes(op, name, value);
+  if (name == kStoredTypeAttr) {
+    if (!isParameter(op))
+      return op->emitOpError("expects '") << name << "' only on a parameter";
+    auto stored = dyn_cast<TypeAttr>(value);
+    if (!stored || !isa<RankedTensorType>(stored.getValue()))
+      return op->emitOpError("expects '")
+             << name << "' to be a tensor type, got " << value;
+    return success();
+  }
   if (name == kRoleAttr) {
     if (!isParameter(op))
       return op->emitOpError("expects '") << name << "' only on a parameter";

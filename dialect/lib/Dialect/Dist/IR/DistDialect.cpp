@@ -333,6 +333,21 @@ static LogicalResult verifyFunctionSharding(Operation *op, NamedAttribute attr,
     return op->emitOpError("'")
            << DistDialect::getShardingAttrName() << "' of " << valueName
            << " must be a #dist.sharding, got " << attr.getValue();
+  // One device's program: the type is the block, the check is of the
+  // global value it is a block of (the axes must exist to tell its size).
+  if (op->hasAttr(DistDialect::getPartitionedAttrName()))
+    if (auto local = dyn_cast<RankedTensorType>(type))
+      if (auto mesh = SymbolTable::lookupNearestSymbolFrom<MeshOp>(
+              op, sharding.getMesh()))
+        if (int64_t(sharding.getDims().size()) == local.getRank() &&
+            llvm::all_of(llvm::seq<int64_t>(0, local.getRank()),
+                         [&](int64_t d) {
+                           return llvm::all_of(
+                               sharding.getAxes(d), [&](StringRef axis) {
+                                 return mesh.getAxisSize(axis).has_value();
+                               });
+                         }))
+          type = getGlobalType(sharding, local, mesh);
   return verifyShardingAt(
       op, sharding, type, [&]() { return op->emitOpError(); }, valueName);
 }
@@ -366,6 +381,16 @@ LogicalResult DistDialect::verifyRegionResultAttribute(Operation *op,
 
 LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
+  if (attr.getName() == getPartitionedAttrName()) {
+    if (!isa<FunctionOpInterface>(op))
+      return op->emitOpError("'")
+             << getPartitionedAttrName() << "' belongs on a function";
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitOpError("'")
+             << getPartitionedAttrName() << "' is a unit attribute, got "
+             << attr.getValue();
+    return success();
+  }
   if (attr.getName() != getShardingAttrName())
     return op->emitOpError("unknown dist attribute '")
            << attr.getName().getValue() << "'";

@@ -185,6 +185,16 @@ cleave::dist::getLocalType(ShardingAttr sharding, RankedTensorType type,
   return type.clone(shape);
 }
 
+RankedTensorType cleave::dist::getGlobalType(ShardingAttr sharding,
+                                            RankedTensorType local,
+                                            MeshOp mesh) {
+  SmallVector<int64_t> shape = llvm::to_vector(local.getShape());
+  for (int64_t d = 0; d < local.getRank(); ++d)
+    for (const AxisRef &axis : sharding.getAxisRefs(d))
+      shape[d] *= axis.getSize(mesh.getAxisSize(axis.name).value_or(1));
+  return local.clone(shape);
+}
+
 LogicalResult cleave::dist::verifyShardingAt(
     Operation *from, ShardingAttr sharding, Type type,
     function_ref<InFlightDiagnostic()> emitError, StringRef valueName) {

@@ -25,6 +25,9 @@ namespace cleave {
 constexpr llvm::StringLiteral kOffsetAttr("cleave.offset");
 /// On every op with results: the byte offset of each result.
 constexpr llvm::StringLiteral kOffsetsAttr("cleave.offsets");
+/// On graph.param, set by the memory plan when a partitioned program keeps
+/// this device's block of it: the stored (block) type.
+constexpr llvm::StringLiteral kStoredTypeAttr("cleave.stored_type");
 /// On the entry function: the region sizes and the peak.
 constexpr llvm::StringLiteral kParamBytesAttr("cleave.param_bytes");
 constexpr llvm::StringLiteral kPersistentBytesAttr("cleave.persistent_bytes");

@@ -30,6 +30,11 @@ def Dist_Dialect : Dialect {
     `dist.sharding`: a `#dist.sharding` for an op with one result, an array
     of them (one per result) otherwise. Each is checked against the mesh it
     names and the type of the value it describes.
+
+    A function marked `dist.partitioned` is one device's program, as the
+    partitioner leaves it: its argument and result types are this device's
+    blocks, and their shardings say how the blocks make up the global
+    values (the runtime splits the global batch by them).
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasRegionArgAttrVerify = 1;
@@ -40,6 +45,12 @@ def Dist_Dialect : Dialect {
     /// argument or result, or of an op's results.
     static constexpr ::llvm::StringLiteral getShardingAttrName() {
       return ::llvm::StringLiteral("dist.sharding");
+    }
+    /// The unit attribute of a function that is one device's program (the
+    /// partitioner's output): its argument and result types are the
+    /// blocks that their shardings describe, not global types.
+    static constexpr ::llvm::StringLiteral getPartitionedAttrName() {
+      return ::llvm::StringLiteral("dist.partitioned");
     }
   }];
 }

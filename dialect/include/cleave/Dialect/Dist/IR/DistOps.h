@@ -53,6 +53,13 @@ mlir::RankedTensorType
 getLocalType(ShardingAttr sharding, mlir::RankedTensorType type, MeshOp mesh,
              llvm::function_ref<bool(llvm::StringRef)> select = nullptr);
 
+/// The global type of which `local` is one device's block under
+/// `sharding` on `mesh` (the inverse of getLocalType over all axes). The
+/// sharding's axes must exist.
+mlir::RankedTensorType getGlobalType(ShardingAttr sharding,
+                                     mlir::RankedTensorType local,
+                                     MeshOp mesh);
+
 /// The sharding of result `i` of `op` (its `dist.sharding` attribute), or
 /// null.
 ShardingAttr getResultSharding(mlir::Operation *op, unsigned i);

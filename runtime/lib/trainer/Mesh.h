@@ -1,0 +1,82 @@
+//===- Mesh.h - this process's place in a partitioned program ---*- C++ -*-===//
+//
+// A partitioned program (cleave_program_info.mesh_rank > 0) runs as one
+// process per device of its mesh, launched by mpirun or srun. At start-up
+// the main starts the communication engine the program was linked with
+// (through cleave_program_info.comm), checks that the job has as many ranks
+// as the mesh has devices, creates the program's communicator groups in
+// metadata order, and fills the context cleave_program_run takes. Tensors
+// with a sharding hold this device's block of a global value: the helpers
+// here cut a block out of global bytes and put blocks back together.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_RUNTIME_TRAINER_MESH_H
+#define CLEAVE_RUNTIME_TRAINER_MESH_H
+
+#include "cleave/Runtime/cleave_comm.h"
+#include "cleave/Runtime/cleave_rt.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace cleave::rt::trainer {
+
+/// This process's device.
+struct Device {
+  /// True for a partitioned program (the engine is running).
+  bool distributed = false;
+  int32_t rank = 0, size = 1;
+  /// The mesh (empty for one device) and this device's coordinates.
+  std::vector<int64_t> shape, coords;
+  std::vector<std::string> axisNames;
+  /// Per group of the metadata: its communicator and this device's index.
+  std::vector<int32_t> comms;
+  std::vector<int64_t> groupRanks;
+  cleave_program_context context{};
+  /// The engine (null for one device).
+  const cleave_comm_api *comm = nullptr;
+};
+
+/// Checks the mesh, group and sharding metadata of the program (ABI 4).
+void checkMeshMetadata();
+
+/// Starts the engine of a partitioned program, checks the job's size
+/// against the mesh (every rank says what it expected and got, and the
+/// job exits 1) and creates the groups; does nothing for one device.
+void startDevice(int *argc, char ***argv);
+/// Ends the engine (after the last collective), if it was started.
+void stopDevice();
+const Device &device();
+/// The context argument of cleave_program_run.
+const cleave_program_context *programContext();
+/// Rank 0 of the job (always true on one device): it prints and logs.
+inline bool isRankZero() { return device().rank == 0; }
+
+/// The global shape of a named tensor (its descriptor's shape when it has
+/// no sharding).
+std::vector<int64_t> globalShape(const cleave_named_tensor &t);
+/// The global descriptor of `t`: its shape global, its offset kept.
+cleave_tensor globalTensor(const cleave_named_tensor &t);
+/// The element offset of this block's first element along each dimension
+/// of the global tensor, for the device at `coords`.
+std::vector<int64_t> blockStart(const cleave_named_tensor &t,
+                                const std::vector<int64_t> &coords);
+/// Copies the block of the device at `coords` out of `global` (row-major
+/// bytes of the global tensor) into `local` (the descriptor's bytes), or,
+/// with `toGlobal`, the other way.
+void copyBlock(const cleave_named_tensor &t, const std::vector<int64_t> &coords,
+               const char *global, char *local);
+void copyBlockToGlobal(const cleave_named_tensor &t,
+                       const std::vector<int64_t> &coords, const char *local,
+                       char *global);
+/// True when the device at `coords` writes `t`'s block to a checkpoint:
+/// its coordinate is 0 along every mesh axis that does not split `t`, so
+/// each block is written once.
+bool ownsBlock(const cleave_named_tensor &t,
+               const std::vector<int64_t> &coords);
+
+} // namespace cleave::rt::trainer
+
+#endif // CLEAVE_RUNTIME_TRAINER_MESH_H
