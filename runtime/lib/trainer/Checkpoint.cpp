@@ -12,6 +12,7 @@
 #include "Checkpoint.h"
 
 #include "Json.h"
+#include "Mesh.h"
 #include "Program.h"
 
 #include <algorithm>
@@ -32,6 +33,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char *kModelFile = "model.safetensors";
+constexpr const char *kIndexFile = "model.index.json";
 constexpr const char *kMetaFile = "meta.json";
 constexpr const char *kFormatVersion = "1";
 /// The safetensors reference implementation rejects larger headers.
@@ -65,21 +67,6 @@ int32_t dtypeFromSafetensors(const std::string &name) {
 
 std::string describeEntry(int32_t dtype, const std::vector<int64_t> &shape) {
   return dtypeName(dtype) + " " + shapeString(shape);
-}
-
-/// The parameters in file order: decreasing element size, then program
-/// order, so that every tensor starts naturally aligned.
-std::vector<const cleave_named_tensor *> fileOrder() {
-  const cleave_program_info &p = cleave_program;
-  std::vector<const cleave_named_tensor *> order;
-  for (int64_t i = 0; i < p.num_params; ++i)
-    order.push_back(&p.params[i]);
-  std::stable_sort(
-      order.begin(), order.end(),
-      [](const cleave_named_tensor *a, const cleave_named_tensor *b) {
-        return dtypeSize(a->tensor.dtype) > dtypeSize(b->tensor.dtype);
-      });
-  return order;
 }
 
 std::string checkpointPath(const std::string &dir) {
@@ -128,7 +115,7 @@ void writeMeta(const std::string &dir, int64_t step, std::optional<float> loss,
     json += std::string(i ? "," : "") +
             "\n    {\"name\": " + jsonQuote(t.name) + ", \"dtype\": \"" +
             safetensorsDtype(t.tensor.dtype) +
-            "\", \"shape\": " + shapeString(shapeOf(t.tensor)) +
+            "\", \"shape\": " + shapeString(globalShape(t)) +
             ", \"model\": " + (i < p.num_model_params ? "true" : "false") +
             ", \"role\": \"" + cleave_param_role_name(t.role) + "\"}";
   }
@@ -234,7 +221,8 @@ std::string cleave::rt::trainer::paramFingerprint() {
   const cleave_program_info &p = cleave_program;
   std::vector<std::string> lines;
   for (int64_t i = 0; i < p.num_params; ++i) {
-    const cleave_tensor &t = p.params[i].tensor;
+    // Of the global values, so that every mesh has the same one.
+    const cleave_tensor t = globalTensor(p.params[i]);
     std::string line =
         std::string(p.params[i].name) + "\t" + safetensorsDtype(t.dtype) + "\t";
     for (int d = 0; d < t.rank; ++d)
@@ -271,12 +259,12 @@ void cleave::rt::trainer::prepareCheckpointDir(const std::string &dir) {
   std::remove(probe.c_str());
 }
 
-void cleave::rt::trainer::saveCheckpoint(const std::string &dir,
-                                         const Arena &arena, int64_t step,
-                                         std::optional<float> loss,
-                                         const std::string &dataOrder) {
+namespace {
+
+/// The __metadata__ every checkpoint file starts with (as JSON members).
+std::string commonMetadata(int64_t step, const std::string &dataOrder) {
   const cleave_program_info &p = cleave_program;
-  std::string meta = "{\"format\":\"cleave\",\"format_version\":\"" +
+  std::string meta = "\"format\":\"cleave\",\"format_version\":\"" +
                      std::string(kFormatVersion) + "\",\"step\":\"" +
                      std::to_string(step) + "\",\"fingerprint\":\"" +
                      paramFingerprint() + "\",\"num_model_params\":\"" +
@@ -286,10 +274,24 @@ void cleave::rt::trainer::saveCheckpoint(const std::string &dir,
   if (p.training_config)
     meta += ",\"training_config\":" + jsonQuote(p.training_config);
   meta += ",\"data_order\":" + jsonQuote(dataOrder);
-  std::string header = "{\"__metadata__\":" + meta + "}";
-  std::vector<const cleave_named_tensor *> order = fileOrder();
+  return meta;
+}
+
+/// Writes `tensors` (their descriptors' bytes, read from the arena one at a
+/// time) as the safetensors file `path`, atomically, with the __metadata__
+/// members `meta`.
+void writeSafetensors(const std::string &path, const std::string &meta,
+                      std::vector<const cleave_named_tensor *> tensors,
+                      const Arena &arena) {
+  // Decreasing element size, so that every tensor is naturally aligned.
+  std::stable_sort(
+      tensors.begin(), tensors.end(),
+      [](const cleave_named_tensor *a, const cleave_named_tensor *b) {
+        return dtypeSize(a->tensor.dtype) > dtypeSize(b->tensor.dtype);
+      });
+  std::string header = "{\"__metadata__\":{" + meta + "}";
   int64_t offset = 0;
-  for (const cleave_named_tensor *t : order) {
+  for (const cleave_named_tensor *t : tensors) {
     int64_t bytes = tensorBytes(t->tensor);
     header += "," + jsonQuote(t->name) + ":{\"dtype\":\"" +
               safetensorsDtype(t->tensor.dtype) + "\",\"shape\":[";
@@ -306,11 +308,11 @@ void cleave::rt::trainer::saveCheckpoint(const std::string &dir,
     len[i] = (unsigned char)(uint64_t(header.size()) >> (8 * i));
 
   std::vector<char> host; // one tensor at a time, reused
-  writeFileAtomically(checkpointPath(dir), "checkpoint", [&](FILE *f) {
+  writeFileAtomically(path, "checkpoint", [&](FILE *f) {
     if (std::fwrite(len, 1, 8, f) != 8 ||
         std::fwrite(header.data(), 1, header.size(), f) != header.size())
       return false;
-    for (const cleave_named_tensor *t : order) {
+    for (const cleave_named_tensor *t : tensors) {
       size_t bytes = size_t(tensorBytes(t->tensor));
       if (!bytes)
         continue;
@@ -321,22 +323,316 @@ void cleave::rt::trainer::saveCheckpoint(const std::string &dir,
     }
     return true;
   });
+}
+
+/// "shard-<rank>-of-<ranks>.step-<step>.safetensors".
+std::string shardFile(int32_t rank, int32_t ranks, int64_t step) {
+  char buf[96];
+  std::snprintf(buf, sizeof(buf), "shard-%05d-of-%05d.step-%lld.safetensors",
+                int(rank), int(ranks), (long long)step);
+  return buf;
+}
+
+/// Removes the files of `dir` for which `stale(name)` holds.
+void removeFiles(const std::string &dir,
+                 const std::function<bool(const std::string &)> &stale) {
+  std::error_code ec;
+  for (const auto &entry : fs::directory_iterator(dir, ec)) {
+    std::string name = entry.path().filename().string();
+    if (stale(name))
+      fs::remove(entry.path(), ec);
+  }
+}
+
+bool isShardFile(const std::string &name) {
+  const std::string suffix = ".safetensors";
+  return name.rfind("shard-", 0) == 0 && name.size() > suffix.size() &&
+         name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+/// The checkpoint of a partitioned program: each rank writes the blocks it
+/// owns (one writer per block) with their offsets in the global tensors,
+/// then rank 0 commits the index that names every shard. The index is the
+/// commit point: until it is replaced, the previous checkpoint (whose
+/// shards have other names) stays whole.
+void saveSharded(const std::string &dir, const Arena &arena, int64_t step,
+                 const std::string &dataOrder) {
+  const cleave_program_info &p = cleave_program;
+  const Device &dev = device();
+  std::vector<const cleave_named_tensor *> owned;
+  std::string blocks = "{";
+  for (int64_t i = 0; i < p.num_params; ++i) {
+    const cleave_named_tensor &t = p.params[i];
+    if (!ownsBlock(t, dev.coords))
+      continue;
+    owned.push_back(&t);
+    blocks += std::string(owned.size() > 1 ? "," : "") + jsonQuote(t.name) +
+              ":" + shapeString(blockStart(t, dev.coords));
+  }
+  blocks += "}";
+  std::string meta = commonMetadata(step, dataOrder) +
+                     ",\"rank\":\"" + std::to_string(dev.rank) +
+                     "\",\"blocks\":" + jsonQuote(blocks);
+  std::string mine = shardFile(dev.rank, dev.size, step);
+  writeSafetensors((fs::path(dir) / mine).string(), meta, owned, arena);
+  // Every shard is durable before the index names it.
+  dev.comm->barrier(CLEAVE_COMM_WORLD);
+  if (dev.rank == 0) {
+    std::string index = "{\n  \"format\": \"cleave\",\n  \"format_version\": " +
+                        std::string(kFormatVersion) + ",\n  \"sharded\": true" +
+                        ",\n  \"step\": " + std::to_string(step) +
+                        ",\n  \"fingerprint\": \"" + paramFingerprint() +
+                        "\",\n  \"mesh\": {\"axes\": [";
+    for (size_t a = 0; a < dev.axisNames.size(); ++a)
+      index += (a ? ", " : "") + jsonQuote(dev.axisNames[a]);
+    index += "], \"shape\": " + shapeString(dev.shape) + "},\n  \"files\": [";
+    for (int32_t r = 0; r < dev.size; ++r)
+      index += std::string(r ? ", " : "") + "\"" + shardFile(r, dev.size, step) +
+               "\"";
+    index += "],\n  \"params\": {";
+    for (int64_t i = 0; i < p.num_params; ++i) {
+      const cleave_named_tensor &t = p.params[i];
+      std::string sharding = "[";
+      for (int d = 0; d < t.tensor.rank; ++d) {
+        sharding += d ? ", [" : "[";
+        for (int64_t j = 0; t.sharding && j < t.sharding->num_axes[d]; ++j)
+          sharding += std::string(j ? ", " : "") +
+                      jsonQuote(dev.axisNames[size_t(t.sharding->axes[d][j])]);
+        sharding += "]";
+      }
+      sharding += "]";
+      index += std::string(i ? "," : "") + "\n    " + jsonQuote(t.name) +
+               ": {\"dtype\": \"" + safetensorsDtype(t.tensor.dtype) +
+               "\", \"shape\": " + shapeString(globalShape(t)) +
+               ", \"sharding\": " + sharding + "}";
+    }
+    index += "\n  },\n  \"metadata\": {" + commonMetadata(step, dataOrder) +
+             "}\n}\n";
+    writeFileAtomically((fs::path(dir) / kIndexFile).string(), "checkpoint",
+                        [&](FILE *f) {
+                          return std::fwrite(index.data(), 1, index.size(),
+                                             f) == index.size();
+                        });
+  }
+  dev.comm->barrier(CLEAVE_COMM_WORLD);
+  // The new checkpoint is committed: each rank removes its older shards,
+  // rank 0 also those of meshes of another size and a one-device file.
+  removeFiles(dir, [&](const std::string &name) {
+    int rank = -1, ranks = -1;
+    long long at = -1;
+    if (!isShardFile(name) || name == mine ||
+        std::sscanf(name.c_str(), "shard-%d-of-%d.step-%lld", &rank, &ranks,
+                    &at) != 3)
+      return false;
+    return ranks == dev.size ? rank == dev.rank : dev.rank == 0;
+  });
+  if (dev.rank == 0) {
+    std::error_code ec;
+    fs::remove(checkpointPath(dir), ec);
+  }
+}
+
+} // namespace
+
+void cleave::rt::trainer::saveCheckpoint(const std::string &dir,
+                                         const Arena &arena, int64_t step,
+                                         std::optional<float> loss,
+                                         const std::string &dataOrder) {
+  if (device().distributed) {
+    saveSharded(dir, arena, step, dataOrder);
+    if (isRankZero())
+      writeMeta(dir, step, loss, dataOrder);
+    return;
+  }
+  const cleave_program_info &p = cleave_program;
+  std::vector<const cleave_named_tensor *> all;
+  for (int64_t i = 0; i < p.num_params; ++i)
+    all.push_back(&p.params[i]);
+  writeSafetensors(checkpointPath(dir), commonMetadata(step, dataOrder), all,
+                   arena);
+  // The directory now holds a one-device checkpoint: a sharded one there
+  // before is superseded.
+  std::error_code ec;
+  fs::remove(fs::path(dir) / kIndexFile, ec);
+  removeFiles(dir, isShardFile);
   writeMeta(dir, step, loss, dataOrder);
 }
+
+namespace {
+
+/// Where a parameter's global value is read from.
+struct Source {
+  int32_t dtype = -1;
+  std::vector<int64_t> shape; // global
+  struct Block {
+    size_t file;
+    Entry entry;
+    std::vector<int64_t> start;
+  };
+  std::vector<Block> blocks;
+};
+
+/// An open checkpoint: the parameters' sources, its files and metadata.
+struct OpenCheckpoint {
+  std::string dir, what; // "checkpoint DIR"
+  std::vector<std::string> paths;
+  std::vector<std::unique_ptr<FILE, int (*)(FILE *)>> files;
+  std::vector<uint64_t> dataStart;
+  std::map<std::string, Source> params;
+  std::map<std::string, std::string> metadata;
+};
+
+FILE *openFile(OpenCheckpoint &c, const std::string &path) {
+  FILE *f = std::fopen(path.c_str(), "rb");
+  if (!f)
+    fail("cannot open the checkpoint " + path + ": " + std::strerror(errno));
+  c.paths.push_back(path);
+  c.files.emplace_back(f, &std::fclose);
+  c.dataStart.push_back(0);
+  return f;
+}
+
+/// A one-device checkpoint: DIR/model.safetensors holds every global value.
+void openSingle(OpenCheckpoint &c) {
+  std::string path = checkpointPath(c.dir);
+  FILE *f = openFile(c, path);
+  std::map<std::string, Entry> entries;
+  readHeader(path, f, entries, c.metadata, c.dataStart[0]);
+  for (const auto &[name, e] : entries) {
+    Source &src = c.params[name];
+    src.dtype = e.dtype;
+    src.shape = e.shape;
+    src.blocks.push_back({0, e, std::vector<int64_t>(e.shape.size(), 0)});
+  }
+}
+
+/// A sharded checkpoint: the index names the shards, each shard's
+/// metadata says where its blocks lie in the global values.
+void openSharded(OpenCheckpoint &c) {
+  std::string path = (fs::path(c.dir) / kIndexFile).string();
+  std::unique_ptr<FILE, int (*)(FILE *)> f(std::fopen(path.c_str(), "rb"),
+                                           &std::fclose);
+  if (!f)
+    fail("cannot open the checkpoint index " + path + ": " +
+         std::strerror(errno));
+  std::string text;
+  char buf[65536];
+  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), f.get())) > 0;)
+    text.append(buf, n);
+  JsonValue index;
+  std::string error;
+  if (!parseJson(text, index, error) || index.kind != JsonValue::Object)
+    fail("checkpoint index " + path + " is not a JSON object: " + error);
+  const JsonValue *files = index.find("files");
+  const JsonValue *params = index.find("params");
+  const JsonValue *meta = index.find("metadata");
+  if (!files || files->kind != JsonValue::Array || !params ||
+      params->kind != JsonValue::Object || !meta ||
+      meta->kind != JsonValue::Object)
+    fail("checkpoint index " + path + " lacks its files, params or metadata");
+  for (const auto &[key, v] : meta->members)
+    c.metadata[key] = v.text;
+  for (const auto &[name, info] : params->members) {
+    const JsonValue *dtype = info.find("dtype");
+    const JsonValue *shape = info.find("shape");
+    Source &src = c.params[name];
+    src.dtype = dtype ? dtypeFromSafetensors(dtype->text) : -1;
+    for (const JsonValue &d : shape ? shape->items : std::vector<JsonValue>()) {
+      int64_t v = -1;
+      d.asInt64(v);
+      src.shape.push_back(v);
+    }
+    if (src.dtype < 0 || !shape)
+      fail("checkpoint index " + path + ": parameter '" + name +
+           "' has no valid dtype and shape");
+  }
+  for (const JsonValue &file : files->items) {
+    std::string shard = (fs::path(c.dir) / file.text).string();
+    if (!fs::exists(shard))
+      fail("checkpoint " + c.dir + ": shard " + file.text +
+           ", which the index names, is missing");
+    FILE *sf = openFile(c, shard);
+    size_t fi = c.files.size() - 1;
+    std::map<std::string, Entry> entries;
+    std::map<std::string, std::string> shardMeta;
+    readHeader(shard, sf, entries, shardMeta, c.dataStart[fi]);
+    JsonValue blocks;
+    if (shardMeta["step"] != c.metadata["step"] ||
+        !parseJson(shardMeta["blocks"], blocks, error) ||
+        blocks.kind != JsonValue::Object)
+      fail("checkpoint " + c.dir + ": shard " + file.text +
+           " is not of the index's step " + c.metadata["step"] +
+           " or has no block offsets");
+    for (const auto &[name, e] : entries) {
+      auto it = c.params.find(name);
+      const JsonValue *at = blocks.find(name);
+      if (it == c.params.end() || !at || at->items.size() != e.shape.size() ||
+          e.dtype != it->second.dtype)
+        fail("checkpoint " + c.dir + ": shard " + file.text + " holds '" +
+             name + "', which the index does not describe so");
+      Source::Block block{fi, e, {}};
+      for (size_t d = 0; d < e.shape.size(); ++d) {
+        int64_t v = -1;
+        at->items[d].asInt64(v);
+        if (v < 0 || v + e.shape[d] > it->second.shape[d])
+          fail("checkpoint " + c.dir + ": shard " + file.text + "'s block of '" +
+               name + "' lies outside its global shape");
+        block.start.push_back(v);
+      }
+      it->second.blocks.push_back(block);
+    }
+  }
+}
+
+/// Reads the global value of `name` into `global`, checking that the blocks
+/// cover it.
+void readGlobal(OpenCheckpoint &c, const std::string &name,
+                std::vector<char> &global) {
+  const Source &src = c.params.at(name);
+  size_t es = dtypeSize(src.dtype);
+  int64_t elements = 1;
+  for (int64_t d : src.shape)
+    elements *= d;
+  global.assign(size_t(elements) * es, 0);
+  int64_t covered = 0;
+  std::vector<char> bytes;
+  for (const Source::Block &b : src.blocks) {
+    size_t n = size_t(b.entry.end - b.entry.begin);
+    bytes.resize(n);
+    FILE *f = c.files[b.file].get();
+    if (n && (std::fseek(f, long(c.dataStart[b.file] + uint64_t(b.entry.begin)),
+                         SEEK_SET) != 0 ||
+              std::fread(bytes.data(), 1, n, f) != n))
+      fail("checkpoint " + c.paths[b.file] + ": cannot read tensor '" + name +
+           "'");
+    copyRegion(global.data(), src.shape, b.start, b.entry.shape, es,
+               bytes.data(), /*toGlobal=*/true);
+    covered += int64_t(n / (es ? es : 1));
+  }
+  if (covered != elements)
+    fail("checkpoint " + c.dir + ": the blocks of '" + name + "' cover " +
+         std::to_string(covered) + " of its " + std::to_string(elements) +
+         " elements");
+}
+
+} // namespace
 
 int64_t cleave::rt::trainer::loadCheckpoint(const std::string &dir,
                                             Arena &arena,
                                             const std::string &dataOrder) {
   const cleave_program_info &p = cleave_program;
-  std::string path = checkpointPath(dir);
-  std::unique_ptr<FILE, int (*)(FILE *)> f(std::fopen(path.c_str(), "rb"),
-                                           &std::fclose);
-  if (!f)
-    fail("cannot open the checkpoint " + path + ": " + std::strerror(errno));
-  std::map<std::string, Entry> entries;
-  std::map<std::string, std::string> metadata;
-  uint64_t dataStart = 0;
-  readHeader(path, f.get(), entries, metadata, dataStart);
+  OpenCheckpoint c;
+  c.dir = dir;
+  // A sharded checkpoint, from any mesh, or a one-device one: either is
+  // resharded to this program's mesh.
+  bool sharded = fs::exists(fs::path(dir) / kIndexFile);
+  if (sharded)
+    openSharded(c);
+  else
+    openSingle(c);
+  std::string path =
+      sharded ? (fs::path(dir) / kIndexFile).string() : checkpointPath(dir);
+  std::map<std::string, std::string> &metadata = c.metadata;
   if (metadata["format"] != "cleave" || metadata["format_version"].empty())
     fail("checkpoint " + path +
          " was not written by a Cleave trainer (no \"format\": \"cleave\" in "
@@ -352,16 +648,16 @@ int64_t cleave::rt::trainer::loadCheckpoint(const std::string &dir,
   if (!stepValue.asInt64(step) || step < 0)
     fail("checkpoint " + path + " has a bad step '" + metadata["step"] + "'");
 
-  // Every parameter must be there with its dtype and shape, and nothing
-  // else: list the first differences.
+  // Every parameter must be there with its dtype and global shape, and
+  // nothing else: list the first differences.
   std::vector<std::string> diffs;
   std::map<std::string, bool> known;
   for (int64_t i = 0; i < p.num_params; ++i) {
     const cleave_named_tensor &param = p.params[i];
     known[param.name] = true;
-    auto it = entries.find(param.name);
-    std::string mine = describe(param.tensor);
-    if (it == entries.end()) {
+    auto it = c.params.find(param.name);
+    std::string mine = describe(globalTensor(param));
+    if (it == c.params.end()) {
       diffs.push_back("parameter '" + std::string(param.name) + "' (" + mine +
                       ") is not in the checkpoint");
       continue;
@@ -372,10 +668,10 @@ int64_t cleave::rt::trainer::loadCheckpoint(const std::string &dir,
                       theirs + " in the checkpoint but " + mine +
                       " in this program");
   }
-  for (const auto &[name, e] : entries)
+  for (const auto &[name, src] : c.params)
     if (!known.count(name))
       diffs.push_back("the checkpoint has '" + name + "' (" +
-                      describeEntry(e.dtype, e.shape) +
+                      describeEntry(src.dtype, src.shape) +
                       "), which this program lacks");
   if (!diffs.empty()) {
     std::string message = "checkpoint " + dir + " is from another model: ";
@@ -390,30 +686,25 @@ int64_t cleave::rt::trainer::loadCheckpoint(const std::string &dir,
     fail(message);
   }
 
-  std::vector<char> host; // one tensor at a time, reused
+  std::vector<char> global, block;
   for (int64_t i = 0; i < p.num_params; ++i) {
     const cleave_named_tensor &param = p.params[i];
-    const Entry &e = entries[param.name];
-    size_t bytes = size_t(e.end - e.begin);
-    if (!bytes)
-      continue;
-    host.resize(bytes);
-    if (std::fseek(f.get(), long(dataStart + uint64_t(e.begin)), SEEK_SET) !=
-            0 ||
-        std::fread(host.data(), 1, bytes, f.get()) != bytes)
-      fail("checkpoint " + path + ": cannot read tensor '" + param.name + "'");
-    arena.write(param.tensor, host.data());
+    readGlobal(c, param.name, global);
+    block.resize(size_t(tensorBytes(param.tensor)));
+    copyBlock(param, device().coords, global.data(), block.data());
+    arena.write(param.tensor, block.data());
   }
 
   const char *config = p.training_config;
   auto saved = metadata.find("training_config");
-  if (config && saved != metadata.end() && saved->second != config)
+  if (isRankZero() && config && saved != metadata.end() &&
+      saved->second != config)
     std::fprintf(stderr,
                  "warning: checkpoint %s was written with another training "
                  "config: %s\n",
                  dir.c_str(), saved->second.c_str());
   auto order = metadata.find("data_order");
-  if (order != metadata.end() && order->second != dataOrder)
+  if (isRankZero() && order != metadata.end() && order->second != dataOrder)
     std::fprintf(stderr,
                  "warning: checkpoint %s was written with data order '%s', "
                  "this run uses '%s'\n",

@@ -73,46 +73,11 @@ int64_t blockIndex(const cleave_named_tensor &t, int d,
   return index;
 }
 
-/// Moves the block between global and local bytes, one contiguous run of
-/// the last dimension at a time.
 void moveBlock(const cleave_named_tensor &t,
                const std::vector<int64_t> &coords, char *global, char *local,
                bool toGlobal) {
-  const cleave_tensor &l = t.tensor;
-  size_t es = dtypeSize(l.dtype);
-  if (!t.sharding || l.rank == 0) {
-    size_t bytes = size_t(tensorBytes(l));
-    if (toGlobal)
-      std::memcpy(global, local, bytes);
-    else
-      std::memcpy(local, global, bytes);
-    return;
-  }
-  std::vector<int64_t> start = blockStart(t, coords);
-  std::vector<int64_t> gshape = globalShape(t);
-  int rank = l.rank;
-  int64_t rows = numElements(l) / (l.shape[rank - 1] ? l.shape[rank - 1] : 1);
-  if (numElements(l) == 0)
-    return;
-  size_t run = size_t(l.shape[rank - 1]) * es;
-  std::vector<int64_t> index(size_t(rank), 0); // over the local dims < last
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t g = 0;
-    for (int d = 0; d < rank; ++d)
-      g = g * gshape[size_t(d)] +
-          (d == rank - 1 ? start[size_t(d)] : start[size_t(d)] + index[size_t(d)]);
-    char *gp = global + size_t(g) * es;
-    char *lp = local + size_t(r) * run;
-    if (toGlobal)
-      std::memcpy(gp, lp, run);
-    else
-      std::memcpy(lp, gp, run);
-    for (int d = rank - 2; d >= 0; --d) {
-      if (++index[size_t(d)] < l.shape[d])
-        break;
-      index[size_t(d)] = 0;
-    }
-  }
+  copyRegion(global, globalShape(t), blockStart(t, coords), shapeOf(t.tensor),
+             dtypeSize(t.tensor.dtype), local, toGlobal);
 }
 
 } // namespace
@@ -249,4 +214,45 @@ bool cleave::rt::trainer::ownsBlock(const cleave_named_tensor &t,
     if (!splits[a] && coords[a] != 0)
       return false;
   return true;
+}
+
+void cleave::rt::trainer::copyRegion(char *global,
+                                     const std::vector<int64_t> &gshape,
+                                     const std::vector<int64_t> &start,
+                                     const std::vector<int64_t> &block,
+                                     size_t es, char *blockBytes,
+                                     bool toGlobal) {
+  int rank = int(block.size());
+  int64_t elements = 1;
+  for (int64_t d : block)
+    elements *= d;
+  if (elements == 0)
+    return;
+  if (rank == 0) {
+    if (toGlobal)
+      std::memcpy(global, blockBytes, es);
+    else
+      std::memcpy(blockBytes, global, es);
+    return;
+  }
+  // One contiguous run of the last dimension at a time.
+  size_t run = size_t(block[size_t(rank - 1)]) * es;
+  int64_t rows = elements / block[size_t(rank - 1)];
+  std::vector<int64_t> index(size_t(rank), 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t g = 0;
+    for (int d = 0; d < rank; ++d)
+      g = g * gshape[size_t(d)] + start[size_t(d)] + index[size_t(d)];
+    char *gp = global + size_t(g) * es;
+    char *bp = blockBytes + size_t(r) * run;
+    if (toGlobal)
+      std::memcpy(gp, bp, run);
+    else
+      std::memcpy(bp, gp, run);
+    for (int d = rank - 2; d >= 0; --d) {
+      if (++index[size_t(d)] < block[size_t(d)])
+        break;
+      index[size_t(d)] = 0;
+    }
+  }
 }

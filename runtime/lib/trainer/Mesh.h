@@ -71,6 +71,13 @@ void copyBlock(const cleave_named_tensor &t, const std::vector<int64_t> &coords,
 void copyBlockToGlobal(const cleave_named_tensor &t,
                        const std::vector<int64_t> &coords, const char *local,
                        char *global);
+/// Moves a block of shape `block` at element offsets `start` of a
+/// row-major tensor of shape `global` (elements of `elementSize` bytes)
+/// between the global bytes and the block's own row-major bytes.
+void copyRegion(char *global, const std::vector<int64_t> &globalShape,
+                const std::vector<int64_t> &start,
+                const std::vector<int64_t> &block, size_t elementSize,
+                char *blockBytes, bool toGlobal);
 /// True when the device at `coords` writes `t`'s block to a checkpoint:
 /// its coordinate is 0 along every mesh axis that does not split `t`, so
 /// each block is written once.
