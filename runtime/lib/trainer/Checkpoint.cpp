@@ -615,13 +615,11 @@ void readGlobal(OpenCheckpoint &c, const std::string &name,
          " elements");
 }
 
-} // namespace
-
-int64_t cleave::rt::trainer::loadCheckpoint(const std::string &dir,
-                                            Arena &arena,
-                                            const std::string &dataOrder) {
+/// Opens the checkpoint in `dir` (either layout) and checks it against the
+/// program: its format, its step (returned), and that it holds exactly the
+/// program's parameters with their dtypes and global shapes.
+int64_t openChecked(const std::string &dir, OpenCheckpoint &c) {
   const cleave_program_info &p = cleave_program;
-  OpenCheckpoint c;
   c.dir = dir;
   // A sharded checkpoint, from any mesh, or a one-device one: either is
   // resharded to this program's mesh.
@@ -686,6 +684,29 @@ int64_t cleave::rt::trainer::loadCheckpoint(const std::string &dir,
     fail(message);
   }
 
+  return step;
+}
+
+} // namespace
+
+std::map<std::string, std::vector<char>>
+cleave::rt::trainer::readGlobalModelParams(const std::string &dir) {
+  const cleave_program_info &p = cleave_program;
+  OpenCheckpoint c;
+  openChecked(dir, c);
+  std::map<std::string, std::vector<char>> values;
+  for (int64_t i = 0; i < p.num_model_params; ++i)
+    readGlobal(c, p.params[i].name, values[p.params[i].name]);
+  return values;
+}
+
+int64_t cleave::rt::trainer::loadCheckpoint(const std::string &dir,
+                                            Arena &arena,
+                                            const std::string &dataOrder) {
+  const cleave_program_info &p = cleave_program;
+  OpenCheckpoint c;
+  int64_t step = openChecked(dir, c);
+  std::map<std::string, std::string> &metadata = c.metadata;
   std::vector<char> global, block;
   for (int64_t i = 0; i < p.num_params; ++i) {
     const cleave_named_tensor &param = p.params[i];

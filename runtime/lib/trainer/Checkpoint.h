@@ -24,8 +24,10 @@
 #define CLEAVE_RUNTIME_TRAINER_CHECKPOINT_H
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace cleave::rt::trainer {
 
@@ -53,6 +55,12 @@ void saveCheckpoint(const std::string &dir, const Arena &arena, int64_t step,
 /// run then continues, but not as the original one would have).
 int64_t loadCheckpoint(const std::string &dir, Arena &arena,
                        const std::string &dataOrder);
+
+/// The global value of every model parameter of the checkpoint in `dir`
+/// (either layout, checked against the program as loadCheckpoint checks
+/// it), by parameter name: what a partitioned program exports to ONNX.
+std::map<std::string, std::vector<char>>
+readGlobalModelParams(const std::string &dir);
 
 } // namespace cleave::rt::trainer
 

@@ -10,6 +10,7 @@
 
 #include "OnnxExport.h"
 
+#include "Mesh.h"
 #include "Program.h"
 
 #include "cleave/Runtime/Float16.h"
@@ -217,6 +218,17 @@ std::string cleave::rt::trainer::onnxSourceModel() {
 
 void cleave::rt::trainer::exportOnnx(const std::string &out,
                                      const Arena &arena) {
+  exportOnnx(out, [&](const cleave_named_tensor &param,
+                      std::vector<char> &host) {
+    host.resize(size_t(tensorBytes(param.tensor)));
+    arena.read(param.tensor, host.data());
+  });
+}
+
+void cleave::rt::trainer::exportOnnx(
+    const std::string &out,
+    const std::function<void(const cleave_named_tensor &,
+                             std::vector<char> &)> &globalValue) {
   const cleave_program_info &p = cleave_program;
   std::string source = onnxSourceModel();
   std::ifstream in(source, std::ios::binary);
@@ -236,9 +248,17 @@ void cleave::rt::trainer::exportOnnx(const std::string &out,
   bytes.clear();
   bytes.shrink_to_fit();
 
+  // The global view of each parameter (a partitioned program's are
+  // blocks).
+  std::vector<cleave_named_tensor> global(p.params,
+                                          p.params + p.num_model_params);
+  for (cleave_named_tensor &g : global) {
+    g.tensor = globalTensor(g);
+    g.sharding = nullptr;
+  }
   std::map<std::string, const cleave_named_tensor *> params;
   for (int64_t i = 0; i < p.num_model_params; ++i)
-    params[p.params[i].name] = &p.params[i];
+    params[p.params[i].name] = &global[size_t(i)];
   std::set<std::string> done;
   std::vector<char> host; // one parameter at a time, reused
   for (onnx::TensorProto &init :
@@ -255,8 +275,7 @@ void cleave::rt::trainer::exportOnnx(const std::string &out,
            describe(param.tensor) + ") has " +
            std::to_string(numElements(param.tensor)) +
            " elements, its initializer " + std::to_string(count));
-    host.resize(size_t(tensorBytes(param.tensor)));
-    arena.read(param.tensor, host.data());
+    globalValue(p.params[&param - global.data()], host);
     std::string data = encode(param, host.data(), init.data_type());
     clearData(init);
     init.set_raw_data(std::move(data));

@@ -8,7 +8,11 @@
 #ifndef CLEAVE_RUNTIME_TRAINER_ONNXEXPORT_H
 #define CLEAVE_RUNTIME_TRAINER_ONNXEXPORT_H
 
+#include "cleave/Runtime/cleave_rt.h"
+
+#include <functional>
 #include <string>
+#include <vector>
 
 namespace cleave::rt::trainer {
 
@@ -25,6 +29,12 @@ std::string onnxSourceModel();
 /// that the file stands alone. Every model parameter must be an initializer
 /// with its element count.
 void exportOnnx(const std::string &out, const Arena &arena);
+/// The same with each parameter's global value from `globalValue` (the
+/// bytes of the global tensor), as a partitioned program's rank 0 reads
+/// them from a checkpoint.
+void exportOnnx(const std::string &out,
+                const std::function<void(const cleave_named_tensor &,
+                                         std::vector<char> &)> &globalValue);
 
 } // namespace cleave::rt::trainer
 

@@ -478,10 +478,6 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
     if (ec)
       fail("--comm-stats: cannot create " + o.commStats + ": " + ec.message());
   }
-  if (!o.exportOnnx.empty() && device().distributed)
-    fail("--export-onnx: exporting a partitioned program's weights (a "
-         "gather of every block) is not supported yet; resume its "
-         "checkpoint on one device and export there");
   if (!o.exportOnnx.empty()) {
     onnxSourceModel();
     std::error_code ec;
@@ -688,8 +684,32 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
     stopDevice();
     return 128 + sig;
   }
-  if (!o.exportOnnx.empty())
+  if (!o.exportOnnx.empty() && !dev.distributed)
     exportOnnx(o.exportOnnx, arena);
+  if (!o.exportOnnx.empty() && dev.distributed) {
+    // The global weights: the blocks go through a sharded checkpoint (the
+    // one just saved, or one beside the model), which rank 0 reads back.
+    std::string dir = o.save;
+    if (dir.empty()) {
+      dir = o.exportOnnx + ".blocks";
+      if (isRankZero())
+        prepareCheckpointDir(dir);
+      dev.comm->barrier(CLEAVE_COMM_WORLD);
+      saveCheckpoint(dir, arena, done, loss, dataOrder);
+    }
+    if (isRankZero()) {
+      auto values = readGlobalModelParams(dir);
+      exportOnnx(o.exportOnnx, [&](const cleave_named_tensor &param,
+                                   std::vector<char> &host) {
+        host = std::move(values.at(param.name));
+      });
+      if (o.save.empty()) {
+        std::error_code ec;
+        fs::remove_all(dir, ec);
+      }
+    }
+    dev.comm->barrier(CLEAVE_COMM_WORLD);
+  }
   if (!o.commStats.empty())
     writeCommStats(o.commStats, done - first + 1);
   if (!o.quiet) {
