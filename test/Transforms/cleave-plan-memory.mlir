@@ -99,3 +99,24 @@ func.func @update_copied(%g: tensor<4xf32>, %s: tensor<i64>) -> tensor<4xf32> {
   graph.assign @w, %p1 : tensor<4xf32>
   return %d : tensor<4xf32>
 }
+
+// -----
+
+// The engine reduces in place: an all_reduce whose operand dies there
+// reuses its buffer; one whose operand lives on (returned) gets its own,
+// and an argument's storage is never written.
+// CHECK-LABEL: func.func @all_reduce_in_place
+// CHECK: graph.mul %arg0, %arg0 {cleave.offsets = array<i64: 64>}
+// CHECK: dist.all_reduce %{{.*}} {cleave.offsets = array<i64: 64>}
+// CHECK: graph.mul {{.*}} {cleave.offsets = array<i64: 128>}
+// CHECK: dist.all_reduce %{{.*}} {cleave.offsets = array<i64: 192>}
+// CHECK: dist.all_reduce %arg0 {{.*}} {cleave.offsets = array<i64: 256>}
+dist.mesh @mesh ["dp" = 2]
+func.func @all_reduce_in_place(%x: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) {
+  %p = graph.mul %x, %x : tensor<16xf32>, tensor<16xf32>
+  %r = dist.all_reduce %p on @mesh ["dp"] sum : tensor<16xf32>
+  %q = graph.mul %r, %x : tensor<16xf32>, tensor<16xf32>
+  %s = dist.all_reduce %q on @mesh ["dp"] sum : tensor<16xf32>
+  %t = dist.all_reduce %x on @mesh ["dp"] sum : tensor<16xf32>
+  return %r, %s, %q, %t : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>
+}

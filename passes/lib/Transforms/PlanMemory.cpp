@@ -11,6 +11,7 @@
 
 #include "cleave/Transforms/MemoryPlan.h"
 
+#include "cleave/Dialect/Dist/IR/DistOps.h"
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
 #include "cleave/Transforms/Passes.h"
 
@@ -57,7 +58,9 @@ bool canWriteInPlace(Operation *op) {
              graph::TanhOp, graph::ErfOp, graph::SigmoidOp, graph::SiluOp,
              graph::SinOp, graph::CosOp, graph::GeluOp, graph::AddOp,
              graph::SubOp, graph::MulOp, graph::DivOp, graph::PowOp,
-             graph::MaxOp, graph::MinOp>(op);
+             graph::MaxOp, graph::MinOp,
+             // The engine reduces and broadcasts in place (cleave_comm.h).
+             dist::AllReduceOp, dist::BroadcastOp>(op);
 }
 
 struct Buffer {
