@@ -192,6 +192,20 @@ void printUsage(const char *argv0) {
               humanBytes(stateBytes).c_str(), humanBytes(p.arena_bytes).c_str(),
               p.source_model ? p.source_model : "(none)",
               p.training_config ? p.training_config : "(none)");
+  if (p.mesh_rank > 0) {
+    // A partitioned program: the sizes above are one device's.
+    std::string mesh;
+    int64_t devices = 1;
+    for (int32_t a = 0; a < p.mesh_rank; ++a) {
+      mesh += std::string(a ? ", " : "") + p.mesh_axis_names[a] + "=" +
+              std::to_string(p.mesh_shape[a]);
+      devices *= p.mesh_shape[a];
+    }
+    std::printf("mesh: %s, %lld devices (one device's program: the inputs, "
+                "parameters and arena above are one device's; launch with "
+                "mpirun -np %lld, see docs/distributed.md)\n",
+                mesh.c_str(), (long long)devices, (long long)devices);
+  }
 }
 
 int64_t parseCount(const std::string &flag, const std::string &text,
