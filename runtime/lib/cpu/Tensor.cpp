@@ -12,6 +12,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 using namespace cleave::rt;
 
@@ -21,12 +22,18 @@ void cleave::rt::setFailHook(FailHook hook) { failHook = hook; }
 
 extern "C" void cleave_rt_fail(const char *format, ...) {
   std::fflush(stdout);
-  std::fputs("error: ", stderr);
+  // One write, so that the lines of ranks failing together do not mix.
+  char line[4096];
   va_list args;
   va_start(args, format);
-  std::vfprintf(stderr, format, args);
+  int n = std::vsnprintf(line, sizeof(line), format, args);
   va_end(args);
-  std::fputc('\n', stderr);
+  std::string message = "error: ";
+  message += n >= 0 ? line : "(unprintable message)";
+  if (n >= int(sizeof(line)))
+    message += "...";
+  message += "\n";
+  std::fwrite(message.data(), 1, message.size(), stderr);
   std::fflush(stderr);
   if (FailHook hook = failHook) {
     failHook = nullptr;
