@@ -72,8 +72,9 @@ def Cleave_ParamRoleAttr : AttrDef<Cleave_Dialect, "ParamRole"> {
   let description = [{
     One of the runtime's parameter roles (CLEAVE_RT_PARAM_ROLES in
     cleave_rt_enums.h), by its mnemonic: `model`, `optimizer_state`,
-    `step_counter`, `loss_scale`, `growth_tracker`. -cleave-autodiff sets it
-    on the state it adds; -cleave-lower-to-runtime passes it to the runtime
+    `step_counter`, `loss_scale`, `growth_tracker`. -cleave-differentiate
+    (the loss scale) and -cleave-add-optimizer set it on the state they add;
+    -cleave-lower-to-runtime passes it to the runtime
     in the program's parameter table, where the trainer finds the step
     counter and the loss scale by role.
 
