@@ -223,15 +223,16 @@ LogicalResult cleave::differentiateStep(ModuleOp module,
   for (auto [m, lossOp] : llvm::enumerate(*losses)) {
     SmallVector<Operation *> forwardOps;
     Operation *last = nullptr;
+    bool pastLoss = false;
     for (Operation &op : *entry) {
       if (forwardMicrobatch(&op) != static_cast<int64_t>(m))
         continue;
       last = &op;
       // The ops after the loss (the sum over microbatches) have no
       // gradient to pass on.
-      if (!forwardOps.empty() && forwardOps.back() == lossOp)
-        continue;
-      forwardOps.push_back(&op);
+      if (!pastLoss)
+        forwardOps.push_back(&op);
+      pastLoss |= &op == lossOp;
     }
     b.setInsertionPointAfter(last);
     tagger.phase = Phase::Backward;
