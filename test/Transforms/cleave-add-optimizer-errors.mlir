@@ -100,3 +100,13 @@ func.func @train_step(%x: tensor<4xf32>) -> (tensor<f32>, tensor<4xf32> {cleave.
   %l = graph.mse %x, %x : tensor<4xf32>
   return %l, %x : tensor<f32>, tensor<4xf32>
 }
+
+// -----
+
+// expected-error @+1 {{'func.func' op expects a single block (the step that -cleave-add-loss builds), got 2}}
+func.func @train_step(%x: tensor<4xf32>) -> tensor<f32> attributes {cleave.loss = {loss = "mse", accumulate = 1 : i64}} {
+  %y = graph.mse %x, %x : tensor<4xf32>
+  return %y : tensor<f32>
+^bb1:
+  return %y : tensor<f32>
+}

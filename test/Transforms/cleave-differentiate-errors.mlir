@@ -80,6 +80,16 @@ func.func @b(%x: tensor<4xf32>) -> tensor<f32> attributes {cleave.loss = {loss =
 
 // -----
 
+// expected-error @+1 {{'func.func' op expects a single block (the step that -cleave-add-loss builds), got 2}}
+func.func @train_step(%x: tensor<4xf32>) -> tensor<f32> attributes {cleave.loss = {loss = "mse", accumulate = 1 : i64}} {
+  %y = graph.mse %x, %x : tensor<4xf32>
+  return %y : tensor<f32>
+^bb1:
+  return %y : tensor<f32>
+}
+
+// -----
+
 // An op on the gradient path without a rule.
 dist.mesh @mesh ["tp" = 2]
 graph.param @w : tensor<4xf32>

@@ -143,7 +143,8 @@ FailureOr<func::FuncOp> cleave::lookupLossStep(ModuleOp module, StringRef pass,
            << pass << " needs " << needs << ": no function carries '"
            << kLossAttr << "' (run " << runFirst << " first)";
   if (!found.getBody().hasOneBlock())
-    return found.emitOpError("expects a single block, as ")
-           << pass << " writes one";
+    return found.emitOpError("expects a single block (the step that "
+                             "-cleave-add-loss builds), got ")
+           << found.getBody().getBlocks().size();
   return found;
 }
