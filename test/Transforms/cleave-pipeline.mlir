@@ -2,6 +2,8 @@
 // passes one by one, and as cleave-compile --emit=mlir with the same flags.
 
 // A training step: raise, autodiff with SGD, fusion, memory plan, lowering.
+// The pipeline runs -cleave-add-loss, -cleave-differentiate and
+// -cleave-add-optimizer, whose output is -cleave-autodiff's.
 // RUN: cleave-opt %s --cleave-pipeline='train optimizer=sgd lr=0.1 momentum=0.9' > %t.pipeline.mlir
 // RUN: cleave-opt %s --cleave-raise --canonicalize --cleave-autodiff='optimizer=sgd lr=0.1 momentum=0.9' --canonicalize --cse --cleave-normalize-collectives --cleave-fuse-linear --cleave-plan-memory --cleave-lower-to-runtime > %t.passes.mlir
 // RUN: diff %t.pipeline.mlir %t.passes.mlir
@@ -31,12 +33,15 @@
 // GRAD: llvm.return
 
 // The passes and their options; fp16 training scales the loss by default.
+// The distribution passes will go between the gradients and the optimizer.
 // RUN: cleave-opt %s --cleave-pipeline='train precision=fp16 keep-f32=softmax' --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=PASSES
 // PASSES: builtin.module(
 // PASSES-NEXT: cleave-raise,
 // PASSES-NEXT: cleave-mixed-precision{keep-f32={softmax} precision=f16 router-f32=true},
 // PASSES-NEXT: canonicalize
-// PASSES-NEXT: cleave-autodiff{{.*}} loss=cross-entropy loss-scale=6.553600e+04 {{.*}} optimizer=adamw
+// PASSES-NEXT: cleave-add-loss{accumulate=1 ignore-index= loss=cross-entropy},
+// PASSES-NEXT: cleave-differentiate{loss-scale=6.553600e+04},
+// PASSES-NEXT: cleave-add-optimizer{{.*}} optimizer=adamw
 // PASSES-NEXT: canonicalize
 // PASSES-NEXT: cse,
 // PASSES-NEXT: cleave-normalize-collectives,
@@ -49,6 +54,9 @@
 // INFER: cleave-raise,
 // INFER-NOT: cleave-mixed-precision
 // INFER-NOT: cleave-autodiff
+// INFER-NOT: cleave-add-loss
+// INFER-NOT: cleave-differentiate
+// INFER-NOT: cleave-add-optimizer
 // INFER: cleave-lower-to-runtime
 
 // A value outside an option's set is rejected by the option's parser, which

@@ -1,9 +1,10 @@
 //===- Pipeline.cpp - the Cleave pass pipeline --------------------------===//
 //
-// buildCleavePipeline in three stages: the single-device training step, the
-// distribution of the program over a mesh (its place is kept, its passes are
-// to come), and the lowering of the local program to runtime calls. The
-// checks of option combinations live here, once, for every driver.
+// buildCleavePipeline in four stages: the single-device program and, when
+// differentiating, its loss and gradients; the distribution of the program
+// over a mesh (its place is kept, its passes are to come); the optimizer;
+// and the lowering of the local program to runtime calls. The checks of
+// option combinations live here, once, for every driver.
 //
 //===----------------------------------------------------------------------===//
 
@@ -56,12 +57,28 @@ MixedPrecisionPassOptions CleavePipelineOptions::mixedPrecisionOptions() const {
   return options;
 }
 
-AutodiffPassOptions CleavePipelineOptions::autodiffOptions() const {
-  AutodiffPassOptions options;
+AddLossPassOptions CleavePipelineOptions::addLossOptions() const {
+  AddLossPassOptions options;
   options.loss = loss;
   options.ignoreIndex = ignoreIndex;
-  if (!train)
-    return options; // no optimizer: the gradients
+  if (train)
+    options.accumulate = accumulate;
+  return options;
+}
+
+DifferentiatePassOptions CleavePipelineOptions::differentiateOptions() const {
+  DifferentiatePassOptions options;
+  // fp16's narrow range needs loss scaling unless asked otherwise; the
+  // gradient program (no --train) returns the gradients unscaled.
+  if (train)
+    options.lossScale = lossScale.hasValue()          ? lossScale.getValue()
+                        : precision == Precision::F16 ? 65536.0
+                                                      : 0.0;
+  return options;
+}
+
+AddOptimizerPassOptions CleavePipelineOptions::addOptimizerOptions() const {
+  AddOptimizerPassOptions options;
   options.optimizer = optimizer;
   options.lr = lr;
   options.momentum = momentum;
@@ -72,12 +89,31 @@ AutodiffPassOptions CleavePipelineOptions::autodiffOptions() const {
   options.beta2 = beta2;
   options.eps = eps;
   options.gradClip = gradClip;
-  options.accumulate = accumulate;
-  // fp16's narrow range needs loss scaling unless asked otherwise.
-  options.lossScale = lossScale.hasValue()          ? lossScale.getValue()
-                      : precision == Precision::F16 ? 65536.0
-                                                    : 0.0;
   options.lossScaleGrowthInterval = lossScaleGrowthInterval;
+  return options;
+}
+
+AutodiffPassOptions CleavePipelineOptions::autodiffOptions() const {
+  AddLossPassOptions loss = addLossOptions();
+  AutodiffPassOptions options;
+  options.loss = loss.loss;
+  options.ignoreIndex = loss.ignoreIndex;
+  options.accumulate = loss.accumulate;
+  if (!train)
+    return options; // no optimizer: the gradients
+  options.lossScale = differentiateOptions().lossScale;
+  AddOptimizerPassOptions optimizer = addOptimizerOptions();
+  options.optimizer = optimizer.optimizer;
+  options.lr = optimizer.lr;
+  options.momentum = optimizer.momentum;
+  options.dampening = optimizer.dampening;
+  options.nesterov = optimizer.nesterov;
+  options.weightDecay = optimizer.weightDecay;
+  options.beta1 = optimizer.beta1;
+  options.beta2 = optimizer.beta2;
+  options.eps = optimizer.eps;
+  options.gradClip = optimizer.gradClip;
+  options.lossScaleGrowthInterval = optimizer.lossScaleGrowthInterval;
   return options;
 }
 
@@ -98,9 +134,11 @@ void CleavePipelineOptions::addToCommandLine(
 }
 
 /// The single-device program: fused ops raised from the exporter's
-/// patterns, the compute type and, when differentiating, the training step.
-static void addTrainingStepPasses(OpPassManager &pm,
-                                  const CleavePipelineOptions &options) {
+/// patterns, the compute type and, when differentiating, the training
+/// step's loss and the gradients of the parameters (as results of the step,
+/// marked `cleave.gradient`).
+static void addGradientPasses(OpPassManager &pm,
+                              const CleavePipelineOptions &options) {
   pm.addPass(createRaisePass());
   if (options.splitProjections)
     pm.addPass(createSplitProjectionsPass());
@@ -108,19 +146,25 @@ static void addTrainingStepPasses(OpPassManager &pm,
     pm.addPass(createMixedPrecisionPass(options.mixedPrecisionOptions()));
   if (options.differentiates()) {
     pm.addPass(createCanonicalizerPass());
-    pm.addPass(createAutodiffPass(options.autodiffOptions()));
+    pm.addPass(createAddLossPass(options.addLossOptions()));
+    pm.addPass(createDifferentiatePass(options.differentiateOptions()));
   }
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
 }
 
 /// The distribution of the training step over a device mesh: global program
 /// in, per-rank local program with explicit collectives out.
 static void addDistributionPasses(OpPassManager &pm,
                                   const CleavePipelineOptions &options) {
-  // The distribution passes go here, before memory planning and after the
-  // training step (whose gradients and optimizer state they shard), with
-  // their options (the mesh, the strategies) in CleavePipelineOptions:
+  // The distribution passes go here, between the gradients and the
+  // optimizer, so that -cleave-add-optimizer updates each parameter from
+  // the gradient result (cleave.gradient) of the partitioned step. For
+  // sharded gradients and state (ZeRO-1/2) it will have to update a
+  // parameter's local block, as test/Dialect/Dist/sharded-training-step.mlir
+  // does by hand; today it requires each gradient to have its parameter's
+  // type. Their options (the mesh, the strategies) go in
+  // CleavePipelineOptions; they start with -canonicalize -cse, since the
+  // backward holds many duplicates (the single-device pipeline runs those
+  // after the optimizer, which keeps the IR of -cleave-autodiff):
   //   strategy passes: -dist-data-parallel (zero=0..3),
   //     -dist-tensor-parallel, -dist-sequence-parallel,
   //     -dist-context-parallel, -dist-expert-parallel,
@@ -133,6 +177,16 @@ static void addDistributionPasses(OpPassManager &pm,
   // sharding rules). Without a mesh the program stays single-device.
   (void)pm;
   (void)options;
+}
+
+/// The updates of the parameters from the gradients, when training, and
+/// the clean-up of the step.
+static void addOptimizerPasses(OpPassManager &pm,
+                               const CleavePipelineOptions &options) {
+  if (options.train)
+    pm.addPass(createAddOptimizerPass(options.addOptimizerOptions()));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
 }
 
 /// The local program to runtime calls: fused kernels, the arena plan, and
@@ -149,8 +203,9 @@ static void addLoweringPasses(OpPassManager &pm,
 
 void cleave::buildCleavePipeline(OpPassManager &pm,
                                  const CleavePipelineOptions &options) {
-  addTrainingStepPasses(pm, options);
+  addGradientPasses(pm, options);
   addDistributionPasses(pm, options);
+  addOptimizerPasses(pm, options);
   addLoweringPasses(pm, options);
 }
 

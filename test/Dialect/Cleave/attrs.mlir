@@ -2,7 +2,8 @@
 
 // Every cleave.* attribute in a valid form, through a round trip: the memory
 // plan, the parameter roles, the training configuration, the source model,
-// the precision and keep_f32.
+// the precision, keep_f32, and the hand-over of a training step between the
+// passes that build it (the loss, the microbatch losses, the gradients).
 
 // CHECK: module attributes {cleave.precision = "bf16", cleave.source_model = "/models/mlp.onnx"}
 module attributes {cleave.precision = "bf16", cleave.source_model = "/models/mlp.onnx"} {
@@ -44,5 +45,16 @@ module attributes {cleave.precision = "bf16", cleave.source_model = "/models/mlp
       nesterov = false, weight_decay = 0.0 : f64, grad_clip = 0.0 : f64,
       accumulate = 1 : i64}} {
     return
+  }
+
+  // CHECK-LABEL: func.func @gradient_step
+  // CHECK-SAME: -> (tensor<f32> {onnx.name = "loss"}, tensor<4xf32> {cleave.gradient = @w, onnx.name = "grad.w"})
+  // CHECK-SAME: attributes {cleave.loss = {accumulate = 2 : i64, ignore_index = -100 : i64, loss = "cross-entropy", loss_scale = 1.024000e+03 : f64}}
+  func.func @gradient_step(%x: tensor<4xf32>) -> (tensor<f32> {onnx.name = "loss"}, tensor<4xf32> {cleave.gradient = @w, onnx.name = "grad.w"})
+      attributes {cleave.loss = {loss = "cross-entropy", accumulate = 2 : i64,
+                                 ignore_index = -100 : i64, loss_scale = 1024.0 : f64}} {
+    // CHECK: graph.reduce sum %{{.*}} dims [0] {cleave.microbatch_loss}
+    %0 = graph.reduce sum %x dims [0] {cleave.microbatch_loss} : tensor<4xf32>
+    return %0, %x : tensor<f32>, tensor<4xf32>
   }
 }

@@ -382,3 +382,174 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // expected-error @+1 {{has unknown attribute 'cleave.optimizer_state'}}
 graph.param @w.m frozen : tensor<4xf32> {cleave.optimizer_state}
+
+// -----
+
+// The loss of a training step being built (cleave.loss), from
+// -cleave-add-loss to -cleave-add-optimizer.
+
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{expects 'cleave.loss' only on a function}}
+  %0 = graph.exp %x {cleave.loss = {}} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{expects 'cleave.loss' to be a dictionary, got "mse"}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> attributes {cleave.loss = "mse"} {
+  %0 = graph.exp %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// The optimizer's keys come with -cleave-add-optimizer, in the training
+// configuration.
+// expected-error @+1 {{has an invalid 'cleave.loss': unknown key 'lr'}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> attributes {cleave.loss = {
+    loss = "mse", accumulate = 1 : i64, lr = 0.1 : f64}} {
+  %0 = graph.exp %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{has an invalid 'cleave.loss': expects 'accumulate' to be an i64 integer, got 2 : i32}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> attributes {cleave.loss = {
+    loss = "mse", accumulate = 2 : i32}} {
+  %0 = graph.exp %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{has an invalid 'cleave.loss': expects 'loss_scale' to be finite (JSON has no inf or NaN), got 0x7FF0000000000000 : f64}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> attributes {cleave.loss = {
+    loss = "mse", accumulate = 1 : i64, loss_scale = 0x7FF0000000000000 : f64}} {
+  %0 = graph.exp %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{has an invalid 'cleave.loss': misses the key 'accumulate'}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> attributes {cleave.loss = {loss = "mse"}} {
+  %0 = graph.exp %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{has an invalid 'cleave.loss': misses the key 'loss'}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> attributes {cleave.loss = {accumulate = 1 : i64}} {
+  %0 = graph.exp %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{has an invalid 'cleave.loss': expects 'loss' to be "cross-entropy" or "mse", got "hinge"}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> attributes {cleave.loss = {
+    loss = "hinge", accumulate = 1 : i64}} {
+  %0 = graph.exp %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{has an invalid 'cleave.loss': 'ignore_index' applies to the cross-entropy loss}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> attributes {cleave.loss = {
+    loss = "mse", accumulate = 1 : i64, ignore_index = -100 : i64}} {
+  %0 = graph.exp %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{has an invalid 'cleave.loss': expects 'accumulate' to be >= 1, got 0}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> attributes {cleave.loss = {
+    loss = "mse", accumulate = 0 : i64}} {
+  %0 = graph.exp %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{has an invalid 'cleave.loss': expects 'loss_scale' to be > 0, got -2}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> attributes {cleave.loss = {
+    loss = "mse", accumulate = 1 : i64, loss_scale = -2.0 : f64}} {
+  %0 = graph.exp %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// Where a microbatch's backward pass starts (cleave.microbatch_loss), until
+// -cleave-differentiate.
+
+func.func @f(%x: tensor<f32>) -> tensor<f32> {
+  // expected-error @+1 {{expects 'cleave.microbatch_loss' to be a unit attribute, got 0 : i64}}
+  %0 = graph.exp %x {cleave.microbatch_loss = 0 : i64} : tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{expects 'cleave.microbatch_loss' on an op whose result #0 is a float scalar, got 'tensor<4xf32>'}}
+  %0 = graph.exp %x {cleave.microbatch_loss} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @f(%x: tensor<f32>) {
+  // expected-error @+1 {{expects 'cleave.microbatch_loss' on an op whose result #0 is a float scalar, got no result}}
+  graph.assign @w, %x {cleave.microbatch_loss} : tensor<f32>
+  return
+}
+graph.param @w : tensor<f32>
+
+// -----
+
+// The gradients a training step returns (cleave.gradient), from
+// -cleave-differentiate to -cleave-add-optimizer.
+
+graph.param @w : tensor<4xf32>
+// expected-error @+1 {{expects 'cleave.gradient' of result #1 to be a parameter's symbol, got "w"}}
+func.func @f(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32> {cleave.gradient = "w"}) {
+  %0 = graph.exp %x : tensor<4xf32>
+  return %0, %0 : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+graph.param @w : tensor<4xf32>
+// expected-error @+1 {{expects 'cleave.gradient' of result #0 to name a parameter, got @g}}
+func.func @f(%x: tensor<4xf32>) -> (tensor<4xf32> {cleave.gradient = @g}) {
+  %0 = graph.exp %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{expects 'cleave.gradient' of result #0 to name a parameter, got @f}}
+func.func @f(%x: tensor<4xf32>) -> (tensor<4xf32> {cleave.gradient = @f}) {
+  %0 = graph.exp %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{expects no 'cleave.offset' on result #0}}
+func.func @f(%x: tensor<4xf32>) -> (tensor<4xf32> {cleave.offset = 0 : i64}) {
+  %0 = graph.exp %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// A result attribute as an op's.
+// expected-error @+1 {{has unknown attribute 'cleave.gradient'}}
+graph.param @w : tensor<4xf32> {cleave.gradient = @w}

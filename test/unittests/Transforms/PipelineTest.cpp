@@ -103,6 +103,17 @@ TEST(PipelineTest, PassOptionsFollowTheMode) {
   EXPECT_EQ(autodiff.lossScale, 65536.0);
   fp16.lossScale = 0.0;
   EXPECT_EQ(fp16.autodiffOptions().lossScale, 0.0);
+  // The same, split over the three passes of the training step.
+  fp16.lossScale = 1024.0;
+  fp16.accumulate = 4;
+  fp16.gradClip = 1.0;
+  EXPECT_EQ(fp16.addLossOptions().accumulate, 4);
+  EXPECT_EQ(fp16.differentiateOptions().lossScale, 1024.0);
+  EXPECT_EQ(fp16.addOptimizerOptions().optimizer, OptimizerKind::Adamw);
+  EXPECT_EQ(fp16.addOptimizerOptions().gradClip, 1.0);
+  // The gradient program's backward is not scaled.
+  EXPECT_EQ(gradients.differentiateOptions().lossScale, 0.0);
+  EXPECT_EQ(gradients.addLossOptions().loss, LossKind::Mse);
   MixedPrecisionPassOptions mixed = fp16.mixedPrecisionOptions();
   EXPECT_EQ(mixed.precision, Precision::F16);
   ASSERT_EQ(mixed.keepF32.size(), 1u);
@@ -142,7 +153,8 @@ TEST(PipelineTest, PassesFollowTheOptions) {
   EXPECT_EQ(passNames(text),
             (std::vector<std::string>{
                 "cleave-raise", "cleave-mixed-precision", "canonicalize",
-                "cleave-autodiff", "canonicalize", "cse",
+                "cleave-add-loss", "cleave-differentiate",
+                "cleave-add-optimizer", "canonicalize", "cse",
                 "cleave-normalize-collectives", "cleave-plan-memory",
                 "cleave-lower-to-runtime"}))
       << text;

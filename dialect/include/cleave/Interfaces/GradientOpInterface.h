@@ -1,6 +1,7 @@
 //===- GradientOpInterface.h - Vector-Jacobian rules of ops -----*- C++ -*-===//
 //
-// The op interface that -cleave-autodiff calls to differentiate each op.
+// The op interface that -cleave-differentiate (and so -cleave-autodiff)
+// calls to differentiate each op.
 //
 //===----------------------------------------------------------------------===//
 

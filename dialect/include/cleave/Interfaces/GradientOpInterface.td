@@ -2,7 +2,7 @@
 //
 // The op interface through which every differentiable `graph` op builds its
 // own reverse-mode rule, next to its definition (DESIGN.md §1, the
-// -cleave-autodiff pass only walks the ops in reverse and sums).
+// -cleave-differentiate pass only walks the ops in reverse and sums).
 //
 //===----------------------------------------------------------------------===//
 

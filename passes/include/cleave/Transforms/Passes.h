@@ -15,7 +15,8 @@
 
 namespace cleave {
 
-/// The loss -cleave-autodiff puts on the model's first output.
+/// The loss -cleave-add-loss (and -cleave-autodiff) puts on the model's
+/// first output.
 enum class LossKind {
   /// Softmax cross-entropy against integer labels, mean over positions.
   CrossEntropy,
@@ -23,9 +24,11 @@ enum class LossKind {
   Mse,
 };
 
-/// The optimizer -cleave-autodiff applies to every trainable parameter.
+/// The optimizer -cleave-add-optimizer (and -cleave-autodiff) applies to
+/// every trainable parameter.
 enum class OptimizerKind {
-  /// No update: the step returns the loss and the gradients.
+  /// No update: the step returns the loss and the gradients (only
+  /// -cleave-autodiff accepts it).
   None,
   Sgd,
   Adamw,

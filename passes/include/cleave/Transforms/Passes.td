@@ -343,18 +343,199 @@ def MixedPrecisionPass : Pass<"cleave-mixed-precision", "::mlir::ModuleOp"> {
   let dependentDialects = ["::cleave::graph::GraphDialect"];
 }
 
+def AddLossPass : Pass<"cleave-add-loss", "::mlir::ModuleOp"> {
+  let summary = "Builds @train_step from @forward: the forward and its loss";
+  let description = [{
+    The first of the three passes that build the training step, each
+    runnable alone: `-cleave-add-loss`, `-cleave-differentiate`,
+    `-cleave-add-optimizer` (`-cleave-autodiff` runs them in sequence; the
+    distribution passes go between the last two).
+
+    Replaces `@forward` with `@train_step(inputs..., target) -> loss`: the
+    forward computation and the loss on its first output, `cross-entropy`
+    against integer `labels` or `mse` against float `targets`. The
+    cross-entropy is a sum over positions divided by their count (those not
+    equal to `ignore-index`), so that sharding the batch leaves sums and
+    counts that add up. `accumulate=K` gives every input (and the target) a
+    leading dimension of K microbatches, `[K, B, ...]`: each microbatch's
+    forward and loss are computed in turn on its row, and the step returns
+    the mean of their losses. The ops are annotated as `-cleave-autodiff`
+    describes (`graph.phase` forward, `graph.microbatch`, `graph.layer`).
+
+    The step carries what `-cleave-differentiate` needs, as verified
+    attributes: `cleave.loss` on the function, the loss's keys of the
+    training configuration (`loss`, `ignore_index`, `accumulate`), and the
+    unit `cleave.microbatch_loss` on the op that computes each microbatch's
+    loss, where its backward pass starts.
+
+    ```mlir
+    func.func @forward(%x: tensor<4x8xf32>) -> tensor<4x3xf32>
+    ```
+    becomes
+    ```mlir
+    func.func @train_step(%x: tensor<4x8xf32>, %labels: tensor<4xi64> {onnx.name = "labels"})
+        -> (tensor<f32> {onnx.name = "loss"})
+        attributes {cleave.loss = {accumulate = 1 : i64, loss = "cross-entropy"}} {
+      ...
+      %sum = graph.cross_entropy %logits, %labels reduction sum ...
+      %loss = graph.div %sum, %count {cleave.microbatch_loss, ...}
+      return %loss : tensor<f32>
+    }
+    ```
+  }];
+  let options = [
+    Option<"loss", "loss", "::cleave::LossKind",
+           /*default=*/"::cleave::LossKind::CrossEntropy",
+           "The loss on the first output: cross-entropy or mse",
+           [{::llvm::cl::values(
+             clEnumValN(::cleave::LossKind::CrossEntropy, "cross-entropy",
+                        "against integer labels, mean over positions"),
+             clEnumValN(::cleave::LossKind::Mse, "mse",
+                        "mean squared error against float targets"))}]>,
+    Option<"ignoreIndex", "ignore-index", "std::string", /*default=*/"\"\"",
+           "cross-entropy: a label value that contributes no loss (e.g. "
+           "-100, PyTorch's default); empty: none">,
+    Option<"accumulate", "accumulate", "int64_t", /*default=*/"1",
+           "Microbatches per step, a leading dimension of every input">
+  ];
+  let dependentDialects = ["::cleave::graph::GraphDialect"];
+}
+
+def DifferentiatePass : Pass<"cleave-differentiate", "::mlir::ModuleOp"> {
+  let summary = "Appends the backward pass: the gradient of every parameter";
+  let description = [{
+    Differentiates the loss of the step that `-cleave-add-loss` built (the
+    function with `cleave.loss`) in reverse mode, from each op's
+    `GradientOpInterface` rule. A value used several times (tied weights,
+    residuals) sums its gradients; only values that depend on a trainable
+    parameter are differentiated. Each microbatch's backward pass follows
+    its forward (only one microbatch's activations are live at a time),
+    starts from 1/K at its `cleave.microbatch_loss` (the markers are
+    consumed), and the gradients of a parameter are summed over its reads
+    and the microbatches. The ops are annotated `graph.phase` backward, with
+    their microbatch and the layer of the op they differentiate.
+
+    The gradients are results of the step, after the loss: one per
+    trainable parameter that the loss depends on, in the parameters' order,
+    each with `onnx.name = "grad.<param>"` and `cleave.gradient = @<param>`,
+    which the cleave dialect verifies to name a parameter. They are what
+    `-cleave-add-optimizer` consumes, and what a pass that runs in between
+    (the distribution passes) sees and may rewrite; without an optimizer the
+    step is the gradient program.
+
+    `loss-scale=S` scales the loss for the backward pass (dynamic loss
+    scaling, for f16): it starts from the loss gradient times the f32 state
+    parameter `amp.loss_scale` (`#cleave.role<loss_scale>`, initially S), so
+    the gradients are those of the scaled loss; `cleave.loss` records
+    `loss_scale = S`, and `-cleave-add-optimizer` divides it out.
+
+    ```mlir
+    func.func @train_step(%x: tensor<4x3xf32>, %labels: tensor<4xi64>)
+        -> (tensor<f32> {onnx.name = "loss"})
+    ```
+    becomes
+    ```mlir
+    func.func @train_step(%x: tensor<4x3xf32>, %labels: tensor<4xi64>)
+        -> (tensor<f32> {onnx.name = "loss"},
+            tensor<3x5xf32> {cleave.gradient = @w, onnx.name = "grad.w"})
+    ```
+  }];
+  let options = [
+    Option<"lossScale", "loss-scale", "double", /*default=*/"0.0",
+           "Scale the loss by the state amp.loss_scale, initially this "
+           "(0: off), as torch.cuda.amp.GradScaler; for f16 training">
+  ];
+  let statistics = [
+    Statistic<"numRules", "num-rules", "Gradient rules applied">
+  ];
+  let dependentDialects = ["::cleave::graph::GraphDialect"];
+}
+
+def AddOptimizerPass : Pass<"cleave-add-optimizer", "::mlir::ModuleOp"> {
+  let summary = "Updates every parameter from its gradient: SGD or AdamW";
+  let description = [{
+    Consumes the gradients of the step that `-cleave-differentiate`
+    returns (its results marked `cleave.gradient = @param`) and updates
+    each parameter with them: `graph.sgd` or `graph.adamw`, values stored by
+    `graph.assign` (the memory plan computes them in the parameters'
+    storage), following torch.optim's formulas, with fp32 state parameters
+    `<param>.momentum`, `<param>.m`, `<param>.v` and the step counter
+    `optimizer.step`. The gradient results are removed: the step returns
+    the rest (the loss), and `cleave.loss` becomes the complete
+    `cleave.training_config`. The ops are annotated `graph.phase`
+    optimizer, an update with its parameter's layer.
+
+    `grad-clip` scales all gradients by min(1, clip / (norm + 1e-6)), the
+    global 2-norm, as torch.nn.utils.clip_grad_norm_. When `cleave.loss`
+    says that the loss was scaled (`loss_scale`, `-cleave-differentiate`'s
+    `loss-scale`), the updates divide the scale (`amp.loss_scale`, found by
+    its role) out, and a step whose gradients hold an inf or NaN updates
+    nothing: the scale halves, the step counter stays. After
+    `loss-scale-growth-interval` finite steps in a row (counted in the i64
+    state `amp.growth_tracker`) the scale doubles.
+
+    ```mlir
+    func.func @train_step(%x: tensor<4x3xf32>, %labels: tensor<4xi64>)
+        -> (tensor<f32> {onnx.name = "loss"},
+            tensor<3x5xf32> {cleave.gradient = @w, onnx.name = "grad.w"})
+    ```
+    becomes, with `optimizer=sgd lr=0.1`,
+    ```mlir
+    func.func @train_step(%x: tensor<4x3xf32>, %labels: tensor<4xi64>)
+        -> (tensor<f32> {onnx.name = "loss"})
+        attributes {cleave.training_config = {..., optimizer = "sgd", ...}} {
+      ...
+      %new = graph.sgd %w, %grad, %step {lr = 1.000000e-01 : f64, ...}
+      graph.assign @w, %new : tensor<3x5xf32>
+    ```
+  }];
+  let options = [
+    Option<"optimizer", "optimizer", "::cleave::OptimizerKind",
+           /*default=*/"::cleave::OptimizerKind::Adamw", "sgd or adamw",
+           [{::llvm::cl::values(
+             clEnumValN(::cleave::OptimizerKind::Sgd, "sgd",
+                        "torch.optim.SGD"),
+             clEnumValN(::cleave::OptimizerKind::Adamw, "adamw",
+                        "torch.optim.AdamW"))}]>,
+    Option<"lr", "lr", "double", /*default=*/"1e-3", "Learning rate">,
+    Option<"momentum", "momentum", "double", /*default=*/"0.0",
+           "SGD momentum">,
+    Option<"dampening", "dampening", "double", /*default=*/"0.0",
+           "SGD dampening">,
+    Option<"nesterov", "nesterov", "bool", /*default=*/"false",
+           "SGD Nesterov momentum">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"-1.0",
+           "Weight decay (negative: the optimizer's default, 0 for SGD and "
+           "0.01 for AdamW)">,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9", "AdamW beta1">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.999", "AdamW beta2">,
+    Option<"eps", "eps", "double", /*default=*/"1e-8", "AdamW epsilon">,
+    Option<"gradClip", "grad-clip", "double", /*default=*/"0.0",
+           "Clip the global gradient 2-norm to this value (0: off)">,
+    Option<"lossScaleGrowthInterval", "loss-scale-growth-interval",
+           "int64_t", /*default=*/"2000",
+           "With a scaled loss: finite steps after which the scale doubles">
+  ];
+  let dependentDialects = ["::cleave::graph::GraphDialect"];
+}
+
 def AutodiffPass : Pass<"cleave-autodiff", "::mlir::ModuleOp"> {
   let summary = "Builds @train_step: forward, loss, gradients and optimizer";
   let description = [{
-    Replaces `@forward` with `@train_step(inputs..., target)`: the forward
-    computation, the loss on the first output (`cross-entropy` against
-    integer `labels`, or `mse` against float `targets`), and the reverse-mode
-    backward pass built from each op's `GradientOpInterface` rule. A value
-    used several times (tied weights, residuals) sums its gradients; only
-    values that depend on a trainable parameter are differentiated.
+    Runs `-cleave-add-loss`, `-cleave-differentiate` and, with an optimizer,
+    `-cleave-add-optimizer` in sequence, with their options: its output is
+    theirs. It replaces `@forward` with `@train_step(inputs..., target)`:
+    the forward computation, the loss on the first output (`cross-entropy`
+    against integer `labels`, or `mse` against float `targets`), and the
+    reverse-mode backward pass built from each op's `GradientOpInterface`
+    rule. A value used several times (tied weights, residuals) sums its
+    gradients; only values that depend on a trainable parameter are
+    differentiated.
 
     Without an optimizer the function returns the loss and the gradient of
-    every trainable parameter (`loss`, `grad.<param>`). With
+    every trainable parameter (`loss`, `grad.<param>`; the attributes that
+    hand the step between the three passes, `cleave.loss` and
+    `cleave.gradient`, are dropped). With
     `optimizer=sgd|adamw` it returns the loss and updates every parameter
     (`graph.sgd`, `graph.adamw`: values, stored by `graph.assign`, which
     the memory plan computes in the parameters' storage), with fp32 state

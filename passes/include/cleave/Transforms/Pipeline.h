@@ -22,7 +22,8 @@ namespace cleave {
 /// (--loss without --train, the default loss scale of fp16).
 struct CleavePipelineOptions
     : public mlir::PassPipelineOptions<CleavePipelineOptions> {
-  //===--- The training step (-cleave-autodiff) ---------------------------===//
+  //===--- The training step (-cleave-add-loss, -cleave-differentiate,
+  //===--- -cleave-add-optimizer) -----------------------------------------===//
 
   PassOptions::Option<bool> train{
       *this, "train",
@@ -160,6 +161,10 @@ struct CleavePipelineOptions
 
   /// The options of the passes, projected out of these.
   MixedPrecisionPassOptions mixedPrecisionOptions() const;
+  AddLossPassOptions addLossOptions() const;
+  DifferentiatePassOptions differentiateOptions() const;
+  AddOptimizerPassOptions addOptimizerOptions() const;
+  /// The three together, as the one pass -cleave-autodiff takes them.
   AutodiffPassOptions autodiffOptions() const;
 
   /// Makes every option a flag of the tool's own command line as well,
@@ -171,9 +176,10 @@ struct CleavePipelineOptions
           categoryOf);
 };
 
-/// Adds the pipeline to `pm` (a module pass manager): the training step,
-/// the distribution of the program (to come) and the lowering of the local
-/// program to runtime calls. `options` must have been verified.
+/// Adds the pipeline to `pm` (a module pass manager): the model's form, the
+/// loss and its gradients, the distribution of the program (to come), the
+/// optimizer, and the lowering of the local program to runtime calls.
+/// `options` must have been verified.
 void buildCleavePipeline(mlir::OpPassManager &pm,
                          const CleavePipelineOptions &options);
 

@@ -188,6 +188,37 @@ LogicalResult CleaveDialect::verifyOperationAttribute(Operation *op,
       return op->emitOpError("has an invalid '") << name << "': ";
     });
   }
+  if (name == kLossAttr) {
+    if (!isa<FunctionOpInterface>(op))
+      return op->emitOpError("expects '") << name << "' only on a function";
+    auto config = dyn_cast<DictionaryAttr>(value);
+    if (!config)
+      return op->emitOpError("expects '")
+             << name << "' to be a dictionary, got " << value;
+    return verifyLossConfig(config, [&] {
+      return op->emitOpError("has an invalid '") << name << "': ";
+    });
+  }
+  if (name == kMicrobatchLossAttr) {
+    if (!isa<UnitAttr>(value))
+      return op->emitOpError("expects '")
+             << name << "' to be a unit attribute, got " << value;
+    // The seed of a backward pass: a float scalar.
+    Type type = op->getNumResults() > 0 ? op->getResult(0).getType() : Type();
+    auto tensor = dyn_cast_or_null<RankedTensorType>(type);
+    if (!tensor || tensor.getRank() != 0 ||
+        !isa<FloatType>(tensor.getElementType())) {
+      InFlightDiagnostic diag =
+          op->emitOpError("expects '")
+          << name << "' on an op whose result #0 is a float scalar, got ";
+      if (type)
+        diag << type;
+      else
+        diag << "no result";
+      return diag;
+    }
+    return success();
+  }
   if (name == kSourceModelAttr) {
     auto path = dyn_cast<StringAttr>(value);
     if (!isa<ModuleOp>(op))
@@ -214,6 +245,27 @@ LogicalResult CleaveDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   return op->emitOpError("has unknown attribute '") << name << "'";
+}
+
+LogicalResult CleaveDialect::verifyRegionResultAttribute(Operation *op,
+                                                         unsigned,
+                                                         unsigned resultIndex,
+                                                         NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name != kGradientAttr)
+    return op->emitOpError("expects no '")
+           << name << "' on result #" << resultIndex;
+  auto param = dyn_cast<FlatSymbolRefAttr>(attr.getValue());
+  if (!param)
+    return op->emitOpError("expects '")
+           << name << "' of result #" << resultIndex
+           << " to be a parameter's symbol, got " << attr.getValue();
+  Operation *target = SymbolTable::lookupNearestSymbolFrom(op, param);
+  if (!target || !isParameter(target))
+    return op->emitOpError("expects '")
+           << name << "' of result #" << resultIndex
+           << " to name a parameter, got " << param;
+  return success();
 }
 
 LogicalResult CleaveDialect::verifyRegionArgAttribute(Operation *op, unsigned,

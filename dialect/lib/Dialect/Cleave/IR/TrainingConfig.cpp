@@ -1,9 +1,11 @@
 //===- TrainingConfig.cpp - the cleave.training_config schema -----------===//
 //
 // One table of the keys of a training configuration (the dictionary that
-// -cleave-autodiff puts on the training function) drives both its
-// verification and its conversion to the JSON object of the program
-// metadata, which the runtime reads; the table's order is the JSON's.
+// -cleave-add-optimizer or -cleave-autodiff puts on the training function)
+// drives its verification, that of the loss keys alone (`cleave.loss`, which
+// the passes before the optimizer's hand on) and the conversion to the JSON
+// object of the program metadata, which the runtime reads; the table's order
+// is the JSON's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,10 +33,12 @@ struct ConfigKey {
   bool required;
   /// The optimizer the key belongs to; empty: any.
   llvm::StringLiteral optimizer;
+  /// Decided with the loss, before any optimizer (`cleave.loss`).
+  bool lossKey = false;
 };
 
 constexpr ConfigKey kKeys[] = {
-    {"loss", ValueKind::String, true, ""},
+    {"loss", ValueKind::String, true, "", /*lossKey=*/true},
     {"optimizer", ValueKind::String, true, ""},
     {"lr", ValueKind::Float, true, ""},
     {"momentum", ValueKind::Float, true, "sgd"},
@@ -43,12 +47,12 @@ constexpr ConfigKey kKeys[] = {
     {"beta1", ValueKind::Float, true, "adamw"},
     {"beta2", ValueKind::Float, true, "adamw"},
     {"eps", ValueKind::Float, true, "adamw"},
-    {"ignore_index", ValueKind::Integer, false, ""},
+    {"ignore_index", ValueKind::Integer, false, "", /*lossKey=*/true},
     {"weight_decay", ValueKind::Float, true, ""},
     {"grad_clip", ValueKind::Float, true, ""},
-    {"accumulate", ValueKind::Integer, true, ""},
+    {"accumulate", ValueKind::Integer, true, "", /*lossKey=*/true},
     {"precision", ValueKind::String, false, ""},
-    {"loss_scale", ValueKind::Float, false, ""},
+    {"loss_scale", ValueKind::Float, false, "", /*lossKey=*/true},
     {"loss_scale_growth_interval", ValueKind::Integer, false, ""},
 };
 
@@ -100,14 +104,13 @@ std::string shortest(double v) {
   return std::string(buf, ec == std::errc() ? end : buf);
 }
 
-} // namespace
-
-LogicalResult
-cleave::verifyTrainingConfig(DictionaryAttr config,
-                             function_ref<InFlightDiagnostic()> emitError) {
+/// Each entry a known key (a loss key when `lossKeys`) with a value of its
+/// kind, and finite.
+LogicalResult checkEntries(DictionaryAttr config, bool lossKeys,
+                           function_ref<InFlightDiagnostic()> emitError) {
   for (NamedAttribute entry : config) {
     const ConfigKey *key = findKey(entry.getName().getValue());
-    if (!key)
+    if (!key || (lossKeys && !key->lossKey))
       return emitError() << "unknown key '" << entry.getName().getValue()
                          << "'";
     if (!hasKind(entry.getValue(), key->kind))
@@ -120,6 +123,41 @@ cleave::verifyTrainingConfig(DictionaryAttr config,
                            << "' to be finite (JSON has no inf or NaN), got "
                            << f;
   }
+  return success();
+}
+
+} // namespace
+
+LogicalResult
+cleave::verifyLossConfig(DictionaryAttr config,
+                         function_ref<InFlightDiagnostic()> emitError) {
+  if (failed(checkEntries(config, /*lossKeys=*/true, emitError)))
+    return failure();
+  for (StringRef name : {"loss", "accumulate"})
+    if (!config.get(name))
+      return emitError() << "misses the key '" << name << "'";
+  StringRef loss = config.getAs<StringAttr>("loss").getValue();
+  if (loss != "cross-entropy" && loss != "mse")
+    return emitError() << "expects 'loss' to be \"cross-entropy\" or "
+                          "\"mse\", got \""
+                       << loss << "\"";
+  if (config.get("ignore_index") && loss != "cross-entropy")
+    return emitError() << "'ignore_index' applies to the cross-entropy loss";
+  if (config.getAs<IntegerAttr>("accumulate").getInt() < 1)
+    return emitError() << "expects 'accumulate' to be >= 1, got "
+                       << config.getAs<IntegerAttr>("accumulate").getInt();
+  if (auto scale = config.getAs<FloatAttr>("loss_scale");
+      scale && !(scale.getValueAsDouble() > 0))
+    return emitError() << "expects 'loss_scale' to be > 0, got "
+                       << scale.getValueAsDouble();
+  return success();
+}
+
+LogicalResult
+cleave::verifyTrainingConfig(DictionaryAttr config,
+                             function_ref<InFlightDiagnostic()> emitError) {
+  if (failed(checkEntries(config, /*lossKeys=*/false, emitError)))
+    return failure();
   auto string = [&](StringRef name) {
     auto s = config.getAs<StringAttr>(name);
     return s ? s.getValue() : StringRef();

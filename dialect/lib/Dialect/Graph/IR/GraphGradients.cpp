@@ -2,8 +2,8 @@
 //
 // The `GradientOpInterface` implementation of every `graph` value op: given
 // the gradients of its results, each op builds the gradients of its operands
-// (reverse mode). -cleave-autodiff only walks the ops backwards, calls these
-// rules and sums the gradients of values used several times.
+// (reverse mode). -cleave-differentiate only walks the ops backwards, calls
+// these rules and sums the gradients of values used several times.
 //
 // Rules use the fused backward ops (gelu_grad, layer_norm_grad,
 // attention_grad, gather_grad, cross_entropy_grad...) where a chain of

@@ -30,9 +30,26 @@ def Cleave_Dialect : Dialect {
     | `cleave.param_bytes`, `cleave.persistent_bytes`, `cleave.peak_bytes`, `cleave.arena_bytes` | the planned function | i64 |
     | `cleave.role` | `graph.param` | `#cleave.role<...>`; absent: a model parameter |
     | `cleave.training_config` | the training function | a dictionary of the loss and the optimizer |
+    | `cleave.loss` | the training function, from -cleave-add-loss to -cleave-add-optimizer | a dictionary of the loss keys of the training configuration |
+    | `cleave.microbatch_loss` | the op computing a microbatch's loss, until -cleave-differentiate | unit |
+    | `cleave.gradient` | results of the training function, from -cleave-differentiate to -cleave-add-optimizer | `@param`, the parameter the result is the gradient of |
     | `cleave.source_model` | the module | the absolute path of the imported ONNX model |
     | `cleave.precision` | the module | `"bf16"` or `"f16"` (-cleave-mixed-precision) |
     | `cleave.keep_f32` | any op | unit: computes in f32 under mixed precision |
+
+    `cleave.loss`, `cleave.microbatch_loss` and `cleave.gradient` hand the
+    training step from one of the passes that build it to the next
+    (-cleave-add-loss, -cleave-differentiate, -cleave-add-optimizer; see
+    docs/training.md). `cleave.loss` holds the keys `loss`, `ignore_index`,
+    `accumulate` and `loss_scale` of the training configuration, with the
+    same types and ranges; a `cleave.gradient` must name a `graph.param`.
+
+    ```mlir
+    func.func @train_step(%x: tensor<4x3xf32>, %labels: tensor<4xi64>)
+        -> (tensor<f32> {onnx.name = "loss"},
+            tensor<3x5xf32> {cleave.gradient = @w, onnx.name = "grad.w"})
+        attributes {cleave.loss = {accumulate = 1 : i64, loss = "cross-entropy"}}
+    ```
 
     Offsets are multiples of the runtime's CLEAVE_RT_ALIGNMENT, and the
     roles are the runtime's own list (cleave_rt_enums.h), so that the
@@ -46,6 +63,7 @@ def Cleave_Dialect : Dialect {
   let useDefaultAttributePrinterParser = 1;
   let hasOperationAttrVerify = 1;
   let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
 }
 
 def Cleave_ParamRoleAttr : AttrDef<Cleave_Dialect, "ParamRole"> {
@@ -54,8 +72,9 @@ def Cleave_ParamRoleAttr : AttrDef<Cleave_Dialect, "ParamRole"> {
   let description = [{
     One of the runtime's parameter roles (CLEAVE_RT_PARAM_ROLES in
     cleave_rt_enums.h), by its mnemonic: `model`, `optimizer_state`,
-    `step_counter`, `loss_scale`, `growth_tracker`. -cleave-autodiff sets it
-    on the state it adds; -cleave-lower-to-runtime passes it to the runtime
+    `step_counter`, `loss_scale`, `growth_tracker`. -cleave-differentiate
+    (the loss scale) and -cleave-add-optimizer set it on the state they add;
+    -cleave-lower-to-runtime passes it to the runtime
     in the program's parameter table, where the trainer finds the step
     counter and the loss scale by role.
 

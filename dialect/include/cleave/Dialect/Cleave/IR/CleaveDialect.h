@@ -39,6 +39,17 @@ constexpr llvm::StringLiteral kRoleAttr("cleave.role");
 /// On the training function: its loss and optimizer (a DictionaryAttr, see
 /// verifyTrainingConfig).
 constexpr llvm::StringLiteral kTrainingConfigAttr("cleave.training_config");
+/// On the training function, from -cleave-add-loss until
+/// -cleave-add-optimizer: its loss, as the loss keys of the training
+/// configuration (a DictionaryAttr, see verifyLossConfig).
+constexpr llvm::StringLiteral kLossAttr("cleave.loss");
+/// On the op whose result #0 is one microbatch's loss, from -cleave-add-loss
+/// until -cleave-differentiate seeds its backward there: unit.
+constexpr llvm::StringLiteral kMicrobatchLossAttr("cleave.microbatch_loss");
+/// On a result of the training function, from -cleave-differentiate until
+/// -cleave-add-optimizer consumes it: the parameter whose gradient the
+/// result is (a FlatSymbolRefAttr).
+constexpr llvm::StringLiteral kGradientAttr("cleave.gradient");
 /// On the module: the absolute path of the ONNX model it was imported from.
 constexpr llvm::StringLiteral kSourceModelAttr("cleave.source_model");
 /// On the module: the compute precision -cleave-mixed-precision chose
@@ -58,6 +69,14 @@ void setParamRole(mlir::Operation *param, cleave_param_role role);
 mlir::LogicalResult
 verifyTrainingConfig(mlir::DictionaryAttr config,
                      llvm::function_ref<mlir::InFlightDiagnostic()> emitError);
+
+/// Checks the loss of a training step (`cleave.loss`): the training
+/// configuration's keys that -cleave-add-loss and -cleave-differentiate
+/// decide (`loss`, `ignore_index`, `accumulate`, `loss_scale`), with their
+/// types and ranges; `loss` and `accumulate` are required.
+mlir::LogicalResult
+verifyLossConfig(mlir::DictionaryAttr config,
+                 llvm::function_ref<mlir::InFlightDiagnostic()> emitError);
 
 /// The training configuration as the JSON object of the program metadata
 /// (cleave_program_info.training_config), its members in a fixed order:
