@@ -120,3 +120,22 @@ func.func @all_reduce_in_place(%x: tensor<16xf32>) -> (tensor<16xf32>, tensor<16
   %t = dist.all_reduce %x on @mesh ["dp"] sum : tensor<16xf32>
   return %r, %s, %q, %t : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>
 }
+
+// -----
+
+// A started collective reads its input until its wait: the neg between
+// them may not take the input's buffer (it would, were the all_reduce
+// blocking), and the wait's result is the started one's buffer.
+// CHECK-LABEL: func.func @started_collective
+// CHECK: graph.mul %arg0, %arg0 {cleave.offsets = array<i64: 64>}
+// CHECK: dist.all_reduce async %{{.*}} {cleave.offsets = array<i64: 128>}
+// CHECK: graph.neg %arg0 {cleave.offsets = array<i64: 192>}
+// CHECK: dist.wait %{{.*}} {cleave.offsets = array<i64: 128>}
+dist.mesh @mesh ["dp" = 2]
+func.func @started_collective(%x: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>) {
+  %p = graph.mul %x, %x : tensor<16xf32>, tensor<16xf32>
+  %s = dist.all_reduce async %p on @mesh ["dp"] sum : tensor<16xf32>
+  %q = graph.neg %x : tensor<16xf32>
+  %r = dist.wait %s : tensor<16xf32>
+  return %r, %q : tensor<16xf32>, tensor<16xf32>
+}

@@ -113,21 +113,31 @@ LogicalResult Lowering::lowerDistOp(Operation *op, ArrayRef<Value> in,
            << dim << "; run -cleave-normalize-collectives first (the "
            << "engine moves blocks along dimension 0)";
   };
+  // A blocking collective, or the start of an async one (whose handle its
+  // dist.wait takes).
+  auto collective = [&](StringRef kind, bool async, ValueRange args) {
+    std::string name = ("cleave_comm_" + kind).str();
+    if (!async) {
+      call(name, args);
+      return;
+    }
+    handles[op->getResult(0)] = callI64(name + "_start", args);
+  };
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case<dist::AllReduceOp>([&](dist::AllReduceOp r) -> LogicalResult {
         FailureOr<Value> comm = commOf(r);
         if (failed(comm))
           return failure();
-        call("cleave_comm_all_reduce",
-             {*comm, arena, constI32(runtimeKind(r.getKind())), in[0],
-              out[0]});
+        collective("all_reduce", r.getAsync(),
+                   {*comm, arena, constI32(runtimeKind(r.getKind())), in[0],
+                    out[0]});
         return success();
       })
       .Case<dist::AllGatherOp>([&](dist::AllGatherOp g) -> LogicalResult {
         FailureOr<Value> comm = commOf(g);
         if (failed(comm) || failed(dimZero(g.getDim())))
           return failure();
-        call("cleave_comm_all_gather", {*comm, arena, in[0], out[0]});
+        collective("all_gather", g.getAsync(), {*comm, arena, in[0], out[0]});
         return success();
       })
       .Case<dist::ReduceScatterOp>(
@@ -135,9 +145,9 @@ LogicalResult Lowering::lowerDistOp(Operation *op, ArrayRef<Value> in,
             FailureOr<Value> comm = commOf(r);
             if (failed(comm) || failed(dimZero(r.getDim())))
               return failure();
-            call("cleave_comm_reduce_scatter",
-                 {*comm, arena, constI32(runtimeKind(r.getKind())), in[0],
-                  out[0]});
+            collective("reduce_scatter", r.getAsync(),
+                       {*comm, arena, constI32(runtimeKind(r.getKind())),
+                        in[0], out[0]});
             return success();
           })
       .Case<dist::AllToAllOp>([&](dist::AllToAllOp a) -> LogicalResult {
@@ -145,7 +155,17 @@ LogicalResult Lowering::lowerDistOp(Operation *op, ArrayRef<Value> in,
         if (failed(comm) || failed(dimZero(a.getSplitDim())) ||
             failed(dimZero(a.getConcatDim())))
           return failure();
-        call("cleave_comm_all_to_all", {*comm, arena, in[0], out[0]});
+        collective("all_to_all", a.getAsync(), {*comm, arena, in[0], out[0]});
+        return success();
+      })
+      .Case<dist::WaitOp>([&](dist::WaitOp w) -> LogicalResult {
+        Value handle = handles.lookup(w.getInput());
+        if (!handle)
+          return w.emitOpError("waits for a collective that was not started");
+        call("cleave_comm_wait", {handle});
+        // The memory plan keeps the result in the started one's buffer.
+        if (offsets.lookup(w.getInput()) != offsets.lookup(w.getResult()))
+          call("cleave_rt_copy", {arena, in[0], out[0]});
         return success();
       })
       .Case<dist::CollectivePermuteOp>(

@@ -11,6 +11,8 @@
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
 #include "cleave/Transforms/Passes.h"
 
+#include "llvm/ADT/TypeSwitch.h"
+
 namespace cleave {
 #define GEN_PASS_DEF_NORMALIZECOLLECTIVESPASS
 #include "cleave/Transforms/Passes.h.inc"
@@ -123,6 +125,21 @@ struct NormalizeCollectivesPass
         ops.push_back(op);
     });
     for (Operation *op : ops) {
+      bool dimZero = llvm::TypeSwitch<Operation *, bool>(op)
+                         .Case<dist::AllGatherOp, dist::ReduceScatterOp>(
+                             [](auto c) { return c.getDim() == 0; })
+                         .Case<dist::AllToAllOp>([](dist::AllToAllOp c) {
+                           return c.getSplitDim() == 0 &&
+                                  c.getConcatDim() == 0;
+                         })
+                         .Default([](Operation *) { return true; });
+      // The transposes would come between the start and its wait.
+      if (!dimZero && op->hasAttr("async")) {
+        op->emitOpError("is started (async) before it is normalized: run "
+                        "-cleave-normalize-collectives before "
+                        "-cleave-overlap-collectives");
+        return signalPassFailure();
+      }
       if (auto g = dyn_cast<dist::AllGatherOp>(op)) {
         if (g.getDim() != 0) {
           normalizeAlongDim(g, g.getDim());

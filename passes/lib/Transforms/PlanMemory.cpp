@@ -151,6 +151,12 @@ struct PlanMemoryPass : cleave::impl::PlanMemoryPassBase<PlanMemoryPass> {
     // Returned values stay until the runtime reads them.
     for (Value v : block.getTerminator()->getOperands())
       lastUse[v] = n;
+    // A started collective reads its input until its wait.
+    for (Operation &op : block)
+      if (auto wait = dyn_cast<dist::WaitOp>(op))
+        for (Value operand : wait.getInput().getDefiningOp()->getOperands())
+          lastUse[operand] = std::max(lastUse[operand],
+                                      opIndex.lookup(wait.getResult()));
 
     llvm::EquivalenceClasses<Value> classes;
     DenseMap<Value, int64_t> fixedOffset; // members of persistent storage
@@ -173,7 +179,9 @@ struct PlanMemoryPass : cleave::impl::PlanMemoryPassBase<PlanMemoryPass> {
         }
         classes.insert(r);
       }
-      if (isa<graph::ReshapeOp>(op)) {
+      // Views: a reshape, and the wait that completes a started
+      // collective's result in its buffer.
+      if (isa<graph::ReshapeOp, dist::WaitOp>(op)) {
         classes.unionSets(op.getOperand(0), op.getResult(0));
         continue;
       }

@@ -272,6 +272,19 @@ private:
     LLVM::CallOp::create(b, loc, fn, args);
   }
 
+  /// Calls the runtime function `name` returning an i64 (a started
+  /// collective's handle), declaring it on first use.
+  Value callI64(StringRef name, ValueRange args) {
+    auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(name);
+    if (!fn) {
+      SmallVector<Type> types(args.getTypes());
+      auto fnType = LLVM::LLVMFunctionType::get(i64, types);
+      fn = atModuleStart(
+          [&] { return LLVM::LLVMFuncOp::create(b, loc, name, fnType); });
+    }
+    return LLVM::CallOp::create(b, loc, fn, args).getResult();
+  }
+
   /// A pointer to a constant global of i64 `words` (a cleave_sharding or
   /// a table of cleave_group).
   Value wordsGlobal(StringRef prefix, ArrayRef<int64_t> words) {
@@ -361,6 +374,8 @@ private:
   Type i8, i32, i64, f64, ptr, descType, namedType;
   Value arena, context;
   SmallVector<dist::MeshOp> meshes;
+  /// The handle of each started collective, by its result.
+  DenseMap<Value, Value> handles;
   /// The communicator groups, as mesh axis indices, in table order.
   SmallVector<SmallVector<int64_t>> groups;
   DenseMap<Value, int64_t> offsets;

@@ -534,3 +534,34 @@ func.func @manual_counts(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {
   }
   return %0 : tensor<8x4xf32>
 }
+
+// -----
+
+dist.mesh @m ["dp" = 2]
+func.func @async_read_directly(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{is async: its result must have one use, a dist.wait}}
+  %0 = dist.all_reduce async %x on @m ["dp"] sum : tensor<4xf32>
+  %1 = graph.neg %0 : tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
+
+// -----
+
+dist.mesh @m ["dp" = 2]
+func.func @async_waited_twice(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  // expected-error @+1 {{is async: its result must have one use, a dist.wait}}
+  %0 = dist.all_gather async %x on @m ["dp"] dim 0 : tensor<4xf32> -> tensor<8xf32>
+  %1 = dist.wait %0 : tensor<8xf32>
+  %2 = dist.wait %0 : tensor<8xf32>
+  return %x, %x : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+dist.mesh @m ["dp" = 2]
+func.func @wait_for_nothing(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = dist.all_reduce %x on @m ["dp"] sum : tensor<4xf32>
+  // expected-error @+1 {{waits for a value that no async collective started}}
+  %1 = dist.wait %0 : tensor<4xf32>
+  return %1 : tensor<4xf32>
+}

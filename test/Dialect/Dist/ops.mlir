@@ -23,6 +23,25 @@ func.func @shardings(%x: tensor<8x16xf32> {dist.sharding = #dist.sharding<@mesh,
   return %0 : tensor<8x16xf32>
 }
 
+// Started collectives and their waits.
+// CHECK-LABEL: func.func @async_collectives
+func.func @async_collectives(%x: tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<32x16xf32>, tensor<2x16xf32>, tensor<8x16xf32>) {
+  // CHECK: %[[R:.*]] = dist.all_reduce async %{{.*}} on @mesh ["tp"] sum : tensor<8x16xf32>
+  %0 = dist.all_reduce async %x on @mesh ["tp"] sum : tensor<8x16xf32>
+  // CHECK: dist.all_gather async %{{.*}} on @mesh ["tp"] dim 0 : tensor<8x16xf32> -> tensor<32x16xf32>
+  %1 = dist.all_gather async %x on @mesh ["tp"] dim 0 : tensor<8x16xf32> -> tensor<32x16xf32>
+  // CHECK: dist.reduce_scatter async %{{.*}} on @mesh ["tp"] sum dim 0 : tensor<8x16xf32> -> tensor<2x16xf32>
+  %2 = dist.reduce_scatter async %x on @mesh ["tp"] sum dim 0 : tensor<8x16xf32> -> tensor<2x16xf32>
+  // CHECK: dist.all_to_all async %{{.*}} on @mesh ["tp"] split 0 concat 0 : tensor<8x16xf32> -> tensor<8x16xf32>
+  %3 = dist.all_to_all async %x on @mesh ["tp"] split 0 concat 0 : tensor<8x16xf32> -> tensor<8x16xf32>
+  // CHECK: dist.wait %[[R]] : tensor<8x16xf32>
+  %4 = dist.wait %0 : tensor<8x16xf32>
+  %5 = dist.wait %1 : tensor<32x16xf32>
+  %6 = dist.wait %2 : tensor<2x16xf32>
+  %7 = dist.wait %3 : tensor<8x16xf32>
+  return %4, %5, %6, %7 : tensor<8x16xf32>, tensor<32x16xf32>, tensor<2x16xf32>, tensor<8x16xf32>
+}
+
 // CHECK-LABEL: func.func @collectives
 func.func @collectives(%x: tensor<8x16xf32>) {
   // CHECK: dist.all_reduce %{{.*}} on @mesh ["tp"] sum : tensor<8x16xf32>

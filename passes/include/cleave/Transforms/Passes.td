@@ -100,6 +100,43 @@ def NormalizeCollectivesPass : Pass<"cleave-normalize-collectives"> {
                            "::cleave::dist::DistDialect"];
 }
 
+def OverlapCollectivesPass : Pass<"cleave-overlap-collectives"> {
+  let summary = "Starts collectives early and waits for them late, so that communication overlaps compute";
+  let description = [{
+    Each blocking `all_reduce`, `all_gather`, `reduce_scatter` and
+    `all_to_all` along dimension 0 becomes a started (`async`) collective
+    and a `dist.wait` placed just before the first op that reads its
+    result, so that the ops in between (the rest of the backward pass,
+    for a gradient's all-reduce) run while the collective moves data. No
+    start moves, so every device starts the collectives in the order it
+    did before. A wait goes no later than the first `graph.assign` after
+    its start: a started collective's input may be a parameter's storage,
+    which an assignment overwrites. The memory plan keeps a started
+    collective's input and result alive until its wait. Run it after
+    `-cleave-normalize-collectives` and before `-cleave-plan-memory`; the
+    compiler's pipeline does.
+
+    ```mlir
+    %r = dist.all_reduce %g on @mesh ["dp"] sum : tensor<32x4xf32>
+    %h = graph.matmul %a, %b : tensor<8x16xf32>, tensor<16x32xf32>
+    %u = graph.sgd %w, %r, %s {lr = 0.1 : f64} : ...
+    ```
+    becomes
+    ```mlir
+    %0 = dist.all_reduce async %g on @mesh ["dp"] sum : tensor<32x4xf32>
+    %h = graph.matmul %a, %b : tensor<8x16xf32>, tensor<16x32xf32>
+    %r = dist.wait %0 : tensor<32x4xf32>
+    %u = graph.sgd %w, %r, %s {lr = 0.1 : f64} : ...
+    ```
+  }];
+  let statistics = [
+    Statistic<"numStarted", "num-started", "Collectives started early">,
+    Statistic<"numOverlapped", "num-overlapped",
+              "Started collectives with ops before their wait">
+  ];
+  let dependentDialects = ["::cleave::dist::DistDialect"];
+}
+
 def SplitProjectionsPass : Pass<"cleave-split-projections",
                                 "::mlir::ModuleOp"> {
   let summary = "Computes a fused, split projection as one projection per part";

@@ -13,6 +13,7 @@
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/SmallSet.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace cleave;
@@ -310,14 +311,45 @@ static LogicalResult checkGroupIndex(Operation *op, StringRef what,
   return success();
 }
 
+/// A started (`async`) collective's result is read only by its wait.
+static LogicalResult verifyAsync(Operation *op, bool async) {
+  if (!async)
+    return success();
+  Value result = op->getResult(0);
+  if (!result.hasOneUse() || !isa<WaitOp>(*result.getUsers().begin()))
+    return op->emitOpError("is async: its result must have one use, a "
+                           "dist.wait");
+  return success();
+}
+
 LogicalResult AllReduceOp::verify() {
+  if (failed(verifyAsync(*this, getAsync())))
+    return failure();
   return verifyReductionType(getKind(), getType().getElementType(),
                              [&]() { return emitOpError(); });
 }
 
 LogicalResult ReduceScatterOp::verify() {
+  if (failed(verifyAsync(*this, getAsync())))
+    return failure();
   return verifyReductionType(getKind(), getType().getElementType(),
                              [&]() { return emitOpError(); });
+}
+
+LogicalResult AllGatherOp::verify() { return verifyAsync(*this, getAsync()); }
+
+LogicalResult AllToAllOp::verify() { return verifyAsync(*this, getAsync()); }
+
+LogicalResult WaitOp::verify() {
+  Operation *start = getInput().getDefiningOp();
+  bool started =
+      start && llvm::TypeSwitch<Operation *, bool>(start)
+                   .Case<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp>(
+                       [](auto c) { return c.getAsync(); })
+                   .Default([](Operation *) { return false; });
+  if (!started)
+    return emitOpError("waits for a value that no async collective started");
+  return success();
 }
 
 LogicalResult AllReduceOp::verifyGroupSize(int64_t) { return success(); }

@@ -101,10 +101,12 @@ def Dist_AllReduceOp : Dist_CollectiveOp<"all_reduce", [
     ```
   }];
   let arguments = (ins Dist_Tensor:$input, FlatSymbolRefAttr:$mesh,
-                       StrArrayAttr:$axes, Cleave_ReductionKind:$kind);
+                       StrArrayAttr:$axes, Cleave_ReductionKind:$kind,
+                       UnitAttr:$async);
   let results = (outs Dist_Tensor:$result);
   let assemblyFormat = [{
-    $input `on` $mesh $axes $kind attr-dict `:` type($input)
+    (`async` $async^)? $input `on` $mesh $axes $kind attr-dict `:`
+    type($input)
   }];
   let hasVerifier = 1;
 }
@@ -120,12 +122,13 @@ def Dist_AllGatherOp : Dist_CollectiveOp<"all_gather"> {
     ```
   }];
   let arguments = (ins Dist_Tensor:$input, FlatSymbolRefAttr:$mesh,
-                       StrArrayAttr:$axes, I64Attr:$dim);
+                       StrArrayAttr:$axes, I64Attr:$dim, UnitAttr:$async);
   let results = (outs Dist_Tensor:$result);
   let assemblyFormat = [{
-    $input `on` $mesh $axes `dim` $dim attr-dict `:` type($input) `->`
-    type($result)
+    (`async` $async^)? $input `on` $mesh $axes `dim` $dim attr-dict `:`
+    type($input) `->` type($result)
   }];
+  let hasVerifier = 1;
 }
 
 def Dist_ReduceScatterOp : Dist_CollectiveOp<"reduce_scatter"> {
@@ -140,11 +143,11 @@ def Dist_ReduceScatterOp : Dist_CollectiveOp<"reduce_scatter"> {
   }];
   let arguments = (ins Dist_Tensor:$input, FlatSymbolRefAttr:$mesh,
                        StrArrayAttr:$axes, Cleave_ReductionKind:$kind,
-                       I64Attr:$dim);
+                       I64Attr:$dim, UnitAttr:$async);
   let results = (outs Dist_Tensor:$result);
   let assemblyFormat = [{
-    $input `on` $mesh $axes $kind `dim` $dim attr-dict `:` type($input) `->`
-    type($result)
+    (`async` $async^)? $input `on` $mesh $axes $kind `dim` $dim attr-dict
+    `:` type($input) `->` type($result)
   }];
   let hasVerifier = 1;
 }
@@ -163,12 +166,13 @@ def Dist_AllToAllOp : Dist_CollectiveOp<"all_to_all"> {
   }];
   let arguments = (ins Dist_Tensor:$input, FlatSymbolRefAttr:$mesh,
                        StrArrayAttr:$axes, I64Attr:$split_dim,
-                       I64Attr:$concat_dim);
+                       I64Attr:$concat_dim, UnitAttr:$async);
   let results = (outs Dist_Tensor:$result);
   let assemblyFormat = [{
-    $input `on` $mesh $axes `split` $split_dim `concat` $concat_dim attr-dict
-    `:` type($input) `->` type($result)
+    (`async` $async^)? $input `on` $mesh $axes `split` $split_dim `concat`
+    $concat_dim attr-dict `:` type($input) `->` type($result)
   }];
+  let hasVerifier = 1;
 }
 
 def Dist_CollectivePermuteOp : Dist_CollectiveOp<"collective_permute", [
@@ -245,6 +249,30 @@ def Dist_RecvOp : Dist_CollectiveOp<"recv"> {
   let assemblyFormat = [{
     `on` $mesh $axes `from` $source (`tag` $tag^)? attr-dict `:` type($result)
   }];
+}
+
+def Dist_WaitOp : Dist_Op<"wait", [Dist_CommEffects,
+    AllTypesMatch<["input", "result"]>]> {
+  let summary = "completes a started collective: its result, now valid";
+  let description = [{
+    An `all_reduce`, `all_gather`, `reduce_scatter` or `all_to_all` marked
+    `async` starts without completing: its result may be read only through
+    the `dist.wait` that is its one use, and its input must not be
+    overwritten before that wait. Between the two, the device computes
+    while the collective moves data. The order of the starts is the order
+    of the collectives on every device, as for blocking ones.
+    `-cleave-overlap-collectives` writes them.
+
+    ```mlir
+    %s = dist.all_reduce async %g on @mesh ["dp"] sum : tensor<32x4xf32>
+    %h = graph.matmul %a, %b : tensor<8x16xf32>, tensor<16x32xf32>
+    %r = dist.wait %s : tensor<32x4xf32>
+    ```
+  }];
+  let arguments = (ins Dist_Tensor:$input);
+  let results = (outs Dist_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
