@@ -3,9 +3,10 @@
  * Collectives between the ranks of a distributed program (DESIGN.md §6). One
  * interface, two engines, chosen when the program is linked like the kernel
  * backend: libcleave_rt_comm_mpi.a (MPI; the arena in host memory, with the
- * CPU backend) and libcleave_rt_comm_nccl.a (NCCL on the CUDA backend's
- * stream; the arena in device memory; MPI starts the job and broadcasts each
- * communicator's NCCL unique id).
+ * CPU backend) and libcleave_rt_comm_nccl.a (NCCL on a communication
+ * stream ordered with the CUDA backend's stream by events; the arena in
+ * device memory; MPI starts the job and broadcasts each communicator's NCCL
+ * unique id).
  *
  * Ranks and groups. The job's ranks are numbered 0..size-1 and laid out
  * row-major on the program's device mesh (the last axis varies fastest).
