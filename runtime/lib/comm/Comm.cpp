@@ -1,9 +1,9 @@
 //===- Comm.cpp - the C ABI of cleave_comm.h over an engine ---------------===//
 //
 // Start-up (MPI, the fail hook, the world communicator), mesh-axis groups,
-// and every collective's descriptor checks and byte counts, shared by the
-// MPI and the NCCL engine: this file is compiled into both libraries, and
-// the engine only moves bytes.
+// every collective's descriptor checks and byte counts, and the handles of
+// the nonblocking collectives, shared by the MPI and the NCCL engine: this
+// file is compiled into both libraries, and the engine only moves bytes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,11 +15,22 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <string>
+#include <utility>
 
 using namespace cleave::rt;
 using namespace cleave::rt::comm;
 
 namespace {
+
+/// A nonblocking collective between its start and its wait.
+struct InFlight {
+  OperationPtr operation;
+  const char *fn;
+  const Group *group;
+  /// The arena bytes it reads and those it writes, [begin, end).
+  std::pair<const char *, const char *> reads, writes;
+};
 
 struct State {
   bool initialized = false;
@@ -33,6 +44,10 @@ struct State {
   /// (mesh, axes) -> group id, so that asking twice gives the same handle.
   std::map<std::pair<std::vector<int64_t>, std::vector<int64_t>>, int32_t>
       byAxes;
+  /// The nonblocking collectives not yet waited for, by handle; handles
+  /// count up from 1 and are never reused.
+  std::map<int64_t, InFlight> inFlight;
+  int64_t lastHandle = 0;
 };
 
 State &state() {
@@ -69,6 +84,14 @@ Group &groupOf(const char *fn, int32_t comm) {
     cleave_rt_fail("%s: communicator %d does not exist (%d created)", fn,
                    int(comm), int(s.groups.size()));
   return *s.groups[comm];
+}
+
+/// groupOf for a collective or a wait: first lets the engine check what is
+/// in flight (its watchdog, MPI's progress).
+Group &collectiveGroup(const char *fn, int32_t comm) {
+  Group &g = groupOf(fn, comm);
+  state().engine->poll();
+  return g;
 }
 
 std::string listString(const std::vector<int64_t> &v, const char *open,
@@ -294,6 +317,27 @@ extern "C" void cleave_comm_finalize(void) {
   State &s = state();
   if (!s.initialized || s.finalized)
     return;
+  if (!s.inFlight.empty()) {
+    // Every rank that started them reports them; the first report ends the
+    // job (its fail hook), where a finalize over them could hang.
+    std::string list;
+    size_t shown = 0;
+    for (const auto &[handle, f] : s.inFlight) {
+      if (shown++ == 4) {
+        list += ", ...";
+        break;
+      }
+      list += std::string(list.empty() ? "" : ", ") + "handle " +
+              std::to_string(handle) + " (" + f.fn + " on " + f.group->label +
+              ")";
+    }
+    size_t n = s.inFlight.size();
+    cleave_rt_fail("cleave_comm_finalize: %zu nonblocking collective%s %s "
+                   "started but never waited for: %s; call cleave_comm_wait "
+                   "on every handle before finalize",
+                   n, n == 1 ? "" : "s", n == 1 ? "was" : "were",
+                   list.c_str());
+  }
   s.engine->finalize();
   for (auto &g : s.groups)
     if (g->mpi != MPI_COMM_NULL)
@@ -454,11 +498,59 @@ extern "C" int32_t cleave_comm_size(int32_t comm) {
 // Collectives: checks, then the engine, then the counters
 //===----------------------------------------------------------------------===//
 
-extern "C" void cleave_comm_all_reduce(int32_t comm, char *arena, int32_t op,
-                                       const cleave_tensor *in,
-                                       const cleave_tensor *out) {
-  const char *fn = "cleave_comm_all_reduce";
-  Group &g = groupOf(fn, comm);
+namespace {
+
+using ByteRange = std::pair<const char *, const char *>;
+
+ByteRange bytesOf(const char *arena, const cleave_tensor &t) {
+  const char *begin = arena + t.offset;
+  return {begin, begin + tensorBytes(t)};
+}
+
+bool intersect(const ByteRange &a, const ByteRange &b) {
+  return a.first < b.second && b.first < a.second;
+}
+
+/// Fails when a collective that reads tensor `reads` and writes `writes`
+/// (either null; the names are the ABI's parameters) would touch the
+/// buffers of a nonblocking collective in flight: it may read what that
+/// one reads, but not write what it reads or writes, nor read what it
+/// writes.
+void checkNotInFlight(const char *fn, const char *arena, const char *readName,
+                      const cleave_tensor *reads, const char *writeName,
+                      const cleave_tensor *writes) {
+  for (const auto &[handle, f] : state().inFlight) {
+    const char *mine = nullptr, *theirs = nullptr;
+    const cleave_tensor *t = nullptr;
+    if (writes && intersect(bytesOf(arena, *writes), f.reads))
+      mine = writeName, theirs = "in", t = writes;
+    else if (writes && intersect(bytesOf(arena, *writes), f.writes))
+      mine = writeName, theirs = "out", t = writes;
+    else if (reads && intersect(bytesOf(arena, *reads), f.writes))
+      mine = readName, theirs = "out", t = reads;
+    if (mine)
+      cleave_rt_fail("%s: %s %s overlaps the %s of %s on %s (handle %lld), "
+                     "which has not been waited for",
+                     fn, mine, shapeString(*t).c_str(), theirs, f.fn,
+                     f.group->label.c_str(), (long long)handle);
+  }
+}
+
+/// Keeps a started collective under a new handle.
+int64_t track(const char *fn, const Group &g, const char *arena,
+              const cleave_tensor &in, const cleave_tensor &out,
+              OperationPtr operation) {
+  State &s = state();
+  int64_t handle = ++s.lastHandle;
+  s.inFlight[handle] = InFlight{std::move(operation), fn, &g,
+                                bytesOf(arena, in), bytesOf(arena, out)};
+  return handle;
+}
+
+OperationPtr startAllReduce(const char *fn, int32_t comm, char *arena,
+                            int32_t op, const cleave_tensor *in,
+                            const cleave_tensor *out) {
+  Group &g = collectiveGroup(fn, comm);
   checkPair(fn, arena, in, out);
   checkReduction(fn, op, in->dtype);
   if (!sameShape(*in, *out))
@@ -466,45 +558,47 @@ extern "C" void cleave_comm_all_reduce(int32_t comm, char *arena, int32_t op,
                    shapeString(*in).c_str(), shapeString(*out).c_str());
   if (in->offset != out->offset && overlaps(*in, *out))
     cleave_rt_fail("%s: in and out overlap without being the same tensor", fn);
-  state().engine->allReduce(g, arena, op, *in, *out);
+  checkNotInFlight(fn, arena, "in", in, "out", out);
+  OperationPtr o = state().engine->allReduce(g, arena, op, *in, *out, fn);
   int64_t bytes = tensorBytes(*in);
   count(g, CLEAVE_COMM_ALL_REDUCE, bytes, ringBytes(g, bytes, 2));
+  return o;
 }
 
-extern "C" void cleave_comm_all_gather(int32_t comm, char *arena,
-                                       const cleave_tensor *in,
-                                       const cleave_tensor *out) {
-  const char *fn = "cleave_comm_all_gather";
-  Group &g = groupOf(fn, comm);
+OperationPtr startAllGather(const char *fn, int32_t comm, char *arena,
+                            const cleave_tensor *in,
+                            const cleave_tensor *out) {
+  Group &g = collectiveGroup(fn, comm);
   checkPair(fn, arena, in, out);
   checkDim0(fn, g, "out", *out, "in", *in);
   if (overlaps(*in, *out))
     cleave_rt_fail("%s: in and out overlap", fn);
-  state().engine->allGather(g, arena, *in, *out);
+  checkNotInFlight(fn, arena, "in", in, "out", out);
+  OperationPtr o = state().engine->allGather(g, arena, *in, *out, fn);
   int64_t bytes = tensorBytes(*out);
   count(g, CLEAVE_COMM_ALL_GATHER, bytes, ringBytes(g, bytes, 1));
+  return o;
 }
 
-extern "C" void cleave_comm_reduce_scatter(int32_t comm, char *arena,
-                                           int32_t op, const cleave_tensor *in,
-                                           const cleave_tensor *out) {
-  const char *fn = "cleave_comm_reduce_scatter";
-  Group &g = groupOf(fn, comm);
+OperationPtr startReduceScatter(const char *fn, int32_t comm, char *arena,
+                                int32_t op, const cleave_tensor *in,
+                                const cleave_tensor *out) {
+  Group &g = collectiveGroup(fn, comm);
   checkPair(fn, arena, in, out);
   checkReduction(fn, op, in->dtype);
   checkDim0(fn, g, "in", *in, "out", *out);
   if (overlaps(*in, *out))
     cleave_rt_fail("%s: in and out overlap", fn);
-  state().engine->reduceScatter(g, arena, op, *in, *out);
+  checkNotInFlight(fn, arena, "in", in, "out", out);
+  OperationPtr o = state().engine->reduceScatter(g, arena, op, *in, *out, fn);
   int64_t bytes = tensorBytes(*in);
   count(g, CLEAVE_COMM_REDUCE_SCATTER, bytes, ringBytes(g, bytes, 1));
+  return o;
 }
 
-extern "C" void cleave_comm_all_to_all(int32_t comm, char *arena,
-                                       const cleave_tensor *in,
-                                       const cleave_tensor *out) {
-  const char *fn = "cleave_comm_all_to_all";
-  Group &g = groupOf(fn, comm);
+OperationPtr startAllToAll(const char *fn, int32_t comm, char *arena,
+                           const cleave_tensor *in, const cleave_tensor *out) {
+  Group &g = collectiveGroup(fn, comm);
   checkPair(fn, arena, in, out);
   if (!sameShape(*in, *out))
     cleave_rt_fail("%s: in %s and out %s differ in shape", fn,
@@ -515,18 +609,100 @@ extern "C" void cleave_comm_all_to_all(int32_t comm, char *arena,
                    fn, shapeString(*in).c_str(), g.size, g.label.c_str());
   if (overlaps(*in, *out))
     cleave_rt_fail("%s: in and out overlap", fn);
-  state().engine->allToAll(g, arena, *in, *out);
+  checkNotInFlight(fn, arena, "in", in, "out", out);
+  OperationPtr o = state().engine->allToAll(g, arena, *in, *out, fn);
   int64_t bytes = tensorBytes(*in);
   count(g, CLEAVE_COMM_ALL_TO_ALL, bytes, ringBytes(g, bytes, 1));
+  return o;
+}
+
+} // namespace
+
+extern "C" void cleave_comm_all_reduce(int32_t comm, char *arena, int32_t op,
+                                       const cleave_tensor *in,
+                                       const cleave_tensor *out) {
+  startAllReduce("cleave_comm_all_reduce", comm, arena, op, in, out)->wait();
+}
+
+extern "C" void cleave_comm_all_gather(int32_t comm, char *arena,
+                                       const cleave_tensor *in,
+                                       const cleave_tensor *out) {
+  startAllGather("cleave_comm_all_gather", comm, arena, in, out)->wait();
+}
+
+extern "C" void cleave_comm_reduce_scatter(int32_t comm, char *arena,
+                                           int32_t op, const cleave_tensor *in,
+                                           const cleave_tensor *out) {
+  startReduceScatter("cleave_comm_reduce_scatter", comm, arena, op, in, out)
+      ->wait();
+}
+
+extern "C" void cleave_comm_all_to_all(int32_t comm, char *arena,
+                                       const cleave_tensor *in,
+                                       const cleave_tensor *out) {
+  startAllToAll("cleave_comm_all_to_all", comm, arena, in, out)->wait();
+}
+
+extern "C" int64_t cleave_comm_all_reduce_start(int32_t comm, char *arena,
+                                                int32_t op,
+                                                const cleave_tensor *in,
+                                                const cleave_tensor *out) {
+  const char *fn = "cleave_comm_all_reduce_start";
+  OperationPtr o = startAllReduce(fn, comm, arena, op, in, out);
+  return track(fn, *state().groups[comm], arena, *in, *out, std::move(o));
+}
+
+extern "C" int64_t cleave_comm_all_gather_start(int32_t comm, char *arena,
+                                                const cleave_tensor *in,
+                                                const cleave_tensor *out) {
+  const char *fn = "cleave_comm_all_gather_start";
+  OperationPtr o = startAllGather(fn, comm, arena, in, out);
+  return track(fn, *state().groups[comm], arena, *in, *out, std::move(o));
+}
+
+extern "C" int64_t cleave_comm_reduce_scatter_start(int32_t comm, char *arena,
+                                                    int32_t op,
+                                                    const cleave_tensor *in,
+                                                    const cleave_tensor *out) {
+  const char *fn = "cleave_comm_reduce_scatter_start";
+  OperationPtr o = startReduceScatter(fn, comm, arena, op, in, out);
+  return track(fn, *state().groups[comm], arena, *in, *out, std::move(o));
+}
+
+extern "C" int64_t cleave_comm_all_to_all_start(int32_t comm, char *arena,
+                                                const cleave_tensor *in,
+                                                const cleave_tensor *out) {
+  const char *fn = "cleave_comm_all_to_all_start";
+  OperationPtr o = startAllToAll(fn, comm, arena, in, out);
+  return track(fn, *state().groups[comm], arena, *in, *out, std::move(o));
+}
+
+extern "C" void cleave_comm_wait(int64_t handle) {
+  const char *fn = "cleave_comm_wait";
+  requireInit(fn);
+  State &s = state();
+  s.engine->poll();
+  auto it = s.inFlight.find(handle);
+  if (it == s.inFlight.end())
+    cleave_rt_fail("%s: %lld is not the handle of a collective in flight (%s)",
+                   fn, (long long)handle,
+                   handle >= 1 && handle <= s.lastHandle
+                       ? "it was waited for already"
+                       : "no cleave_comm_*_start returned it");
+  // Out of the table first: the wait may fail (the watchdog).
+  OperationPtr o = std::move(it->second.operation);
+  s.inFlight.erase(it);
+  o->wait();
 }
 
 extern "C" void cleave_comm_broadcast(int32_t comm, char *arena,
                                       const cleave_tensor *t, int32_t root) {
   const char *fn = "cleave_comm_broadcast";
-  Group &g = groupOf(fn, comm);
+  Group &g = collectiveGroup(fn, comm);
   checkArena(fn, arena);
   checkTensor(fn, "t", t);
   checkPeer(fn, "root", g, root, false);
+  checkNotInFlight(fn, arena, "t", t, "t", t);
   state().engine->broadcast(g, arena, *t, root);
   // A chain root, root+1, ...: every rank but the last forwards the tensor.
   int64_t bytes = tensorBytes(*t);
@@ -537,10 +713,11 @@ extern "C" void cleave_comm_broadcast(int32_t comm, char *arena,
 extern "C" void cleave_comm_send(int32_t comm, char *arena,
                                  const cleave_tensor *t, int32_t peer) {
   const char *fn = "cleave_comm_send";
-  Group &g = groupOf(fn, comm);
+  Group &g = collectiveGroup(fn, comm);
   checkArena(fn, arena);
   checkTensor(fn, "t", t);
   checkPeer(fn, "peer", g, peer, true);
+  checkNotInFlight(fn, arena, "t", t, nullptr, nullptr);
   state().engine->send(g, arena, *t, peer);
   int64_t bytes = tensorBytes(*t);
   count(g, CLEAVE_COMM_SEND, bytes, bytes);
@@ -549,10 +726,11 @@ extern "C" void cleave_comm_send(int32_t comm, char *arena,
 extern "C" void cleave_comm_recv(int32_t comm, char *arena,
                                  const cleave_tensor *t, int32_t peer) {
   const char *fn = "cleave_comm_recv";
-  Group &g = groupOf(fn, comm);
+  Group &g = collectiveGroup(fn, comm);
   checkArena(fn, arena);
   checkTensor(fn, "t", t);
   checkPeer(fn, "peer", g, peer, true);
+  checkNotInFlight(fn, arena, nullptr, nullptr, "t", t);
   state().engine->recv(g, arena, *t, peer);
   count(g, CLEAVE_COMM_RECV, tensorBytes(*t), 0);
 }
@@ -563,7 +741,7 @@ extern "C" void cleave_comm_sendrecv(int32_t comm, char *arena,
                                      const cleave_tensor *recv,
                                      int32_t recvPeer) {
   const char *fn = "cleave_comm_sendrecv";
-  Group &g = groupOf(fn, comm);
+  Group &g = collectiveGroup(fn, comm);
   checkArena(fn, arena);
   if (sendPeer != -1) {
     checkPeer(fn, "send_peer", g, sendPeer, false);
@@ -581,6 +759,8 @@ extern "C" void cleave_comm_sendrecv(int32_t comm, char *arena,
                    fn, int(sendPeer), int(recvPeer), g.rank, g.label.c_str());
   if (sendPeer != -1 && recvPeer != -1 && overlaps(*send, *recv))
     cleave_rt_fail("%s: send and recv overlap", fn);
+  checkNotInFlight(fn, arena, "send", sendPeer != -1 ? send : nullptr, "recv",
+                   recvPeer != -1 ? recv : nullptr);
   state().engine->sendRecv(g, arena, sendPeer != -1 ? send : nullptr,
                            sendPeer, recvPeer != -1 ? recv : nullptr, recvPeer,
                            fn);
@@ -598,7 +778,7 @@ extern "C" void cleave_comm_collective_permute(int32_t comm, char *arena,
                                                const int64_t *pairs,
                                                int64_t numPairs) {
   const char *fn = "cleave_comm_collective_permute";
-  Group &g = groupOf(fn, comm);
+  Group &g = collectiveGroup(fn, comm);
   checkPair(fn, arena, in, out);
   if (!sameShape(*in, *out))
     cleave_rt_fail("%s: in %s and out %s differ in shape", fn,
@@ -606,6 +786,7 @@ extern "C" void cleave_comm_collective_permute(int32_t comm, char *arena,
   if (overlaps(*in, *out))
     cleave_rt_fail("%s: in and out overlap", fn);
   PermutePeers peers = permutePeers(fn, g, pairs, numPairs);
+  checkNotInFlight(fn, arena, "in", in, "out", out);
   Engine &engine = *state().engine;
   if (peers.source < 0)
     engine.zero(arena, *out, fn);
@@ -617,13 +798,13 @@ extern "C" void cleave_comm_collective_permute(int32_t comm, char *arena,
 }
 
 extern "C" void cleave_comm_barrier(int32_t comm) {
-  Group &g = groupOf("cleave_comm_barrier", comm);
+  Group &g = collectiveGroup("cleave_comm_barrier", comm);
   state().engine->barrier(g);
   count(g, CLEAVE_COMM_BARRIER, 0, 0);
 }
 
 extern "C" int64_t cleave_comm_host_max(int32_t comm, int64_t value) {
-  Group &g = groupOf("cleave_comm_host_max", comm);
+  Group &g = collectiveGroup("cleave_comm_host_max", comm);
   // Not a collective of the program: not counted, and host memory on both
   // engines (their bootstrap communicator is MPI's).
   Watchdog watchdog("cleave_comm_host_max", g);

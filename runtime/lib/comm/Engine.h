@@ -6,7 +6,8 @@
 // engine interface that moves the bytes, and the watchdog that turns a
 // collective that does not complete in time into an error on every rank.
 // Comm.cpp checks every descriptor and counts bytes before it calls an
-// engine, so engines see only valid calls.
+// engine, so engines see only valid calls, and it keeps the handles of the
+// nonblocking collectives: each is an engine Operation until its wait.
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,6 +53,8 @@ public:
   /// `what` names the call ("cleave_comm_all_reduce").
   Watchdog(const char *what, const Group &group);
   bool expired() const;
+  const char *name() const { return what; }
+  const Group &groupOf() const { return group; }
   /// Reports that the call did not complete in time, aborts the engine's
   /// communicators (Engine::abort) and then the job.
   [[noreturn]] void fire() const;
@@ -78,8 +81,24 @@ double timeoutSeconds();
 /// Bytes in the arena `t` takes.
 int64_t tensorBytes(const cleave_tensor &t);
 
+/// A collective between its start and its wait: what a handle of
+/// cleave_comm_*_start stands for (Comm.cpp), and how a blocking call
+/// completes (start, then wait at once).
+class Operation {
+public:
+  virtual ~Operation() = default;
+  /// Makes the collective's results ready for what the program does next:
+  /// the MPI engine waits for it on the host, under its watchdog; the NCCL
+  /// engine makes the backend's stream wait for it, and the host goes on.
+  /// Called once.
+  virtual void wait() = 0;
+};
+using OperationPtr = std::unique_ptr<Operation>;
+
 /// Moves the bytes of valid collectives. Calls arrive in the order of the
-/// program, on the thread that called cleave_comm_init.
+/// program, on the thread that called cleave_comm_init. The four
+/// collectives that have a nonblocking form start and return their
+/// Operation; `fn` names the ABI call for the watchdog and errors.
 class Engine {
 public:
   virtual ~Engine() = default;
@@ -88,15 +107,19 @@ public:
   virtual void init(MPI_Comm local) = 0;
   /// A new communicator (called by every rank, in the same order).
   virtual void addGroup(Group &group) = 0;
-  virtual void allReduce(Group &group, char *arena, int32_t op,
-                         const cleave_tensor &in, const cleave_tensor &out) = 0;
-  virtual void allGather(Group &group, char *arena, const cleave_tensor &in,
-                         const cleave_tensor &out) = 0;
-  virtual void reduceScatter(Group &group, char *arena, int32_t op,
-                             const cleave_tensor &in,
-                             const cleave_tensor &out) = 0;
-  virtual void allToAll(Group &group, char *arena, const cleave_tensor &in,
-                        const cleave_tensor &out) = 0;
+  virtual OperationPtr allReduce(Group &group, char *arena, int32_t op,
+                                 const cleave_tensor &in,
+                                 const cleave_tensor &out, const char *fn) = 0;
+  virtual OperationPtr allGather(Group &group, char *arena,
+                                 const cleave_tensor &in,
+                                 const cleave_tensor &out, const char *fn) = 0;
+  virtual OperationPtr reduceScatter(Group &group, char *arena, int32_t op,
+                                     const cleave_tensor &in,
+                                     const cleave_tensor &out,
+                                     const char *fn) = 0;
+  virtual OperationPtr allToAll(Group &group, char *arena,
+                                const cleave_tensor &in,
+                                const cleave_tensor &out, const char *fn) = 0;
   virtual void broadcast(Group &group, char *arena, const cleave_tensor &t,
                          int root) = 0;
   virtual void send(Group &group, char *arena, const cleave_tensor &t,
@@ -116,10 +139,17 @@ public:
   /// waits for it (the NCCL engine: on the stream, without waiting here).
   virtual void zero(char *arena, const cleave_tensor &t, const char *fn) = 0;
   virtual void barrier(Group &group) = 0;
+  /// Checks the collectives in flight without waiting for any: moves them
+  /// on, reports their errors, and fires the watchdog of one that is past
+  /// its deadline. Called at every collective and wait of the ABI and, by
+  /// the NCCL engine's wait hook, while the host waits for the device.
+  virtual void poll() = 0;
   /// Makes every pending operation of the engine give up, without waiting
   /// (before the job is aborted). Must not call cleave_rt_fail.
   virtual void abort() {}
-  /// Frees the engine's communicators; MPI is still up.
+  /// Waits for everything in flight, under the watchdog, and frees the
+  /// engine's communicators; MPI is still up. Every Operation has been
+  /// waited for.
   virtual void finalize() = 0;
 };
 

@@ -3,9 +3,14 @@
 // The arena is host memory. Each collective is one nonblocking MPI call
 // (MPI_Iallreduce, MPI_Iallgather, ...) on the group's communicator, waited
 // for under the watchdog (sendrecv: an MPI_Irecv and an MPI_Isend, waited
-// for together). f16 and bf16 reductions go through f32 buffers, so
-// they accumulate in f32 and round once. Counts are ints in MPI: a transfer
-// of 2^31 units or more fails with a clear error.
+// for together). all_reduce, all_gather, reduce_scatter and all_to_all
+// return their request as an Operation, which a blocking call waits for at
+// once and a nonblocking one at cleave_comm_wait; until then the engine
+// tests it at every call (MPI moves a nonblocking collective on only inside
+// MPI calls) and fires its watchdog once it is overdue. f16 and bf16
+// reductions go through f32 buffers, so they accumulate in f32 and round
+// once; a mean is divided at the wait. Counts are ints in MPI: a transfer of
+// 2^31 units or more fails with a clear error.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,8 +18,10 @@
 
 #include "../cpu/Tensor.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
+#include <functional>
 #include <vector>
 
 using namespace cleave::rt;
@@ -79,88 +86,121 @@ void checkReceived(const char *fn, const Group &g, const cleave_tensor &t,
                    dtypeName(t.dtype), shapeString(t).c_str());
 }
 
+class MpiEngine;
+
+/// One nonblocking MPI collective: its request, its deadline, the f32
+/// buffers of a 16-bit reduction, and what the wait does once the request
+/// has completed (a mean's division, the conversion back).
+class MpiOperation final : public Operation {
+public:
+  MpiOperation(MpiEngine &engine, const char *fn, Group &g);
+  ~MpiOperation() override;
+  void wait() override;
+  /// Tests the request (which moves it on); fires the watchdog when it is
+  /// still incomplete past its deadline.
+  void poll() {
+    int done = 0;
+    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    if (!done && watchdog.expired())
+      watchdog.fire();
+  }
+
+  Watchdog watchdog;
+  MPI_Request request = MPI_REQUEST_NULL;
+  std::vector<float> send, recv;
+  std::function<void()> finish;
+
+private:
+  MpiEngine &engine;
+};
+
 class MpiEngine final : public Engine {
 public:
   const char *name() const override { return "mpi"; }
   void init(MPI_Comm) override {}
   void addGroup(Group &) override {}
 
-  void allReduce(Group &g, char *arena, int32_t op, const cleave_tensor &in,
-                 const cleave_tensor &out) override {
-    const char *fn = "cleave_comm_all_reduce";
+  OperationPtr allReduce(Group &g, char *arena, int32_t op,
+                         const cleave_tensor &in, const cleave_tensor &out,
+                         const char *fn) override {
     int64_t n = numElements(in);
     int count = mpiCount(fn, n, "elements");
-    Watchdog watchdog(fn, g);
-    MPI_Request request;
+    auto o = std::make_unique<MpiOperation>(*this, fn, g);
+    int size = g.size;
     if (isHalf(in.dtype)) {
-      std::vector<float> buf(static_cast<size_t>(n));
-      convertToF32(dataOf(arena, in), in.dtype, buf.data(), n);
-      MPI_Iallreduce(MPI_IN_PLACE, buf.data(), count, MPI_FLOAT, reduceOp(op),
-                     g.mpi, &request);
-      waitRequests(1, &request, MPI_STATUS_IGNORE, watchdog);
-      if (op == CLEAVE_MEAN)
-        divideBy(buf.data(), n, g.size);
-      convertFromF32(buf.data(), dataOf(arena, out), out.dtype, n);
-      return;
+      o->recv.resize(static_cast<size_t>(n));
+      convertToF32(dataOf(arena, in), in.dtype, o->recv.data(), n);
+      MPI_Iallreduce(MPI_IN_PLACE, o->recv.data(), count, MPI_FLOAT,
+                     reduceOp(op), g.mpi, &o->request);
+      char *dst = dataOf(arena, out);
+      int32_t dtype = out.dtype;
+      MpiOperation *self = o.get();
+      o->finish = [self, op, n, size, dst, dtype] {
+        if (op == CLEAVE_MEAN)
+          divideBy(self->recv.data(), n, size);
+        convertFromF32(self->recv.data(), dst, dtype, n);
+      };
+      return o;
     }
     const void *src =
         in.offset == out.offset ? MPI_IN_PLACE : dataOf(arena, in);
-    MPI_Iallreduce(src, dataOf(arena, out), count, reduceType(in.dtype),
-                   reduceOp(op), g.mpi, &request);
-    waitRequests(1, &request, MPI_STATUS_IGNORE, watchdog);
+    float *dst = reinterpret_cast<float *>(dataOf(arena, out));
+    MPI_Iallreduce(src, dst, count, reduceType(in.dtype), reduceOp(op), g.mpi,
+                   &o->request);
     if (op == CLEAVE_MEAN)
-      divideBy(reinterpret_cast<float *>(dataOf(arena, out)), n, g.size);
+      o->finish = [dst, n, size] { divideBy(dst, n, size); };
+    return o;
   }
 
-  void allGather(Group &g, char *arena, const cleave_tensor &in,
-                 const cleave_tensor &out) override {
-    const char *fn = "cleave_comm_all_gather";
+  OperationPtr allGather(Group &g, char *arena, const cleave_tensor &in,
+                         const cleave_tensor &out, const char *fn) override {
     int count = mpiCount(fn, tensorBytes(in), "bytes per rank");
-    Watchdog watchdog(fn, g);
-    MPI_Request request;
+    auto o = std::make_unique<MpiOperation>(*this, fn, g);
     MPI_Iallgather(dataOf(arena, in), count, MPI_BYTE, dataOf(arena, out),
-                   count, MPI_BYTE, g.mpi, &request);
-    waitRequests(1, &request, MPI_STATUS_IGNORE, watchdog);
+                   count, MPI_BYTE, g.mpi, &o->request);
+    return o;
   }
 
-  void reduceScatter(Group &g, char *arena, int32_t op,
-                     const cleave_tensor &in,
-                     const cleave_tensor &out) override {
-    const char *fn = "cleave_comm_reduce_scatter";
+  OperationPtr reduceScatter(Group &g, char *arena, int32_t op,
+                             const cleave_tensor &in, const cleave_tensor &out,
+                             const char *fn) override {
     int64_t n = numElements(out);
     int count = mpiCount(fn, n, "elements per rank");
-    Watchdog watchdog(fn, g);
-    MPI_Request request;
+    auto o = std::make_unique<MpiOperation>(*this, fn, g);
+    int size = g.size;
     if (isHalf(in.dtype)) {
-      std::vector<float> send(static_cast<size_t>(n * g.size));
-      std::vector<float> recv(static_cast<size_t>(n));
-      convertToF32(dataOf(arena, in), in.dtype, send.data(),
-                   int64_t(send.size()));
-      MPI_Ireduce_scatter_block(send.data(), recv.data(), count, MPI_FLOAT,
-                                reduceOp(op), g.mpi, &request);
-      waitRequests(1, &request, MPI_STATUS_IGNORE, watchdog);
-      if (op == CLEAVE_MEAN)
-        divideBy(recv.data(), n, g.size);
-      convertFromF32(recv.data(), dataOf(arena, out), out.dtype, n);
-      return;
+      o->send.resize(static_cast<size_t>(n * g.size));
+      o->recv.resize(static_cast<size_t>(n));
+      convertToF32(dataOf(arena, in), in.dtype, o->send.data(),
+                   int64_t(o->send.size()));
+      MPI_Ireduce_scatter_block(o->send.data(), o->recv.data(), count,
+                                MPI_FLOAT, reduceOp(op), g.mpi, &o->request);
+      char *dst = dataOf(arena, out);
+      int32_t dtype = out.dtype;
+      MpiOperation *self = o.get();
+      o->finish = [self, op, n, size, dst, dtype] {
+        if (op == CLEAVE_MEAN)
+          divideBy(self->recv.data(), n, size);
+        convertFromF32(self->recv.data(), dst, dtype, n);
+      };
+      return o;
     }
-    MPI_Ireduce_scatter_block(dataOf(arena, in), dataOf(arena, out), count,
+    float *dst = reinterpret_cast<float *>(dataOf(arena, out));
+    MPI_Ireduce_scatter_block(dataOf(arena, in), dst, count,
                               reduceType(in.dtype), reduceOp(op), g.mpi,
-                              &request);
-    waitRequests(1, &request, MPI_STATUS_IGNORE, watchdog);
+                              &o->request);
     if (op == CLEAVE_MEAN)
-      divideBy(reinterpret_cast<float *>(dataOf(arena, out)), n, g.size);
+      o->finish = [dst, n, size] { divideBy(dst, n, size); };
+    return o;
   }
 
-  void allToAll(Group &g, char *arena, const cleave_tensor &in,
-                const cleave_tensor &out) override {
-    const char *fn = "cleave_comm_all_to_all";
+  OperationPtr allToAll(Group &g, char *arena, const cleave_tensor &in,
+                        const cleave_tensor &out, const char *fn) override {
     int count = mpiCount(fn, tensorBytes(in) / g.size, "bytes per block");
-    Watchdog watchdog(fn, g);
-    MPI_Request request;
+    auto o = std::make_unique<MpiOperation>(*this, fn, g);
     MPI_Ialltoall(dataOf(arena, in), count, MPI_BYTE, dataOf(arena, out),
-                  count, MPI_BYTE, g.mpi, &request);
-    waitRequests(1, &request, MPI_STATUS_IGNORE, watchdog);
+                  count, MPI_BYTE, g.mpi, &o->request);
+    return o;
   }
 
   void broadcast(Group &g, char *arena, const cleave_tensor &t,
@@ -230,8 +270,45 @@ public:
     waitRequests(1, &request, MPI_STATUS_IGNORE, watchdog);
   }
 
+  void poll() override {
+    // In start order: the oldest overdue collective is the one reported.
+    for (MpiOperation *o : inFlight)
+      o->poll();
+  }
+
   void finalize() override {}
+
+  /// The operations not yet destroyed, in start order.
+  std::vector<MpiOperation *> inFlight;
 };
+
+MpiOperation::MpiOperation(MpiEngine &engine, const char *fn, Group &g)
+    : watchdog(fn, g), engine(engine) {
+  engine.inFlight.push_back(this);
+}
+
+void MpiOperation::wait() {
+  // The engine's poll tests every collective in flight in start order, so
+  // that the oldest overdue one (here or one started before) is reported.
+  for (;;) {
+    int done = 0;
+    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    if (done)
+      break;
+    engine.poll();
+    watchdog.pause();
+  }
+  if (finish)
+    finish();
+  finish = nullptr;
+}
+
+MpiOperation::~MpiOperation() {
+  std::vector<MpiOperation *> &all = engine.inFlight;
+  all.erase(std::find(all.begin(), all.end(), this));
+  // Only an abandoned job (cleave_rt_fail, with the request still active)
+  // destroys one unwaited: leave the request to MPI_Abort.
+}
 
 } // namespace
 

@@ -1,6 +1,7 @@
 //===- Tensor.cpp - shared helpers of the CPU kernels ---------------------===//
 //
-// Descriptor checks, broadcasting plans and cleave_rt_fail. (Conversions are
+// Descriptor checks, broadcasting plans, cleave_rt_fail and the hooks the
+// communication engine installs (FailHook.h, WaitHook.h). (Conversions are
 // in Convert.cpp; the strided copy behind the data movement kernels is in
 // DataMovement.cpp, with its inverse.)
 //
@@ -8,6 +9,7 @@
 
 #include "Tensor.h"
 #include "FailHook.h"
+#include "WaitHook.h"
 
 #include <cstdarg>
 #include <cstdio>
@@ -19,6 +21,12 @@ using namespace cleave::rt;
 static FailHook failHook = nullptr;
 
 void cleave::rt::setFailHook(FailHook hook) { failHook = hook; }
+
+static WaitHook deviceWaitHook = nullptr;
+
+void cleave::rt::setWaitHook(WaitHook hook) { deviceWaitHook = hook; }
+
+WaitHook cleave::rt::waitHook() { return deviceWaitHook; }
 
 extern "C" void cleave_rt_fail(const char *format, ...) {
   std::fflush(stdout);

@@ -8,15 +8,22 @@
 // CUDA events, each with a page-locked copy of the error slot taken just
 // before it, so that waiting for one checks the work before it without
 // another copy; they are pooled, since a trainer records one per step.
+// When the NCCL engine runs, collectives may still be running on the device
+// when the host waits; every host wait here then polls, calling the
+// engine's watchdog between polls (../cpu/WaitHook.h), so that a collective
+// that never completes fails the job instead of hanging the wait.
 //
 //===----------------------------------------------------------------------===//
 
 #include "CudaCommon.cuh"
 
 #include "../cpu/Tensor.h"
+#include "../cpu/WaitHook.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <thread>
 #include <vector>
 
 using namespace cleave::rt;
@@ -78,6 +85,27 @@ void reportDeviceError(const DeviceError &e) {
   }
 }
 
+/// With a wait hook installed, returns once `event` has completed: polls it,
+/// calling the hook between polls, and sleeps between polls (20 us, then
+/// 200 us) once the wait has lasted a thousand of them. Without one,
+/// returns at once: the caller's synchronization blocks in CUDA.
+void pollUntilDone(cudaEvent_t event, const char *what) {
+  WaitHook hook = waitHook();
+  if (!hook)
+    return;
+  for (unsigned polls = 0;; ++polls) {
+    cudaError_t status = cudaEventQuery(event);
+    if (status == cudaSuccess)
+      return;
+    if (status != cudaErrorNotReady)
+      check(status, what);
+    hook();
+    if (polls >= 1000)
+      std::this_thread::sleep_for(
+          std::chrono::microseconds(polls < 2000 ? 20 : 200));
+  }
+}
+
 /// Reads the error slot (after the stream has run) and reports its error.
 void reportDeviceError() {
   DeviceError e;
@@ -122,6 +150,18 @@ void cleave::rt::cuda::checkLaunch(const char *kernel) {
   if (status != cudaSuccess)
     cleave_rt_fail("cleave_rt_%s: kernel launch failed: %s", kernel,
                    cudaGetErrorString(status));
+}
+
+void cleave::rt::cuda::waitForStream(const char *what) {
+  if (waitHook()) {
+    // A private event after the work so far, to poll.
+    static cudaEvent_t drained = nullptr;
+    if (!drained)
+      check(cudaEventCreateWithFlags(&drained, cudaEventDisableTiming), what);
+    check(cudaEventRecord(drained, stream()), what);
+    pollUntilDone(drained, what);
+  }
+  check(cudaStreamSynchronize(stream()), what);
 }
 
 cudaStream_t cleave::rt::cuda::stream() {
@@ -233,7 +273,7 @@ extern "C" void cleave_rt_arena_write(char *arena, int64_t offset,
   check(cudaMemcpyAsync(arena + offset, src, size_t(bytes),
                         cudaMemcpyHostToDevice, stream()),
         "copying to the arena");
-  check(cudaStreamSynchronize(stream()), "copying to the arena");
+  waitForStream("copying to the arena");
 }
 
 extern "C" void cleave_rt_arena_read(const char *arena, int64_t offset,
@@ -247,7 +287,7 @@ extern "C" void cleave_rt_arena_read(const char *arena, int64_t offset,
 }
 
 extern "C" void cleave_rt_synchronize(void) {
-  check(cudaStreamSynchronize(stream()), "running the step");
+  waitForStream("running the step");
   reportDeviceError();
 }
 
@@ -309,6 +349,7 @@ extern "C" int64_t cleave_rt_marker_record(void) {
 
 extern "C" void cleave_rt_marker_wait(int64_t marker) {
   Marker &m = markerOf(marker, "cleave_rt_marker_wait");
+  pollUntilDone(m.event, "running the step");
   check(cudaEventSynchronize(m.event), "running the step");
   reportDeviceError(*m.error);
 }

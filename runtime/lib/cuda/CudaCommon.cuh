@@ -33,6 +33,10 @@ void check(cudaError_t status, const char *what);
 void checkBlas(cublasStatus_t status, const char *what);
 /// Checks the launch of the kernel named `kernel` (cudaGetLastError).
 void checkLaunch(const char *kernel);
+/// Waits on the host until the stream has run everything called so far
+/// (cudaStreamSynchronize), polling the communication engine's watchdog
+/// meanwhile when one is installed (../cpu/WaitHook.h).
+void waitForStream(const char *what);
 
 /// Data errors found on the device. The first one raised is kept; the host
 /// reports it at the next cleave_rt_synchronize or arena read.

@@ -423,7 +423,7 @@ const char *deviceConstant(const void *data, size_t bytes) {
   check(cudaMemcpyAsync(e.device, e.host.data(), bytes, cudaMemcpyHostToDevice,
                         stream()),
         "uploading a constant");
-  check(cudaStreamSynchronize(stream()), "uploading a constant");
+  waitForStream("uploading a constant");
   return e.device;
 }
 

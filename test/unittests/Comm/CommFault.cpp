@@ -7,7 +7,10 @@
 //   dtype       all_reduce with an f32 in and an f16 out
 //   shape       all_gather whose out is not n times in along dim 0
 //   mesh        a mesh whose size is not the job's
-//   skip        the last rank skips an all_reduce (the watchdog's case)
+//   skip        the last rank skips an all_reduce (the watchdog's case);
+//               the others then wait for the device, as the trainer does
+//               at its marker (on the NCCL engine the all_reduce returns
+//               before it completes, and the watchdog fires in that wait)
 //   fail        rank 1 fails (cleave_rt_fail) while the others wait in a
 //               barrier with the default 600 s timeout
 //   init        nothing after cleave_comm_init, for the failures of the
@@ -18,7 +21,13 @@
 //   permute-rank    ... with a pair that names a rank outside the group
 //   permute-shape   ... whose out differs from in in shape
 //   permute-skip    the last rank skips a ring permute (the watchdog's
-//               case), the others wait after theirs
+//               case), the others wait for the device after theirs
+//   start-skip  the last rank skips a started all_reduce; the others start
+//               it and an all_gather, wait for both in reverse order, then
+//               for the device
+//   never-waited  every rank starts an all_reduce and never waits for it
+//   wait-twice  a handle waited for twice
+//   in-flight   an all_gather whose out covers a started all_reduce's in
 //   sendrecv-self   a send to this rank without a receive from it
 //   sendrecv-peer   a send_peer outside the group
 //   sendrecv-size   rank 1 receives more bytes than rank 0 sends
@@ -29,12 +38,25 @@
 //===----------------------------------------------------------------------===//
 
 #include "cleave/Runtime/cleave_comm.h"
+#include "cleave/Runtime/cleave_rt.h"
 
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <thread>
 #include <vector>
+
+namespace {
+
+/// The host waits for the device's work so far, as the trainer does once a
+/// step at its marker.
+void waitForDevice() {
+  int64_t marker = cleave_rt_marker_record();
+  cleave_rt_marker_wait(marker);
+  cleave_rt_marker_free(marker);
+}
+
+} // namespace
 
 int main(int argc, char **argv) {
   if (argc != 2) {
@@ -60,10 +82,43 @@ int main(int argc, char **argv) {
     int64_t mesh[] = {size + 1}, axes[] = {0};
     cleave_comm_group(1, mesh, 1, axes);
   } else if (!std::strcmp(mode, "skip")) {
-    if (rank != size - 1)
+    if (rank != size - 1) {
       cleave_comm_all_reduce(CLEAVE_COMM_WORLD, arena, CLEAVE_SUM, &a, &b);
-    else
+      waitForDevice();
+    } else {
       std::this_thread::sleep_for(std::chrono::seconds(120));
+    }
+  } else if (!std::strcmp(mode, "start-skip")) {
+    cleave_tensor c{2048, CLEAVE_F32, 1, {2}};
+    cleave_tensor d{3072, CLEAVE_F32, 1, {2 * int64_t(size)}};
+    if (rank != size - 1) {
+      int64_t reduce = cleave_comm_all_reduce_start(CLEAVE_COMM_WORLD, arena,
+                                                    CLEAVE_SUM, &a, &b);
+      int64_t gather =
+          cleave_comm_all_gather_start(CLEAVE_COMM_WORLD, arena, &c, &d);
+      cleave_comm_wait(gather);
+      cleave_comm_wait(reduce);
+      waitForDevice();
+    } else {
+      std::this_thread::sleep_for(std::chrono::seconds(120));
+    }
+  } else if (!std::strcmp(mode, "never-waited")) {
+    cleave_comm_all_reduce_start(CLEAVE_COMM_WORLD, arena, CLEAVE_SUM, &a, &b);
+    waitForDevice();
+    cleave_comm_finalize();
+  } else if (!std::strcmp(mode, "wait-twice")) {
+    int64_t handle = cleave_comm_all_reduce_start(CLEAVE_COMM_WORLD, arena,
+                                                  CLEAVE_SUM, &a, &b);
+    cleave_comm_wait(handle);
+    cleave_comm_wait(handle);
+  } else if (!std::strcmp(mode, "in-flight")) {
+    // out d covers a, which the started all_reduce reads.
+    cleave_tensor c{2048, CLEAVE_F32, 2, {2, 2}};
+    cleave_tensor d{0, CLEAVE_F32, 2, {2 * int64_t(size), 2}};
+    int64_t handle = cleave_comm_all_reduce_start(CLEAVE_COMM_WORLD, arena,
+                                                  CLEAVE_SUM, &a, &b);
+    cleave_comm_all_gather(CLEAVE_COMM_WORLD, arena, &c, &d);
+    cleave_comm_wait(handle);
   } else if (!std::strcmp(mode, "fail")) {
     if (rank == 1) {
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
@@ -85,10 +140,12 @@ int main(int argc, char **argv) {
     else if (!std::strcmp(mode, "permute-shape"))
       b.shape[0] = 4, b.shape[1] = 1;
     bool skip = !std::strcmp(mode, "permute-skip") && rank == size - 1;
-    if (!skip)
+    if (!skip) {
       cleave_comm_collective_permute(CLEAVE_COMM_WORLD, arena, &a, &b,
                                      pairs.data(),
                                      int64_t(pairs.size() / 2));
+      waitForDevice();
+    }
     if (!std::strcmp(mode, "permute-skip"))
       std::this_thread::sleep_for(std::chrono::seconds(120));
   } else if (!std::strcmp(mode, "sendrecv-self")) {
@@ -106,6 +163,7 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "unknown mode '%s'\n", mode);
   }
   // Reached only when the mode failed to fail.
+  waitForDevice();
   std::printf("rank %d: mode %s finished without an error\n", rank, mode);
   cleave_rt_arena_free(arena);
   cleave_comm_finalize();

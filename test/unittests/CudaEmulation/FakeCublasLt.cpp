@@ -164,8 +164,8 @@ cublasStatus_t cublasLtMatmul(
     cublasLtMatrixLayout_t b, const void *beta, const void *C,
     cublasLtMatrixLayout_t c, void *D, cublasLtMatrixLayout_t d,
     const cublasLtMatmulAlgo_t *algo, void *workspace, size_t workspaceSize,
-    cudaStream_t) {
-  fake::drainStream();
+    cudaStream_t stream) {
+  fake::drainStream(stream);
   if (!algo || (workspaceSize && !workspace))
     fail("no algorithm, or a workspace size without a workspace");
   uint64_t m, k, kb, n, cm, cn;

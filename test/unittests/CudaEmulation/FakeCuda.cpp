@@ -14,6 +14,9 @@
 
 #include "FakeCuda.h"
 
+#include "cpu/WaitHook.h"
+
+#include <algorithm>
 #include <chrono>
 #include <csetjmp>
 #include <cstdio>
@@ -222,38 +225,81 @@ int sharedOptin() {
   return bytes;
 }
 
+} // namespace fake
+
+/// A stream: its device and its queue of host work, in stream order.
+struct CUstream_st {
+  int device = 0;
+  std::vector<std::function<bool()>> work;
+  /// Set while its queue is polled: a wait on another stream that polls
+  /// back into this one (through an event) only looks at it.
+  bool polling = false;
+};
+
+namespace fake {
+
 namespace {
-std::vector<std::function<bool()>> &hostWork() {
-  static std::vector<std::function<bool()>> work;
-  return work;
+/// Every stream created, and the legacy default stream (null) first.
+std::vector<cudaStream_t> &streams() {
+  static std::vector<cudaStream_t> all{new CUstream_st};
+  return all;
 }
-/// Polls the host work in stream order; true when none is left.
-bool pollHostWork() {
-  std::vector<std::function<bool()>> &work = hostWork();
-  size_t done = 0;
-  while (done < work.size() && work[done]())
-    ++done;
-  work.erase(work.begin(), work.begin() + std::ptrdiff_t(done));
-  return work.empty();
-}
+cudaStream_t resolve(cudaStream_t s) { return s ? s : streams()[0]; }
 } // namespace
 
-void enqueueHostWork(std::function<bool()> poll) {
-  if (block)
-    die("host work enqueued from a kernel");
-  hostWork().push_back(std::move(poll));
+/// Polls the host work of `s` in stream order; true when none is left.
+bool pollHostWork(cudaStream_t s) {
+  s = resolve(s);
+  if (s->polling)
+    return s->work.empty();
+  s->polling = true;
+  size_t done = 0;
+  while (done < s->work.size() && s->work[done]())
+    ++done;
+  s->work.erase(s->work.begin(), s->work.begin() + std::ptrdiff_t(done));
+  s->polling = false;
+  return s->work.empty();
 }
 
-void drainStream() {
-  while (!pollHostWork())
-    std::this_thread::yield();
+void enqueueHostWork(std::function<bool()> poll, cudaStream_t stream) {
+  if (block)
+    die("host work enqueued from a kernel");
+  resolve(stream)->work.push_back(std::move(poll));
+}
+
+/// Between the polls of a host that waits for host work. Launches and
+/// copies run when they are called, so here the host waits where a GPU's
+/// would go on (behind a stuck collective, say): it calls the backend's
+/// wait hook, as the CUDA backend's own waits do, so that the NCCL
+/// engine's watchdog still ends such a wait with its error.
+void pauseWaiting() {
+  if (cleave::rt::WaitHook hook = cleave::rt::waitHook())
+    hook();
+  std::this_thread::yield();
+}
+
+void drainStream(cudaStream_t stream) {
+  if (stream) {
+    while (!pollHostWork(stream))
+      pauseWaiting();
+    return;
+  }
+  // The legacy default stream waits for every stream.
+  for (;;) {
+    bool empty = true;
+    for (cudaStream_t s : streams())
+      empty = pollHostWork(s) && empty;
+    if (empty)
+      return;
+    pauseWaiting();
+  }
 }
 
 void runGrid(dim3 grid, dim3 threadsDim, size_t sharedBytes, const void *kernel,
-             const std::function<void()> &body) {
+             cudaStream_t stream, const std::function<void()> &body) {
   if (block)
     die("a kernel launched from a kernel");
-  drainStream();
+  drainStream(stream);
   if (grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.y > 65535 ||
       grid.z > 65535)
     die("an invalid grid");
@@ -369,10 +415,11 @@ struct HostWaits {
     std::fclose(f);
   }
 };
-void countHostWait(const char *call) {
+HostWaits &hostWaitCounts() {
   static HostWaits waits;
-  ++waits.counts[call];
+  return waits;
 }
+void countHostWait(const char *call) { ++hostWaitCounts().counts[call]; }
 
 void *allocate(size_t n) {
   void *p = std::aligned_alloc(256, (n + 255) / 256 * 256 + 256);
@@ -380,16 +427,16 @@ void *allocate(size_t n) {
     std::memset(p, 0x7f, n);
   return p;
 }
-void copy(void *d, const void *s, size_t n) {
-  fake::drainStream();
+void copy(void *d, const void *s, size_t n, cudaStream_t stream = nullptr) {
+  fake::drainStream(stream);
   const char *a = static_cast<const char *>(s);
   char *b = static_cast<char *>(d);
   if (n && a < b + n && b < a + n)
     fake::die("cudaMemcpy between overlapping ranges");
   std::memcpy(d, s, n);
 }
-void fill(void *p, int v, size_t n) {
-  fake::drainStream();
+void fill(void *p, int v, size_t n, cudaStream_t stream = nullptr) {
+  fake::drainStream(stream);
   std::memset(p, v, n);
 }
 } // namespace
@@ -435,6 +482,10 @@ void settleSources(uint64_t order) {
 }
 } // namespace
 
+std::map<std::string, long long> fake::hostWaits() {
+  return hostWaitCounts().counts;
+}
+
 namespace {
 /// $CLEAVE_EMULATED_GPUS, default 8.
 int deviceCount() {
@@ -448,10 +499,6 @@ int deviceCount() {
   return n;
 }
 int currentDevice = 0;
-/// The stream and the device it was created on.
-struct FakeStream {
-  int device = 0;
-};
 } // namespace
 
 cudaError_t cudaGetDeviceCount(int *n) {
@@ -469,22 +516,47 @@ cudaError_t cudaGetDevice(int *device) {
   return cudaSuccess;
 }
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned) {
-  *s = reinterpret_cast<cudaStream_t>(new FakeStream{currentDevice});
+  *s = new CUstream_st;
+  (*s)->device = currentDevice;
+  fake::streams().push_back(*s);
   return cudaSuccess;
 }
-cudaError_t cudaStreamSynchronize(cudaStream_t) {
+cudaError_t cudaDeviceGetStreamPriorityRange(int *lowest, int *highest) {
+  *lowest = *highest = 0;
+  return cudaSuccess;
+}
+cudaError_t cudaStreamCreateWithPriority(cudaStream_t *s, unsigned flags,
+                                         int) {
+  return cudaStreamCreateWithFlags(s, flags);
+}
+cudaError_t cudaStreamDestroy(cudaStream_t s) {
+  std::vector<cudaStream_t> &all = fake::streams();
+  auto it = std::find(all.begin() + 1, all.end(), s);
+  if (!s || it == all.end())
+    return cudaErrorInvalidValue;
+  // As in CUDA, work still on the stream completes first.
+  fake::drainStream(s);
+  all.erase(it);
+  delete s;
+  return cudaSuccess;
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t s) {
   countHostWait("cudaStreamSynchronize");
-  fake::drainStream();
+  fake::drainStream(s);
   settleSources(~uint64_t(0));
   return cudaSuccess;
 }
-cudaError_t cudaStreamQuery(cudaStream_t) {
-  return fake::pollHostWork() ? cudaSuccess : cudaErrorNotReady;
+cudaError_t cudaStreamQuery(cudaStream_t s) {
+  // Not a wait by itself, but a host asks whether a whole stream has run
+  // only while it waits for it (the NCCL engine polled it until each
+  // collective had completed): counted, so that such waits show.
+  countHostWait("cudaStreamQuery");
+  return fake::pollHostWork(s) ? cudaSuccess : cudaErrorNotReady;
 }
 cudaError_t cudaStreamGetDevice(cudaStream_t s, int *device) {
   if (!s)
     return cudaErrorInvalidValue;
-  *device = reinterpret_cast<FakeStream *>(s)->device;
+  *device = s->device;
   return cudaSuccess;
 }
 cudaError_t cudaDeviceGetPCIBusId(char *id, int len, int device) {
@@ -520,8 +592,8 @@ cudaError_t cudaMemset(void *p, int v, size_t n) {
   fill(p, v, n);
   return cudaSuccess;
 }
-cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t) {
-  fill(p, v, n);
+cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t s) {
+  fill(p, v, n, s);
   return cudaSuccess;
 }
 cudaError_t cudaMemcpy(void *d, const void *s, size_t n, cudaMemcpyKind) {
@@ -564,7 +636,7 @@ cudaError_t cudaFreeHost(void *p) {
 }
 
 cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n,
-                            cudaMemcpyKind k, cudaStream_t) {
+                            cudaMemcpyKind k, cudaStream_t stream) {
   // From or to pageable host memory, an async copy makes the host wait.
   if (k == cudaMemcpyHostToDevice && !isPinned(s))
     countHostWait("cudaMemcpyAsync from pageable memory");
@@ -574,46 +646,78 @@ cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n,
                                  eventsRecorded});
   if (k == cudaMemcpyDeviceToHost && !isPinned(d))
     countHostWait("cudaMemcpyAsync to pageable memory");
-  copy(d, s, n);
+  copy(d, s, n, stream);
   return cudaSuccess;
 }
 
 struct CUevent_st {
-  uint64_t order = 0; ///< its number among the events recorded
-  bool recorded = false;
+  /// The number of its last record among all records (0: never recorded),
+  /// and of the last one that completed.
+  uint64_t order = 0, doneOrder = 0;
+  cudaStream_t stream = nullptr;
   std::chrono::steady_clock::time_point at;
 };
 cudaError_t cudaEventCreate(cudaEvent_t *e) {
   *e = new CUevent_st;
   return cudaSuccess;
 }
-cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t) {
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned) {
+  return cudaEventCreate(e);
+}
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
   // Kernels ran when they were launched; the event completes after the
   // stream's host work, in stream order.
   // Polling at once stamps the time now when nothing is pending.
-  e->recorded = false;
-  e->order = ++eventsRecorded;
-  fake::enqueueHostWork([e] {
-    e->at = std::chrono::steady_clock::now();
-    e->recorded = true;
-    return true;
-  });
-  fake::pollHostWork();
+  uint64_t order = ++eventsRecorded;
+  e->order = order;
+  e->stream = s;
+  fake::enqueueHostWork(
+      [e, order] {
+        if (e->order == order)
+          e->at = std::chrono::steady_clock::now();
+        e->doneOrder = std::max(e->doneOrder, order);
+        return true;
+      },
+      s);
+  fake::pollHostWork(s);
   return cudaSuccess;
+}
+namespace {
+bool eventDone(cudaEvent_t e, uint64_t order) {
+  if (e->doneOrder >= order)
+    return true;
+  fake::pollHostWork(e->stream);
+  return e->doneOrder >= order;
+}
+} // namespace
+cudaError_t cudaEventQuery(cudaEvent_t e) {
+  return eventDone(e, e->order) ? cudaSuccess : cudaErrorNotReady;
 }
 cudaError_t cudaEventSynchronize(cudaEvent_t e) {
   countHostWait("cudaEventSynchronize");
-  fake::drainStream();
+  while (!eventDone(e, e->order))
+    fake::pauseWaiting();
   settleSources(e->order);
-  return e->recorded ? cudaSuccess : cudaErrorInvalidValue;
+  return e->order ? cudaSuccess : cudaErrorInvalidValue;
+}
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned) {
+  uint64_t order = e->order;
+  if (order == 0)
+    return cudaSuccess;
+  fake::enqueueHostWork([e, order] { return eventDone(e, order); }, s);
+  return cudaSuccess;
 }
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t from, cudaEvent_t to) {
-  if (!from->recorded || !to->recorded)
+  if (!from->order || from->doneOrder < from->order || !to->order ||
+      to->doneOrder < to->order)
     return cudaErrorNotReady;
   *ms = std::chrono::duration<float, std::milli>(to->at - from->at).count();
   return cudaSuccess;
 }
 cudaError_t cudaEventDestroy(cudaEvent_t e) {
+  // Its pending record names it: it completes first.
+  while (e->doneOrder < e->order)
+    fake::drainStream(e->stream);
   delete e;
   return cudaSuccess;
 }
@@ -640,7 +744,11 @@ cublasStatus_t cublasCreate(cublasHandle_t *h) {
   *h = &handle;
   return CUBLAS_STATUS_SUCCESS;
 }
-cublasStatus_t cublasSetStream(cublasHandle_t, cudaStream_t) {
+namespace {
+cudaStream_t blasStream = nullptr;
+} // namespace
+cublasStatus_t cublasSetStream(cublasHandle_t, cudaStream_t s) {
+  blasStream = s;
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t cublasSetMathMode(cublasHandle_t, cublasMath_t) {
@@ -689,7 +797,7 @@ void gemmOne(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
              float alpha, const void *A, cudaDataType_t at, int lda,
              const void *B, cudaDataType_t bt, int ldb, float beta, void *C,
              cudaDataType_t ct, int ldc, bool tf32) {
-  fake::drainStream();
+  fake::drainStream(blasStream);
   std::vector<float> p = fake::products(
       m, n, k,
       [&](int64_t i, int64_t l) {

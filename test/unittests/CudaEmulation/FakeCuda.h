@@ -22,9 +22,18 @@
 // hardware). cuBLAS's GEMMs are plain loops with f32 accumulation, and
 // cuBLASLt's matmuls follow its documentation (FakeCublasLt.cpp); CUB's
 // BlockScan is a shim (shim/cub). NCCL is emulated over MPI (FakeNccl.cpp,
-// a library of its own): its collectives are host work on the stream
+// a library of its own): its collectives are host work on a stream
 // (fake::enqueueHostWork), which later launches, copies and synchronizations
-// wait for, as stream order requires.
+// on that stream wait for, as stream order requires.
+//
+// Streams: each stream keeps its own queue of host work, and a kernel, copy
+// or GEMM waits only for its own stream's (the legacy default stream, null,
+// for every stream's). cudaStreamWaitEvent puts a wait on the queue that
+// is done once the event's record has completed, moving the event's stream
+// on as it polls: so work on a second stream (the NCCL engine's
+// communication stream) runs while the first one computes, and joins it
+// where the program makes it wait, as on a GPU. Kernels still run on the
+// host when they are launched, after their stream's pending work.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,6 +48,8 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <map>
+#include <string>
 #include <type_traits>
 #include <vector>
 #include <math.h>
@@ -60,6 +71,8 @@ struct dim3 {
 struct uint4 {
   unsigned x, y, z, w;
 };
+struct CUstream_st;
+typedef CUstream_st *cudaStream_t;
 
 namespace fake {
 
@@ -78,9 +91,10 @@ uint64_t warpExchange(uint64_t bits, int src);
 /// The running thread's lane.
 int laneId();
 
-/// Runs `body` on every thread of every block of the grid.
+/// Runs `body` on every thread of every block of the grid, once the host
+/// work before it on `stream` is done.
 void runGrid(dim3 grid, dim3 block, size_t sharedBytes, const void *kernel,
-             const std::function<void()> &body);
+             cudaStream_t stream, const std::function<void()> &body);
 
 /// The launch `kernel<<<grid, block, shared, stream>>>(args...)`, written
 /// Launch(grid, block, shared, stream).run(key, [&] { kernel(args...); }) by
@@ -89,10 +103,12 @@ void runGrid(dim3 grid, dim3 block, size_t sharedBytes, const void *kernel,
 struct Launch {
   dim3 grid, block;
   size_t shared;
-  Launch(dim3 grid, dim3 block, size_t shared = 0, void * = nullptr)
-      : grid(grid), block(block), shared(shared) {}
+  cudaStream_t stream;
+  Launch(dim3 grid, dim3 block, size_t shared = 0,
+         cudaStream_t stream = nullptr)
+      : grid(grid), block(block), shared(shared), stream(stream) {}
   template <class F> void run(const void *key, const F &call) const {
-    runGrid(grid, block, shared, key, call);
+    runGrid(grid, block, shared, key, stream, call);
   }
 };
 /// A kernel's address, where its name resolves to one function.
@@ -107,13 +123,23 @@ void setSharedLimit(const void *kernel, int bytes);
 /// The device's opt-in limit: $FAKE_SMEM_OPTIN, default 227 KB (sm_90).
 int sharedOptin();
 
-/// Work on the stream that the host carries out (the emulated NCCL's
+/// Work on `stream` that the host carries out (the emulated NCCL's
 /// collectives): `poll` makes progress and returns true once the work is
-/// done. Kernels, copies, GEMMs and synchronizations issued after it wait
-/// for it (stream order); cudaStreamQuery reports it as not ready.
-void enqueueHostWork(std::function<bool()> poll);
-/// Waits until the stream's host work is done.
-void drainStream();
+/// done. Kernels, copies, GEMMs and synchronizations issued on the stream
+/// after it wait for it (stream order); cudaStreamQuery reports it as not
+/// ready.
+void enqueueHostWork(std::function<bool()> poll, cudaStream_t stream);
+/// The calls that made the host wait for the device so far, by name, as
+/// $CLEAVE_EMULATED_HOST_WAITS gets them at exit (FakeCuda.cpp).
+std::map<std::string, long long> hostWaits();
+
+/// Polls the host work of `stream` once, in order; true when none is left.
+bool pollHostWork(cudaStream_t stream);
+/// Waits until the host work of `stream` is done (null: of every stream),
+/// calling the backend's wait hook (runtime/lib/cpu/WaitHook.h) between
+/// polls.
+void drainStream(cudaStream_t stream);
+void pauseWaiting();
 
 } // namespace fake
 
@@ -188,8 +214,6 @@ enum cudaError_t {
   cudaErrorInvalidDevice = 101,
   cudaErrorNotReady = 600
 };
-struct CUstream_st;
-typedef CUstream_st *cudaStream_t;
 enum cudaMemcpyKind {
   cudaMemcpyHostToHost,
   cudaMemcpyHostToDevice,
@@ -198,6 +222,8 @@ enum cudaMemcpyKind {
   cudaMemcpyDefault
 };
 #define cudaStreamNonBlocking 1
+#define cudaEventDefault 0
+#define cudaEventDisableTiming 2
 typedef void *cudaMemPool_t;
 enum cudaMemPoolAttr { cudaMemPoolAttrReleaseThreshold };
 enum cudaDataType_t { CUDA_R_32F, CUDA_R_16F, CUDA_R_16BF };
@@ -210,13 +236,26 @@ cudaError_t cudaGetDeviceCount(int *n);
 cudaError_t cudaSetDevice(int device);
 cudaError_t cudaGetDevice(int *device);
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags);
+/// Priorities mean nothing here: one range, [0, 0].
+cudaError_t cudaDeviceGetStreamPriorityRange(int *lowest, int *highest);
+cudaError_t cudaStreamCreateWithPriority(cudaStream_t *s, unsigned flags,
+                                         int priority);
+cudaError_t cudaStreamDestroy(cudaStream_t s);
 cudaError_t cudaStreamSynchronize(cudaStream_t s);
 cudaError_t cudaStreamQuery(cudaStream_t s);
 struct CUevent_st;
 typedef CUevent_st *cudaEvent_t;
 cudaError_t cudaEventCreate(cudaEvent_t *e);
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags);
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s);
+/// cudaSuccess once the event's last record has completed (or when it was
+/// never recorded), else cudaErrorNotReady; moves its stream on.
+cudaError_t cudaEventQuery(cudaEvent_t e);
 cudaError_t cudaEventSynchronize(cudaEvent_t e);
+/// Later work on `s` waits until the record of `e` made before this call
+/// has completed (recording `e` again afterwards does not change that).
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e,
+                                unsigned flags = 0);
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t from, cudaEvent_t to);
 cudaError_t cudaEventDestroy(cudaEvent_t e);
 /// Page-locked host memory: copies from and to it do not wait.
@@ -265,6 +304,7 @@ enum cublasComputeType_t { CUBLAS_COMPUTE_32F, CUBLAS_COMPUTE_32F_FAST_TF32 };
 enum cublasGemmAlgo_t { CUBLAS_GEMM_DEFAULT };
 enum cublasMath_t { CUBLAS_DEFAULT_MATH = 0, CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION = 16 };
 cublasStatus_t cublasCreate(cublasHandle_t *h);
+/// GEMMs wait for the host work of the stream set here.
 cublasStatus_t cublasSetStream(cublasHandle_t h, cudaStream_t s);
 cublasStatus_t cublasSetMathMode(cublasHandle_t h, cublasMath_t mode);
 const char *cublasGetStatusString(cublasStatus_t s);

@@ -89,19 +89,70 @@ TEST(FakeCuda, HostWorkRunsInStreamOrder) {
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
             cudaSuccess);
   int value = 0, polls = 0;
-  fake::enqueueHostWork([&] {
-    if (++polls < 3)
-      return false;
-    value = 7;
-    return true;
-  });
+  fake::enqueueHostWork(
+      [&] {
+        if (++polls < 3)
+          return false;
+        value = 7;
+        return true;
+      },
+      stream);
   EXPECT_EQ(cudaStreamQuery(stream), cudaErrorNotReady);
   EXPECT_EQ(value, 0);
   int seen = -1;
-  fake::Launch(1, 1).run(nullptr, [&] { seen = value; });
+  fake::Launch(1, 1, 0, stream).run(nullptr, [&] { seen = value; });
   EXPECT_EQ(seen, 7);
   EXPECT_EQ(polls, 3);
   EXPECT_EQ(cudaStreamQuery(stream), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+}
+
+/// Two streams: a kernel on one does not wait for the other's host work
+/// until the program makes it (cudaStreamWaitEvent), and the wait is for
+/// the event's record before it, not a later one.
+TEST(FakeCuda, StreamsWaitOnlyForTheirEvents) {
+  cudaStream_t compute, comm;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking),
+            cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&comm, cudaStreamNonBlocking),
+            cudaSuccess);
+  cudaEvent_t done;
+  ASSERT_EQ(cudaEventCreateWithFlags(&done, cudaEventDisableTiming),
+            cudaSuccess);
+  EXPECT_EQ(cudaEventQuery(done), cudaSuccess); // never recorded
+  bool release = false;
+  int value = 0;
+  fake::enqueueHostWork(
+      [&] {
+        if (!release)
+          return false;
+        value = 5;
+        return true;
+      },
+      comm);
+  ASSERT_EQ(cudaEventRecord(done, comm), cudaSuccess);
+  EXPECT_EQ(cudaEventQuery(done), cudaErrorNotReady);
+  int seen = -1;
+  // The compute stream runs on while the communication stream is stuck.
+  fake::Launch(1, 1, 0, compute).run(nullptr, [&] { seen = value; });
+  EXPECT_EQ(seen, 0);
+  ASSERT_EQ(cudaStreamWaitEvent(compute, done, 0), cudaSuccess);
+  // A later record of the same event is not what the compute stream waits
+  // for.
+  bool later = false;
+  fake::enqueueHostWork([&] { return later; }, comm);
+  ASSERT_EQ(cudaEventRecord(done, comm), cudaSuccess);
+  EXPECT_FALSE(fake::pollHostWork(compute));
+  release = true;
+  EXPECT_TRUE(fake::pollHostWork(compute));
+  fake::Launch(1, 1, 0, compute).run(nullptr, [&] { seen = value; });
+  EXPECT_EQ(seen, 5);
+  EXPECT_EQ(cudaEventQuery(done), cudaErrorNotReady);
+  later = true;
+  EXPECT_EQ(cudaEventQuery(done), cudaSuccess);
+  EXPECT_EQ(cudaEventDestroy(done), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(comm), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(compute), cudaSuccess);
 }
 
 TEST(FakeCudaDeathTest, DivergentBarrierIsAnError) {

@@ -16,11 +16,13 @@
 // NCCL's nonblocking communicators do.
 //
 // Operations. Each call, or each ncclGroupStart/End group, is host work on
-// the emulated stream (fake::enqueueHostWork): in stream order it copies its
-// inputs, starts nonblocking MPI operations on the communicator and, once
-// they have completed, writes its outputs. Work after it on the stream
-// waits, and cudaStreamQuery reports it as not ready, so the engine's
-// watchdog sees a collective that another rank never joins. Sums of f16 and
+// the call's emulated stream (fake::enqueueHostWork): in stream order it
+// copies its inputs, starts nonblocking MPI operations on the communicator
+// and, once they have completed, writes its outputs. It moves on only when
+// the host polls its stream (a query, a wait, or a stream that waits for an
+// event on it). Work after it on the stream waits, and an event recorded
+// after it is not complete, so the engine's watchdog sees a collective
+// that another rank never joins. Sums of f16 and
 // bf16 add in f32 and round once (NCCL rounds at each step of its ring, so
 // its sums may differ in the last bits); ncclAvg is the sum divided by the
 // size. ncclSend is a synchronous MPI send (MPI_Issend): as in NCCL, a send
@@ -162,6 +164,8 @@ struct Work {
   std::vector<Op> ops;
   std::vector<MPI_Request> requests;
   bool started = false;
+  /// The stream of a group's operations (NCCL requires one per group).
+  cudaStream_t stream = nullptr;
 
   bool poll() {
     for (const Op &op : ops)
@@ -186,14 +190,15 @@ struct Work {
 int groupDepth = 0;
 std::shared_ptr<Work> groupWork;
 
-void enqueue(Op op) {
+void enqueue(Op op, cudaStream_t stream) {
   if (groupDepth > 0) {
     groupWork->ops.push_back(std::move(op));
+    groupWork->stream = stream;
     return;
   }
   auto work = std::make_shared<Work>();
   work->ops.push_back(std::move(op));
-  fake::enqueueHostWork([work] { return work->poll(); });
+  fake::enqueueHostWork([work] { return work->poll(); }, stream);
 }
 
 size_t elementBytes(ncclDataType_t t) {
@@ -470,7 +475,7 @@ ncclResult_t ncclCommFinalize(ncclComm_t comm) {
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   if (!comm)
     return ncclSuccess;
-  fake::drainStream();
+  fake::drainStream(nullptr);
   if (comm->mpi != MPI_COMM_NULL && mpiRunning())
     MPI_Comm_free(&comm->mpi);
   delete comm;
@@ -499,7 +504,7 @@ ncclResult_t ncclGroupEnd() {
   if (--groupDepth == 0) {
     std::shared_ptr<Work> work = std::move(groupWork);
     if (!work->ops.empty())
-      fake::enqueueHostWork([work] { return work->poll(); });
+      fake::enqueueHostWork([work] { return work->poll(); }, work->stream);
   }
   return ncclSuccess;
 }
@@ -519,7 +524,7 @@ ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
                             wireType(datatype), mpiOp(op), comm->mpi,
                             &requests.back());
            },
-           [=] { fromWire(*wire, recvbuff, datatype, op, comm->size); }});
+           [=] { fromWire(*wire, recvbuff, datatype, op, comm->size); }}, stream);
   return ncclSuccess;
 }
 
@@ -542,7 +547,7 @@ ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff,
                                        wireType(datatype), mpiOp(op), comm->mpi,
                                        &requests.back());
            },
-           [=] { fromWire(*out, recvbuff, datatype, op, comm->size); }});
+           [=] { fromWire(*out, recvbuff, datatype, op, comm->size); }}, stream);
   return ncclSuccess;
 }
 
@@ -568,7 +573,7 @@ ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff,
            [=] {
              if (!out->empty())
                std::memcpy(recvbuff, out->data(), out->size());
-           }});
+           }}, stream);
   return ncclSuccess;
 }
 
@@ -596,7 +601,7 @@ ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count,
            [=] {
              if (bytes)
                std::memcpy(recvbuff, buf->data(), bytes);
-           }});
+           }}, stream);
   return ncclSuccess;
 }
 
@@ -620,7 +625,7 @@ ncclResult_t ncclSend(const void *sendbuff, size_t count,
              MPI_Issend(buf->data(), int(bytes), MPI_BYTE, peer, kP2pTag,
                         comm->mpi, &requests.back());
            },
-           [] {}});
+           [] {}}, stream);
   return ncclSuccess;
 }
 
@@ -642,6 +647,6 @@ ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype,
            [=] {
              if (bytes)
                std::memcpy(recvbuff, buf->data(), bytes);
-           }});
+           }}, stream);
   return ncclSuccess;
 }

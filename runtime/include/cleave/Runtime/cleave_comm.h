@@ -3,9 +3,10 @@
  * Collectives between the ranks of a distributed program (DESIGN.md §6). One
  * interface, two engines, chosen when the program is linked like the kernel
  * backend: libcleave_rt_comm_mpi.a (MPI; the arena in host memory, with the
- * CPU backend) and libcleave_rt_comm_nccl.a (NCCL on the CUDA backend's
- * stream; the arena in device memory; MPI starts the job and broadcasts each
- * communicator's NCCL unique id).
+ * CPU backend) and libcleave_rt_comm_nccl.a (NCCL on a communication
+ * stream ordered with the CUDA backend's stream by events; the arena in
+ * device memory; MPI starts the job and broadcasts each communicator's NCCL
+ * unique id).
  *
  * Ranks and groups. The job's ranks are numbered 0..size-1 and laid out
  * row-major on the program's device mesh (the last axis varies fastest).
@@ -19,10 +20,13 @@
  * Collectives take tensors in the arena (cleave_tensor descriptors of
  * cleave_rt.h, `arena` the rank's arena base) and are called by every rank
  * of the group in the same order with matching descriptors. On the MPI
- * engine a collective has completed when it returns; on the NCCL engine it
- * is ordered on the backend's stream after the kernels called before it,
- * and it returns once it has completed on the device (the watchdog below
- * needs its completion). Layouts (n = the group's size, i = a group rank):
+ * engine a collective has completed when it returns. On the NCCL engine it
+ * returns once it is enqueued, without waiting on the host: it runs on the
+ * engine's communication stream after the kernels called before it, and
+ * the kernels called after it run after it (the backend's stream waits for
+ * it), so the host sees its results as it sees a kernel's, through arena
+ * reads and markers (cleave_rt.h). Layouts (n = the group's size, i = a
+ * group rank):
  * - all_reduce: out = op over the group of in (same dtype and shape);
  *   `in` and `out` may be the same tensor.
  * - all_gather along dim 0: in [d, ...] -> out [n*d, ...]; out rows
@@ -53,7 +57,8 @@
  *   pair (i, i) copies in to out. `in` and `out` have the same dtype and
  *   shape and do not overlap. Every pair moves at once (grouped sends and
  *   receives), so rings and shifts of any size complete.
- * - barrier: returns on every rank once all have entered it.
+ * - barrier: returns on every rank once all have entered it (on the NCCL
+ *   engine, once the device work called before it has also completed).
  * Reductions (enum cleave_reduction of cleave_rt.h): CLEAVE_SUM,
  * CLEAVE_MEAN (the group average), CLEAVE_MAX_REDUCE, CLEAVE_MIN_REDUCE.
  * f32, f16 and bf16 take every one: the MPI engine accumulates in f32 (f16
@@ -64,6 +69,36 @@
  * i1 takes no reduction. The data movement collectives copy bytes of any
  * dtype. In and out never overlap except where stated.
  *
+ * Nonblocking collectives. all_reduce, all_gather, reduce_scatter and
+ * all_to_all also start without completing: cleave_comm_<kind>_start takes
+ * the blocking call's arguments (checked, and the bytes counted, at the
+ * start) and returns a handle, a positive number, and cleave_comm_wait
+ * (handle) completes it. The rules:
+ * - Until the wait, the program must not touch the collective's buffers:
+ *   no kernel or copy may write `in` or read or write `out`. The engine
+ *   checks the collectives against each other (a collective that would
+ *   write another's buffers in flight, or read what it writes, fails) but
+ *   cannot see kernels. After the wait, `out` holds the result for the
+ *   host (MPI engine) or for the kernels called next (NCCL engine: the
+ *   backend's stream waits for the collective; the host does not).
+ * - Waits may come in any order, and blocking collectives may be called
+ *   between a start and its wait.
+ * - Every rank of the job starts the same collectives, blocking or not,
+ *   in the same order (on every communicator, as the ranks create them).
+ *   That is what makes them safe: MPI requires it of its nonblocking
+ *   collectives, and the NCCL engine issues every collective on one
+ *   communication stream in that order, so the ranks' NCCL kernels meet
+ *   in the same order, whatever the order of the waits.
+ * - A handle is waited for exactly once. Waiting for an unknown handle,
+ *   or for one twice, fails; a handle never waited for fails at
+ *   cleave_comm_finalize, naming the collective, instead of hanging.
+ * - The watchdog's deadline runs from the start.
+ * How far a started collective progresses before its wait: on the NCCL
+ * engine, as far as the device takes it (it overlaps the kernels called
+ * between the start and the wait); on the MPI engine, as far as MPI moves
+ * it inside the engine's calls (every call of this header tests the
+ * collectives in flight), unless the MPI library progresses it by itself.
+ *
  * Errors end the job, never hang it:
  * - Bad descriptors or arguments fail through cleave_rt_fail with a message
  *   naming the collective ("cleave_comm_all_gather: ..."). Once the engine
@@ -71,14 +106,28 @@
  *   (MPI_Abort) after printing its message and a note naming the rank.
  * - The watchdog: a collective (or communicator creation) that has not
  *   completed CLEAVE_COMM_TIMEOUT_S seconds (default 600; a positive number)
- *   after it was called fails on each rank waiting in it with
+ *   after it was called fails on each rank waiting for it with
  *   "error: rank R: cleave_comm_<kind> on <communicator> (group rank G of
  *   N) did not complete within T s (CLEAVE_COMM_TIMEOUT_S; E s elapsed)
- *   ...", naming the communicator's mesh axes, and aborts the job with a
+ *   ...", naming the ABI call (cleave_comm_all_reduce_start for a started
+ *   one) and the communicator's mesh axes, and aborts the job with a
  *   non-zero exit (NCCL communicators are aborted first). Waiting ranks
  *   reach their deadlines moments apart, so most print the error before
- *   the first one's MPI_Abort ends them all. The deadline is polled from the
- *   calling thread: no extra thread, and MPI_THREAD_FUNNELED suffices.
+ *   the first one's MPI_Abort ends them all.
+ * - The deadline is checked from the calling thread, without blocking, at
+ *   every collective, wait and host_max call, and while the host waits: in
+ *   the MPI engine's waits, and on the NCCL engine in every wait of the
+ *   CUDA backend (markers, cleave_rt_synchronize, arena reads and writes),
+ *   which polls its event and the engine's watchdog in turn. The NCCL
+ *   engine records an event after each collective and checks the oldest
+ *   one not yet complete (cudaEventQuery, ncclCommGetAsyncError); a host
+ *   that has already called a stuck collective reaches one of these
+ *   points, so it reports it. No extra thread: an error must end the job
+ *   with MPI_Abort, an MPI call, which MPI_THREAD_FUNNELED allows only on
+ *   the main thread, and a watchdog thread that made no MPI call would
+ *   still have to hand the failure to a main thread that may be blocked
+ *   where it cannot see it (and the emulated NCCL of the tests progresses
+ *   inside those queries, over MPI).
  *
  * Byte counting, the same in both engines: per communicator and collective
  * kind, the calls, the payload bytes B and the bytes this rank sends for a
@@ -99,7 +148,8 @@
  * send_peer is not -1, and as a recv of the `recv` bytes when recv_peer is
  * not -1.
  * Bytes are counted at the tensor's dtype whatever an engine converts to
- * internally; a group of one rank sends nothing.
+ * internally; a group of one rank sends nothing. A nonblocking collective
+ * counts as its blocking form, at its start.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -139,9 +189,10 @@ enum cleave_comm_kind {
  * makes cleave_rt_fail end the whole job, and creates CLEAVE_COMM_WORLD.
  * The NCCL engine also selects this rank's GPU (its rank among the ranks of
  * its node, modulo the node's device count), so init comes before
- * cleave_rt_backend_init and the arena. finalize frees the communicators
- * and ends MPI (if init started it); every collective has completed by
- * then, since each one completes before it returns. */
+ * cleave_rt_backend_init and the arena. finalize fails, naming them, if a
+ * nonblocking collective was never waited for; else it waits for the
+ * collectives still running on the device (under the watchdog), frees the
+ * communicators and ends MPI (if init started it). */
 void cleave_comm_init(int *argc, char ***argv);
 void cleave_comm_finalize(void);
 /* "mpi" or "nccl". */
@@ -188,6 +239,24 @@ void cleave_comm_collective_permute(int32_t comm, char *arena,
                                     const cleave_tensor *out,
                                     const int64_t *pairs, int64_t num_pairs);
 void cleave_comm_barrier(int32_t comm);
+
+/* The nonblocking collectives (see above): each starts what its blocking
+ * form does and returns a handle for cleave_comm_wait. */
+int64_t cleave_comm_all_reduce_start(int32_t comm, char *arena, int32_t op,
+                                     const cleave_tensor *in,
+                                     const cleave_tensor *out);
+int64_t cleave_comm_all_gather_start(int32_t comm, char *arena,
+                                     const cleave_tensor *in,
+                                     const cleave_tensor *out);
+int64_t cleave_comm_reduce_scatter_start(int32_t comm, char *arena, int32_t op,
+                                         const cleave_tensor *in,
+                                         const cleave_tensor *out);
+int64_t cleave_comm_all_to_all_start(int32_t comm, char *arena,
+                                     const cleave_tensor *in,
+                                     const cleave_tensor *out);
+/* Completes the collective of `handle`, as far as the program's next work
+ * needs (see above); once per handle. */
+void cleave_comm_wait(int64_t handle);
 
 /* Byte counters (see above), this rank's, since init or the last reset. */
 typedef struct cleave_comm_counter {
