@@ -1,7 +1,7 @@
 // The compiler driver: pipeline, early stops and errors.
 
 // RUN: cleave-compile --print-pipeline | FileCheck %s --check-prefix=PIPE
-// PIPE: cleave-raise{{.*}}canonicalize{{.*}}cse{{.*}}cleave-normalize-collectives{{.*}}cleave-fuse-linear{{.*}}cleave-plan-memory{{.*}}cleave-lower-to-runtime
+// PIPE: cleave-raise{{.*}}canonicalize{{.*}}cse{{.*}}cleave-normalize-collectives{{.*}}cleave-overlap-collectives{{.*}}cleave-fuse-linear{{.*}}cleave-plan-memory{{.*}}cleave-lower-to-runtime
 // RUN: cleave-compile --print-pipeline --no-fusion | FileCheck %s --check-prefix=NOFUSE
 // NOFUSE-NOT: cleave-fuse-linear
 // NOFUSE: cleave-plan-memory

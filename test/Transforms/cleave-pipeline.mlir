@@ -5,7 +5,7 @@
 // The pipeline runs -cleave-add-loss, -cleave-differentiate and
 // -cleave-add-optimizer, whose output is -cleave-autodiff's.
 // RUN: cleave-opt %s --cleave-pipeline='train optimizer=sgd lr=0.1 momentum=0.9' > %t.pipeline.mlir
-// RUN: cleave-opt %s --cleave-raise --canonicalize --cleave-autodiff='optimizer=sgd lr=0.1 momentum=0.9' --canonicalize --cse --cleave-normalize-collectives --cleave-fuse-linear --cleave-plan-memory --cleave-lower-to-runtime > %t.passes.mlir
+// RUN: cleave-opt %s --cleave-raise --canonicalize --cleave-autodiff='optimizer=sgd lr=0.1 momentum=0.9' --canonicalize --cse --cleave-normalize-collectives --cleave-overlap-collectives --cleave-fuse-linear --cleave-plan-memory --cleave-lower-to-runtime > %t.passes.mlir
 // RUN: diff %t.pipeline.mlir %t.passes.mlir
 // RUN: cleave-compile %s --train --optimizer sgd --lr 0.1 --momentum 0.9 --emit=mlir -o %t.compile.mlir
 // RUN: diff -B %t.pipeline.mlir %t.compile.mlir
@@ -20,7 +20,7 @@
 
 // The gradients (a loss without train) in bf16, without fusion.
 // RUN: cleave-opt %s --cleave-pipeline='loss=mse precision=bf16 no-fusion' > %t.grad-pipeline.mlir
-// RUN: cleave-opt %s --cleave-raise --cleave-mixed-precision=precision=bf16 --canonicalize --cleave-autodiff=loss=mse --canonicalize --cse --cleave-normalize-collectives --cleave-plan-memory --cleave-lower-to-runtime > %t.grad-passes.mlir
+// RUN: cleave-opt %s --cleave-raise --cleave-mixed-precision=precision=bf16 --canonicalize --cleave-autodiff=loss=mse --canonicalize --cse --cleave-normalize-collectives --cleave-overlap-collectives --cleave-plan-memory --cleave-lower-to-runtime > %t.grad-passes.mlir
 // RUN: diff %t.grad-pipeline.mlir %t.grad-passes.mlir
 // RUN: FileCheck %s --check-prefix=GRAD < %t.grad-pipeline.mlir
 // GRAD: module attributes {cleave.precision = "bf16"}
@@ -45,6 +45,7 @@
 // PASSES-NEXT: canonicalize
 // PASSES-NEXT: cse,
 // PASSES-NEXT: cleave-normalize-collectives,
+// PASSES-NEXT: cleave-overlap-collectives,
 // PASSES-NEXT: cleave-fuse-linear,
 // PASSES-NEXT: cleave-plan-memory
 // PASSES-NEXT: cleave-lower-to-runtime

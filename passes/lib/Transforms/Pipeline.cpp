@@ -195,6 +195,9 @@ static void addLoweringPasses(OpPassManager &pm,
                               const CleavePipelineOptions &options) {
   // Collectives in the engine's layout, their packing planned like any op.
   pm.addPass(createNormalizeCollectivesPass());
+  // Communication overlapping compute: collectives started early, waited
+  // for before their first reader.
+  pm.addPass(createOverlapCollectivesPass());
   if (!options.noFusion)
     pm.addPass(createFuseLinearPass());
   pm.addPass(createPlanMemoryPass());

@@ -142,7 +142,8 @@ TEST(PipelineTest, PassesFollowTheOptions) {
   EXPECT_EQ(passNames(pipelineOf(inference)),
             (std::vector<std::string>{
                 "cleave-raise", "canonicalize", "cse",
-                "cleave-normalize-collectives", "cleave-fuse-linear",
+                "cleave-normalize-collectives", "cleave-overlap-collectives",
+                "cleave-fuse-linear",
                 "cleave-plan-memory", "cleave-lower-to-runtime"}));
 
   CleavePipelineOptions training;
@@ -155,7 +156,8 @@ TEST(PipelineTest, PassesFollowTheOptions) {
                 "cleave-raise", "cleave-mixed-precision", "canonicalize",
                 "cleave-add-loss", "cleave-differentiate",
                 "cleave-add-optimizer", "canonicalize", "cse",
-                "cleave-normalize-collectives", "cleave-plan-memory",
+                "cleave-normalize-collectives", "cleave-overlap-collectives",
+                "cleave-plan-memory",
                 "cleave-lower-to-runtime"}))
       << text;
   EXPECT_NE(text.find("precision=bf16 router-f32=true}"), std::string::npos)
