@@ -7,10 +7,10 @@
 // RuntimeBuilder, and the state that the patterns share (Lowering: the
 // memory plan's offsets, the descriptor globals, the communicator groups)
 // outlives them for the program's metadata, `cleave_program`
-// (ProgramInfo.cpp). The graph ops' patterns are LowerToRuntime.cpp's, the
-// dist ops' LowerDist.cpp's. Every number the runtime reads (dtypes, kinds,
-// the ABI version) is a name from the runtime's own header,
-// cleave_rt_enums.h, never a copy.
+// (ProgramInfo.cpp). The driver is LowerToRuntime.cpp, the graph ops'
+// patterns are LowerGraph.cpp's, the dist ops' LowerDist.cpp's. Every number
+// the runtime reads (dtypes, kinds, the ABI version) is a name from the
+// runtime's own header, cleave_rt_enums.h, never a copy.
 //
 //===----------------------------------------------------------------------===//
 
@@ -490,8 +490,8 @@ void addFamily(RewritePatternSet &patterns,
   patterns.add<Family<Ops>...>(converter, state);
 }
 
-/// The patterns of the graph ops (LowerToRuntime.cpp) and of the dist ops
-/// of a partitioned program (LowerDist.cpp).
+/// The patterns of the graph ops (LowerGraph.cpp) and of the dist ops of a
+/// partitioned program (LowerDist.cpp).
 void populateGraphToRuntimePatterns(RewritePatternSet &patterns,
                                     const DescriptorConverter &converter,
                                     Lowering &state);
