@@ -4,8 +4,9 @@
 // version, the kind of program, the arena size, and the tables of
 // parameters (with their initial values and roles), inputs and outputs, and
 // the mesh and its communicator groups. It is described from the entry
-// function before the conversion replaces it (describeProgram) and emitted
-// after it, with the groups the collectives added (emitProgramInfo).
+// function before the conversion replaces it (Lowering::describeProgram)
+// and emitted after it, with the groups that the collectives added
+// (RuntimeBuilder::programInfo).
 //
 //===----------------------------------------------------------------------===//
 
