@@ -21,15 +21,17 @@
 // CHECK: %[[LOG:.*]] = llvm.mlir.constant(0 : i32) : i32
 // CHECK: llvm.call @cleave_rt_softmax(%[[ARENA]], %{{.*}}, %{{.*}}, %[[DIM]], %[[LOG]])
 // The reshape is a view: no call. The transpose passes its permutation.
+// An op's operand is the descriptor its producer made for its result.
 // CHECK-NOT: cleave_rt_copy
-// CHECK: %[[P:.*]] = llvm.mlir.addressof @[[PERM]]
-// CHECK: llvm.call @cleave_rt_transpose(%[[ARENA]], %{{.*}}, %{{.*}}, %[[P]])
+// CHECK: llvm.call @cleave_rt_transpose(%[[ARENA]], %{{.*}}, %{{.*}}, %{{.*}})
+// CHECK-NEXT: %[[T:.*]] = llvm.mlir.addressof @[[G:cleave.desc.[0-9]+]]
+// CHECK-NEXT: %[[P:.*]] = llvm.mlir.addressof @{{cleave.ints.[0-9]+}}
+// CHECK-NEXT: llvm.call @cleave_rt_transpose(%[[ARENA]], %{{.*}}, %[[T]], %[[P]])
 // GELU with the tanh form is unary kind CLEAVE_GELU_TANH, in place: both
 // descriptors are the same tensor.
-// CHECK: llvm.mlir.addressof @[[G:cleave.desc.[0-9]+]]
-// CHECK-NEXT: llvm.mlir.addressof @[[G]]
+// CHECK-NEXT: %[[OUT:.*]] = llvm.mlir.addressof @[[G]]
 // CHECK-NEXT: %[[KIND:.*]] = llvm.mlir.constant([[#CLEAVE_GELU_TANH]] : i32) : i32
-// CHECK-NEXT: llvm.call @cleave_rt_unary(%[[ARENA]], %[[KIND]]
+// CHECK-NEXT: llvm.call @cleave_rt_unary(%[[ARENA]], %[[KIND]], %[[T]], %[[OUT]])
 // CHECK: llvm.return
 // The metadata: the ABI version, an inference program, the arena size, one
 // parameter (a model parameter), one input, one output.

@@ -1,21 +1,20 @@
 //===- LowerDist.cpp - dist ops of a partitioned program -> runtime calls -===//
 //
-// The part of -cleave-lower-to-runtime that a partitioned program adds: the
-// collectives become calls of the communication engine (cleave_comm.h) on
-// the communicator that the program context holds for their group,
+// The patterns that a partitioned program adds to -cleave-lower-to-runtime:
+// the collectives become calls of the communication engine (cleave_comm.h)
+// on the communicator that the program context holds for their group,
 // dist.axis_index writes this device's group rank (also from the context),
 // and dist.local_slice keeps the block of that index. The engine moves
 // contiguous blocks along dimension 0; -cleave-normalize-collectives puts
 // every collective in that form before the memory plan, so the packing
-// copies are ordinary planned transposes.
+// copies are ordinary planned transposes. The ops that only an unpartitioned
+// program has are refused with a hint.
 //
 //===----------------------------------------------------------------------===//
 
 #include "RuntimeLowering.h"
 
 #include "cleave/Runtime/cleave_comm.h"
-
-#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace cleave;
@@ -46,17 +45,17 @@ FailureOr<int64_t> Lowering::groupOf(Operation *op, FlatSymbolRefAttr meshRef,
   return int64_t(groups.size() - 1);
 }
 
-Value Lowering::loadComm(int64_t g) {
+Value RuntimeBuilder::loadComm(int64_t g) {
   // context->comms[g]
-  Value comms = LLVM::LoadOp::create(b, loc, ptr, context);
+  Value comms = LLVM::LoadOp::create(b, loc, ptr, state.context);
   Value at = LLVM::GEPOp::create(b, loc, ptr, i32, comms,
                                  ArrayRef<LLVM::GEPArg>{int32_t(g)});
   return LLVM::LoadOp::create(b, loc, i32, at);
 }
 
-Value Lowering::loadGroupRank(int64_t g) {
+Value RuntimeBuilder::loadGroupRank(int64_t g) {
   // context->group_ranks[g]
-  Value field = LLVM::GEPOp::create(b, loc, ptr, ptr, context,
+  Value field = LLVM::GEPOp::create(b, loc, ptr, ptr, state.context,
                                     ArrayRef<LLVM::GEPArg>{1});
   Value ranks = LLVM::LoadOp::create(b, loc, ptr, field);
   Value at = LLVM::GEPOp::create(b, loc, ptr, i64, ranks,
@@ -96,135 +95,182 @@ Lowering::shardingWords(dist::ShardingAttr sharding, RankedTensorType global,
   return words;
 }
 
-LogicalResult Lowering::lowerDistOp(Operation *op, ArrayRef<Value> in,
-                                    ArrayRef<Value> out) {
-  // The communicator of a collective's group, as an i32 value.
-  auto commOf = [&](auto c) -> FailureOr<Value> {
-    FailureOr<int64_t> g = groupOf(op, c.getMeshAttr(), c.getAxes());
-    if (failed(g))
+} // namespace cleave::lowering
+
+namespace {
+
+/// The engine moves blocks along dimension 0.
+LogicalResult checkDimZero(Operation *op, int64_t dim) {
+  if (dim == 0)
+    return success();
+  return op->emitOpError("works along dimension ")
+         << dim << "; run -cleave-normalize-collectives first (the "
+         << "engine moves blocks along dimension 0)";
+}
+
+/// The collectives and point-to-point transfers: a call of the engine on
+/// the communicator of the op's group, loaded from the program context.
+template <typename Op> struct CollectivePattern : RuntimePattern<Op> {
+  using RuntimePattern<Op>::RuntimePattern;
+  LogicalResult lower(Op op, ArrayRef<Value> in, ArrayRef<Value> out,
+                      RuntimeBuilder &rt) const override {
+    FailureOr<int64_t> g =
+        this->state.groupOf(op, op.getMeshAttr(), op.getAxes());
+    if (failed(g) || failed(check(op)))
       return failure();
-    return loadComm(*g);
-  };
-  // The engine moves blocks along dimension 0.
-  auto dimZero = [&](int64_t dim) -> LogicalResult {
-    if (dim == 0)
-      return success();
-    return op->emitOpError("works along dimension ")
-           << dim << "; run -cleave-normalize-collectives first (the "
-           << "engine moves blocks along dimension 0)";
-  };
-  // A blocking collective, or the start of an async one (whose handle its
-  // dist.wait takes).
-  auto collective = [&](StringRef kind, bool async, ValueRange args) {
+    build(op, rt.loadComm(*g), in, out, rt, this->state);
+    return success();
+  }
+
+private:
+  static LogicalResult check(Operation *) { return success(); }
+  static LogicalResult check(dist::AllGatherOp g) {
+    return checkDimZero(g, g.getDim());
+  }
+  static LogicalResult check(dist::ReduceScatterOp r) {
+    return checkDimZero(r, r.getDim());
+  }
+  static LogicalResult check(dist::AllToAllOp a) {
+    if (failed(checkDimZero(a, a.getSplitDim())))
+      return failure();
+    return checkDimZero(a, a.getConcatDim());
+  }
+
+  /// The blocking call `cleave_comm_<kind>`, or for a started (`async`)
+  /// collective `cleave_comm_<kind>_start`, whose handle its dist.wait
+  /// takes.
+  static void collective(Operation *op, bool async, StringRef kind,
+                         ValueRange args, RuntimeBuilder &rt,
+                         Lowering &state) {
     std::string name = ("cleave_comm_" + kind).str();
     if (!async) {
-      call(name, args);
+      rt.call(name, args);
       return;
     }
-    handles[op->getResult(0)] = callI64(name + "_start", args);
-  };
-  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
-      .Case<dist::AllReduceOp>([&](dist::AllReduceOp r) -> LogicalResult {
-        FailureOr<Value> comm = commOf(r);
-        if (failed(comm))
-          return failure();
-        collective("all_reduce", r.getAsync(),
-                   {*comm, arena, constI32(runtimeKind(r.getKind())), in[0],
-                    out[0]});
-        return success();
-      })
-      .Case<dist::AllGatherOp>([&](dist::AllGatherOp g) -> LogicalResult {
-        FailureOr<Value> comm = commOf(g);
-        if (failed(comm) || failed(dimZero(g.getDim())))
-          return failure();
-        collective("all_gather", g.getAsync(), {*comm, arena, in[0], out[0]});
-        return success();
-      })
-      .Case<dist::ReduceScatterOp>(
-          [&](dist::ReduceScatterOp r) -> LogicalResult {
-            FailureOr<Value> comm = commOf(r);
-            if (failed(comm) || failed(dimZero(r.getDim())))
-              return failure();
-            collective("reduce_scatter", r.getAsync(),
-                       {*comm, arena, constI32(runtimeKind(r.getKind())),
-                        in[0], out[0]});
-            return success();
-          })
-      .Case<dist::AllToAllOp>([&](dist::AllToAllOp a) -> LogicalResult {
-        FailureOr<Value> comm = commOf(a);
-        if (failed(comm) || failed(dimZero(a.getSplitDim())) ||
-            failed(dimZero(a.getConcatDim())))
-          return failure();
-        collective("all_to_all", a.getAsync(), {*comm, arena, in[0], out[0]});
-        return success();
-      })
-      .Case<dist::WaitOp>([&](dist::WaitOp w) -> LogicalResult {
-        Value handle = handles.lookup(w.getInput());
-        if (!handle)
-          return w.emitOpError("waits for a collective that was not started");
-        call("cleave_comm_wait", {handle});
-        // The memory plan keeps the result in the started one's buffer.
-        if (offsets.lookup(w.getInput()) != offsets.lookup(w.getResult()))
-          call("cleave_rt_copy", {arena, in[0], out[0]});
-        return success();
-      })
-      .Case<dist::CollectivePermuteOp>(
-          [&](dist::CollectivePermuteOp p) -> LogicalResult {
-            FailureOr<Value> comm = commOf(p);
-            if (failed(comm))
-              return failure();
-            SmallVector<int64_t> pairs;
-            for (auto [source, target] : p.getPairs()) {
-              pairs.push_back(source);
-              pairs.push_back(target);
-            }
-            call("cleave_comm_collective_permute",
-                 {*comm, arena, in[0], out[0], int64s(pairs),
-                  constI64(int64_t(pairs.size() / 2))});
-            return success();
-          })
-      .Case<dist::BroadcastOp>([&](dist::BroadcastOp bc) -> LogicalResult {
-        FailureOr<Value> comm = commOf(bc);
-        if (failed(comm))
-          return failure();
-        // The engine broadcasts in place: the result starts as the input.
-        copyUnlessAliased(bc.getInput(), bc.getResult(), in[0], out[0]);
-        call("cleave_comm_broadcast",
-             {*comm, arena, out[0], constI32(bc.getRoot())});
-        return success();
-      })
-      .Case<dist::SendOp>([&](dist::SendOp s) -> LogicalResult {
-        FailureOr<Value> comm = commOf(s);
-        if (failed(comm))
-          return failure();
-        call("cleave_comm_send",
-             {*comm, arena, in[0], constI32(s.getTarget())});
-        return success();
-      })
-      .Case<dist::RecvOp>([&](dist::RecvOp r) -> LogicalResult {
-        FailureOr<Value> comm = commOf(r);
-        if (failed(comm))
-          return failure();
-        call("cleave_comm_recv",
-             {*comm, arena, out[0], constI32(r.getSource())});
-        return success();
-      })
-      .Case<dist::AxisIndexOp>([&](dist::AxisIndexOp a) -> LogicalResult {
-        FailureOr<int64_t> g = groupOf(op, a.getMeshAttr(), a.getAxes());
-        if (failed(g))
-          return failure();
-        call("cleave_rt_set_index", {arena, out[0], loadGroupRank(*g)});
-        return success();
-      })
-      .Case<dist::LocalSliceOp>([&](dist::LocalSliceOp s) {
-        call("cleave_rt_local_slice",
-             {arena, in[0], in[1], out[0], constI64(s.getDim())});
-        return success();
-      })
-      .Default([](Operation *op) {
-        return op->emitOpError("is not part of a partitioned program (run "
-                               "the partitioner before lowering)");
-      });
+    state.handles[op->getResult(0)] = rt.callI64(name + "_start", args);
+  }
+  static void build(dist::AllReduceOp r, Value comm, ArrayRef<Value> in,
+                    ArrayRef<Value> out, RuntimeBuilder &rt, Lowering &state) {
+    collective(r, r.getAsync(), "all_reduce",
+               {comm, rt.arena(), rt.constI32(runtimeKind(r.getKind())),
+                in[0], out[0]},
+               rt, state);
+  }
+  static void build(dist::AllGatherOp g, Value comm, ArrayRef<Value> in,
+                    ArrayRef<Value> out, RuntimeBuilder &rt, Lowering &state) {
+    collective(g, g.getAsync(), "all_gather",
+               {comm, rt.arena(), in[0], out[0]}, rt, state);
+  }
+  static void build(dist::ReduceScatterOp r, Value comm, ArrayRef<Value> in,
+                    ArrayRef<Value> out, RuntimeBuilder &rt, Lowering &state) {
+    collective(r, r.getAsync(), "reduce_scatter",
+               {comm, rt.arena(), rt.constI32(runtimeKind(r.getKind())),
+                in[0], out[0]},
+               rt, state);
+  }
+  static void build(dist::AllToAllOp a, Value comm, ArrayRef<Value> in,
+                    ArrayRef<Value> out, RuntimeBuilder &rt, Lowering &state) {
+    collective(a, a.getAsync(), "all_to_all",
+               {comm, rt.arena(), in[0], out[0]}, rt, state);
+  }
+  static void build(dist::CollectivePermuteOp p, Value comm, ArrayRef<Value> in,
+                    ArrayRef<Value> out, RuntimeBuilder &rt, Lowering &) {
+    SmallVector<int64_t> pairs;
+    for (auto [source, target] : p.getPairs()) {
+      pairs.push_back(source);
+      pairs.push_back(target);
+    }
+    rt.call("cleave_comm_collective_permute",
+            {comm, rt.arena(), in[0], out[0], rt.int64s(pairs),
+             rt.constI64(int64_t(pairs.size() / 2))});
+  }
+  // The engine broadcasts in place: the result starts as the input.
+  static void build(dist::BroadcastOp bc, Value comm, ArrayRef<Value> in,
+                    ArrayRef<Value> out, RuntimeBuilder &rt, Lowering &) {
+    rt.copyUnlessAliased(bc.getInput(), bc.getResult(), in[0], out[0]);
+    rt.call("cleave_comm_broadcast",
+            {comm, rt.arena(), out[0], rt.constI32(bc.getRoot())});
+  }
+  static void build(dist::SendOp s, Value comm, ArrayRef<Value> in,
+                    ArrayRef<Value>, RuntimeBuilder &rt, Lowering &) {
+    rt.call("cleave_comm_send",
+            {comm, rt.arena(), in[0], rt.constI32(s.getTarget())});
+  }
+  static void build(dist::RecvOp r, Value comm, ArrayRef<Value>,
+                    ArrayRef<Value> out, RuntimeBuilder &rt, Lowering &) {
+    rt.call("cleave_comm_recv",
+            {comm, rt.arena(), out[0], rt.constI32(r.getSource())});
+  }
+};
+
+/// The completion of a started collective: the engine's wait on its
+/// handle; the memory plan keeps the result in the started one's buffer.
+template <typename Op> struct WaitPattern : RuntimePattern<Op> {
+  using RuntimePattern<Op>::RuntimePattern;
+  LogicalResult lower(Op w, ArrayRef<Value> in, ArrayRef<Value> out,
+                      RuntimeBuilder &rt) const override {
+    Value handle = this->state.handles.lookup(w.getInput());
+    if (!handle)
+      return w.emitOpError("waits for a collective that was not started");
+    rt.call("cleave_comm_wait", {handle});
+    rt.copyUnlessAliased(w.getInput(), w.getResult(), in[0], out[0]);
+    return success();
+  }
+};
+
+/// This device's place on the mesh: its index along axes (the group rank
+/// the context holds) and its block of a value.
+template <typename Op> struct DeviceIndexPattern : RuntimePattern<Op> {
+  using RuntimePattern<Op>::RuntimePattern;
+  LogicalResult lower(Op op, ArrayRef<Value> in, ArrayRef<Value> out,
+                      RuntimeBuilder &rt) const override {
+    return build(op, in, out, rt);
+  }
+
+private:
+  LogicalResult build(dist::AxisIndexOp a, ArrayRef<Value>, ArrayRef<Value> out,
+                      RuntimeBuilder &rt) const {
+    FailureOr<int64_t> g = this->state.groupOf(a, a.getMeshAttr(), a.getAxes());
+    if (failed(g))
+      return failure();
+    rt.call("cleave_rt_set_index", {rt.arena(), out[0], rt.loadGroupRank(*g)});
+    return success();
+  }
+  static LogicalResult build(dist::LocalSliceOp s, ArrayRef<Value> in,
+                             ArrayRef<Value> out, RuntimeBuilder &rt) {
+    rt.call("cleave_rt_local_slice",
+            {rt.arena(), in[0], in[1], out[0], rt.constI64(s.getDim())});
+    return success();
+  }
+};
+
+/// The ops of a program before partitioning (sharding annotations, manual
+/// regions), which one device's program no longer has.
+template <typename Op> struct UnpartitionedPattern : RuntimePattern<Op> {
+  using RuntimePattern<Op>::RuntimePattern;
+  LogicalResult lower(Op op, ArrayRef<Value>, ArrayRef<Value>,
+                      RuntimeBuilder &) const override {
+    return op.emitOpError("is not part of a partitioned program (run the "
+                          "partitioner before lowering)");
+  }
+};
+
+} // namespace
+
+namespace cleave::lowering {
+
+void populateDistToRuntimePatterns(RewritePatternSet &patterns,
+                                   const DescriptorConverter &converter,
+                                   Lowering &state) {
+  addFamily<CollectivePattern, dist::AllReduceOp, dist::AllGatherOp,
+            dist::ReduceScatterOp, dist::AllToAllOp, dist::CollectivePermuteOp,
+            dist::BroadcastOp, dist::SendOp, dist::RecvOp>(patterns, converter,
+                                                           state);
+  addFamily<WaitPattern, dist::WaitOp>(patterns, converter, state);
+  addFamily<DeviceIndexPattern, dist::AxisIndexOp, dist::LocalSliceOp>(
+      patterns, converter, state);
+  addFamily<UnpartitionedPattern, dist::ShardOp, dist::ManualComputationOp>(
+      patterns, converter, state);
 }
 
 } // namespace cleave::lowering

@@ -2,7 +2,11 @@
 //
 // The constant `cleave_program` that the runtime's main reads: the ABI
 // version, the kind of program, the arena size, and the tables of
-// parameters (with their initial values and roles), inputs and outputs.
+// parameters (with their initial values and roles), inputs and outputs, and
+// the mesh and its communicator groups. It is described from the entry
+// function before the conversion replaces it (Lowering::describeProgram)
+// and emitted after it, with the groups that the collectives added
+// (RuntimeBuilder::programInfo).
 //
 //===----------------------------------------------------------------------===//
 
@@ -55,37 +59,19 @@ FailureOr<std::string> elementBytes(Attribute attr) {
   return bytes;
 }
 
-Value Lowering::axisNames(dist::MeshOp m) {
+Value RuntimeBuilder::axisNames(dist::MeshOp m) {
   // A constant array of pointers to the names.
-  SmallVector<std::string> symbols;
+  SmallVector<Value> names;
   for (Attribute name : m.getAxisNames())
-    symbols.push_back(cast<LLVM::AddressOfOp>(
-                          cString(cast<StringAttr>(name).getValue())
-                              .getDefiningOp())
-                          .getGlobalName()
-                          .str());
-  auto type = LLVM::LLVMArrayType::get(ptr, symbols.size());
-  auto global = atModuleStart([&] {
-    auto g = LLVM::GlobalOp::create(b, loc, type, /*isConstant=*/true,
-                                    LLVM::Linkage::Private,
-                                    uniqueName("cleave.axes"), Attribute());
-    b.setInsertionPointToStart(b.createBlock(&g.getInitializerRegion()));
-    Value list = LLVM::UndefOp::create(b, loc, type);
-    for (auto [i, sym] : llvm::enumerate(symbols))
-      list = LLVM::InsertValueOp::create(
-          b, loc, list, LLVM::AddressOfOp::create(b, loc, ptr, sym),
-          ArrayRef<int64_t>{int64_t(i)});
-    LLVM::ReturnOp::create(b, loc, list);
-    return g;
-  });
-  return LLVM::AddressOfOp::create(b, loc, global);
+    names.push_back(cString(cast<StringAttr>(name).getValue()));
+  return addressList("cleave.axes", names);
 }
 
-Value Lowering::commEngine() {
+Value RuntimeBuilder::commEngine() {
   // The engine's table, defined by the communication library the program
   // is linked with (cleave_comm.h): referring to it pulls the engine in.
   StringRef name = "cleave_comm_engine";
-  auto global = module.lookupSymbol<LLVM::GlobalOp>(name);
+  auto global = state.module.lookupSymbol<LLVM::GlobalOp>(name);
   if (!global)
     global = atModuleStart([&] {
       return LLVM::GlobalOp::create(b, loc, i8, /*isConstant=*/true,
@@ -95,8 +81,7 @@ Value Lowering::commEngine() {
   return LLVM::AddressOfOp::create(b, loc, global);
 }
 
-Value Lowering::namedTable(ArrayRef<Named> entries, Operation *where,
-                           bool &ok) {
+Value RuntimeBuilder::namedTable(ArrayRef<NamedTensor> entries) {
   if (entries.empty())
     return {};
   auto arrayType = LLVM::LLVMArrayType::get(namedType, entries.size());
@@ -112,7 +97,7 @@ Value Lowering::namedTable(ArrayRef<Named> entries, Operation *where,
                 : std::string();
   };
   SmallVector<SmallVector<int64_t>> words;
-  for (const Named &e : entries) {
+  for (const NamedTensor &e : entries) {
     Ptrs p;
     p.name = symbolOf(cString(e.name));
     if (e.hasInitData)
@@ -122,13 +107,8 @@ Value Lowering::namedTable(ArrayRef<Named> entries, Operation *where,
     if (e.sharding)
       p.sharding = symbolOf(wordsGlobal("cleave.sharding", *e.sharding));
     ptrs.push_back(p);
-    FailureOr<SmallVector<int64_t>> w = descWords(e.offset, e.type);
-    if (failed(w)) {
-      where->emitOpError("cannot describe '") << e.name << "' to the runtime";
-      ok = false;
-      return {};
-    }
-    words.push_back(*w);
+    // describeProgram checked the types.
+    words.push_back(*Lowering::descWords(e.offset, e.type));
   }
   auto global = atModuleStart([&] {
     auto g = LLVM::GlobalOp::create(b, loc, arrayType, true,
@@ -165,15 +145,17 @@ Value Lowering::namedTable(ArrayRef<Named> entries, Operation *where,
   return LLVM::AddressOfOp::create(b, loc, global);
 }
 
-LogicalResult Lowering::emitProgramInfo(func::FuncOp fn) {
-  SmallVector<Named> params, inputs, outputs;
+FailureOr<ProgramInfo> Lowering::describeProgram(func::FuncOp fn) {
+  ProgramInfo info;
+  SmallVector<NamedTensor> &params = info.params, &inputs = info.inputs,
+                           &outputs = info.outputs;
   // The model's parameters first, then the optimizer's state (every other
   // role).
   SmallVector<ParamOp> ordered;
   for (auto param : module.getOps<ParamOp>())
     if (getParamRole(param) == CLEAVE_PARAM_MODEL)
       ordered.push_back(param);
-  int64_t numModelParams = ordered.size();
+  info.numModelParams = ordered.size();
   for (auto param : module.getOps<ParamOp>())
     if (getParamRole(param) != CLEAVE_PARAM_MODEL)
       ordered.push_back(param);
@@ -191,9 +173,14 @@ LogicalResult Lowering::emitProgramInfo(func::FuncOp fn) {
              << it->second.getSymName() << " has; a program has one at most";
   }
   for (ParamOp param : ordered) {
-    Named e{param.getSymName().str(),
-            cast<IntegerAttr>(param->getAttr(kOffsetAttr)).getInt(),
-            storedType(param), {}, false, {}, 0, getParamRole(param)};
+    NamedTensor e{param.getSymName().str(),
+                  cast<IntegerAttr>(param->getAttr(kOffsetAttr)).getInt(),
+                  storedType(param),
+                  {},
+                  false,
+                  {},
+                  0,
+                  getParamRole(param)};
     // A parameter stored as its block: each device takes its block of the
     // global initial value.
     if (storedType(param) != param.getType()) {
@@ -232,7 +219,7 @@ LogicalResult Lowering::emitProgramInfo(func::FuncOp fn) {
   // splits the global batch by it.
   bool partitioned = fn->hasAttr(dist::DistDialect::getPartitionedAttrName());
   auto blockSharding = [&](Attribute attr, Type type, const Twine &what,
-                           Named &e) -> LogicalResult {
+                           NamedTensor &e) -> LogicalResult {
     auto sharding = dyn_cast_or_null<dist::ShardingAttr>(attr);
     if (!sharding)
       return success();
@@ -252,13 +239,13 @@ LogicalResult Lowering::emitProgramInfo(func::FuncOp fn) {
   StringRef shardingName = dist::DistDialect::getShardingAttrName();
   for (BlockArgument arg : fn.getArguments()) {
     unsigned i = arg.getArgNumber();
-    Named e{nameOf(fn.getArgAttrDict(i), "input", i),
-            cast<IntegerAttr>(fn.getArgAttr(i, kOffsetAttr)).getInt(),
-            arg.getType(),
-            {},
-            false,
-            {},
-            0};
+    NamedTensor e{nameOf(fn.getArgAttrDict(i), "input", i),
+                  cast<IntegerAttr>(fn.getArgAttr(i, kOffsetAttr)).getInt(),
+                  arg.getType(),
+                  {},
+                  false,
+                  {},
+                  0};
     if (failed(blockSharding(fn.getArgAttr(i, shardingName), arg.getType(),
                              "argument #" + Twine(i), e)))
       return failure();
@@ -269,36 +256,45 @@ LogicalResult Lowering::emitProgramInfo(func::FuncOp fn) {
     auto it = offsets.find(v);
     if (it == offsets.end())
       return ret->emitOpError("returns a value without a planned offset");
-    Named e{nameOf(fn.getResultAttrDict(i), "output", i),
-            it->second,
-            v.getType(),
-            {},
-            false,
-            {},
-            0};
+    NamedTensor e{nameOf(fn.getResultAttrDict(i), "output", i),
+                  it->second,
+                  v.getType(),
+                  {},
+                  false,
+                  {},
+                  0};
     if (failed(blockSharding(fn.getResultAttr(i, shardingName), v.getType(),
                              "result #" + Twine(i), e)))
       return failure();
     outputs.push_back(std::move(e));
   }
+  // The tables hold the descriptors of their tensors.
+  for (ArrayRef<NamedTensor> table : {params, inputs, outputs})
+    for (const NamedTensor &e : table)
+      if (failed(descWords(e.offset, e.type)))
+        return fn.emitOpError("cannot describe '")
+               << e.name << "' to the runtime";
+  info.arenaBytes = cast<IntegerAttr>(fn->getAttr(kArenaBytesAttr)).getInt();
+  info.trainingConfig = fn->getAttrOfType<DictionaryAttr>(kTrainingConfigAttr);
+  info.sourceModel = module->getAttrOfType<StringAttr>(kSourceModelAttr);
+  return info;
+}
 
+void RuntimeBuilder::programInfo(const ProgramInfo &info) {
   OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToEnd(module.getBody());
+  b.setInsertionPointToEnd(state.module.getBody());
   auto infoType = LLVM::LLVMStructType::getLiteral(
-      ctx, {i32, i32, i64, i64, i64, ptr, i64, ptr, i64, ptr, ptr, ptr, i32,
-            ptr, ptr, i64, ptr, ptr});
-  auto config = fn->getAttrOfType<DictionaryAttr>(kTrainingConfigAttr);
-  auto source = module->getAttrOfType<StringAttr>(kSourceModelAttr);
-  auto info = LLVM::GlobalOp::create(b, loc, infoType, /*isConstant=*/true,
-                                     LLVM::Linkage::External, "cleave_program",
-                                     Attribute());
-  b.setInsertionPointToStart(b.createBlock(&info.getInitializerRegion()));
-  bool ok = true;
-  Value paramTable = namedTable(params, fn, ok);
-  Value inputTable = namedTable(inputs, fn, ok);
-  Value outputTable = namedTable(outputs, fn, ok);
-  if (!ok)
-    return failure();
+      state.ctx, {i32, i32, i64, i64, i64, ptr, i64, ptr, i64, ptr, ptr, ptr,
+                  i32, ptr, ptr, i64, ptr, ptr});
+  DictionaryAttr config = info.trainingConfig;
+  StringAttr source = info.sourceModel;
+  auto global = LLVM::GlobalOp::create(b, loc, infoType, /*isConstant=*/true,
+                                       LLVM::Linkage::External,
+                                       "cleave_program", Attribute());
+  b.setInsertionPointToStart(b.createBlock(&global.getInitializerRegion()));
+  Value paramTable = namedTable(info.params);
+  Value inputTable = namedTable(info.inputs);
+  Value outputTable = namedTable(info.outputs);
   Value s = LLVM::UndefOp::create(b, loc, infoType);
   auto field = [&](Value v, int64_t i) {
     s = LLVM::InsertValueOp::create(b, loc, s, v, ArrayRef<int64_t>{i});
@@ -312,34 +308,34 @@ LogicalResult Lowering::emitProgramInfo(func::FuncOp fn) {
   field(constI32(CLEAVE_RT_ABI_VERSION), 0);
   field(constI32(config ? CLEAVE_PROGRAM_TRAINING : CLEAVE_PROGRAM_INFERENCE),
         1);
-  field(constI64(cast<IntegerAttr>(fn->getAttr(kArenaBytesAttr)).getInt()), 2);
-  field(constI64(params.size()), 3);
-  field(constI64(numModelParams), 4);
+  field(constI64(info.arenaBytes), 2);
+  field(constI64(info.params.size()), 3);
+  field(constI64(info.numModelParams), 4);
   field(orNull(paramTable), 5);
-  field(constI64(inputs.size()), 6);
+  field(constI64(info.inputs.size()), 6);
   field(orNull(inputTable), 7);
-  field(constI64(outputs.size()), 8);
+  field(constI64(info.outputs.size()), 8);
   field(orNull(outputTable), 9);
   field(string(source), 10);
   field(configJson, 11);
   // The mesh, the communicator groups and the engine.
-  dist::MeshOp m = mesh();
+  dist::MeshOp m = state.mesh();
   field(constI32(m ? int32_t(m.getAxisSizes().size()) : 0), 12);
   field(m ? int64s(m.getAxisSizes()) : null(), 13);
   field(m ? axisNames(m) : null(), 14);
-  field(constI64(int64_t(groups.size())), 15);
+  field(constI64(int64_t(state.groups.size())), 15);
   SmallVector<int64_t> groupWords;
-  for (ArrayRef<int64_t> axes : groups) {
+  for (ArrayRef<int64_t> axes : state.groups) {
     groupWords.push_back(int64_t(axes.size()));
     llvm::append_range(groupWords, axes);
     groupWords.resize(groupWords.size() + CLEAVE_RT_MAX_MESH_RANK - axes.size(),
                       0);
   }
-  field(groups.empty() ? null() : wordsGlobal("cleave.groups", groupWords),
+  field(state.groups.empty() ? null()
+                             : wordsGlobal("cleave.groups", groupWords),
         16);
   field(m ? commEngine() : null(), 17);
   LLVM::ReturnOp::create(b, loc, s);
-  return success();
 }
 
 } // namespace cleave::lowering

@@ -1,10 +1,16 @@
 //===- RuntimeLowering.h - the lowering to the runtime's C ABI -*- C++ -*-===//
 //
-// The state and builders that -cleave-lower-to-runtime shares between its
-// two halves: the calls of the ops (LowerToRuntime.cpp) and the program's
-// metadata, `cleave_program` (ProgramInfo.cpp). Every number the runtime
-// reads (dtypes, kinds, the ABI version) is a name from the runtime's own
-// header, cleave_rt_enums.h, never a copy.
+// What the files of -cleave-lower-to-runtime share. The lowering is a
+// dialect conversion of the entry function: a tensor converts to the
+// address of its constant descriptor (DescriptorConverter), each op family
+// has a pattern (over RuntimePattern) that emits its runtime calls with a
+// RuntimeBuilder, and the state that the patterns share (Lowering: the
+// memory plan's offsets, the descriptor globals, the communicator groups)
+// outlives them for the program's metadata, `cleave_program`
+// (ProgramInfo.cpp). The driver is LowerToRuntime.cpp, the graph ops'
+// patterns are LowerGraph.cpp's, the dist ops' LowerDist.cpp's. Every number
+// the runtime reads (dtypes, kinds, the ABI version) is a name from the
+// runtime's own header, cleave_rt_enums.h, never a copy.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,15 +25,16 @@
 #include "cleave/Runtime/cleave_rt.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Transforms/DialectConversion.h"
 
 #include <cstddef>
+#include <optional>
 #include <string>
 
 namespace cleave::lowering {
 
 using namespace mlir;
 using namespace cleave::graph;
-
 
 /// The runtime's dtype (enum cleave_dtype) of an element type.
 inline FailureOr<int64_t> dtypeCode(Type t) {
@@ -137,72 +144,123 @@ static_assert(sizeof(cleave_sharding) == kShardingWords * sizeof(int64_t) &&
                   sizeof(cleave_group) == kGroupWords * sizeof(int64_t),
               "cleave_sharding and cleave_group are arrays of int64_t");
 
+/// An entry of a table of named tensors in the metadata
+/// (cleave_named_tensor).
+struct NamedTensor {
+  std::string name;
+  int64_t offset;
+  Type type;
+  std::string initData; // bytes, when present
+  bool hasInitData = false;
+  std::string initFile;
+  int64_t initOffset = 0;
+  int32_t role = 0; // enum cleave_param_role, parameters only
+  std::optional<SmallVector<int64_t>> sharding; // cleave_sharding words
+};
+
+/// What `cleave_program` says of the program. It is read from the entry
+/// function before the conversion replaces it, and emitted after, when the
+/// collectives have added their communicator groups.
+struct ProgramInfo {
+  SmallVector<NamedTensor> params, inputs, outputs;
+  int64_t numModelParams = 0;
+  int64_t arenaBytes = 0;
+  DictionaryAttr trainingConfig;
+  StringAttr sourceModel;
+};
+
+/// The state of one lowering: what its patterns share and the metadata
+/// reads after them. The memory plan's offsets are keyed by the entry
+/// function's original values, which the conversion leaves in place until
+/// it commits (pattern rollback, its default): a pattern finds the offsets
+/// of its op's own operands and results.
 class Lowering {
 public:
-  Lowering(ModuleOp module)
-      : module(module), ctx(module.getContext()), b(ctx),
-        loc(module.getLoc()) {
-    i8 = IntegerType::get(ctx, 8);
-    i32 = IntegerType::get(ctx, 32);
-    i64 = IntegerType::get(ctx, 64);
-    f64 = Float64Type::get(ctx);
-    ptr = LLVM::LLVMPointerType::get(ctx);
-    descType = LLVM::LLVMArrayType::get(i64, kDescWords);
-    // cleave_named_tensor: name, tensor, init_data, init_file, init_offset,
-    // role.
-    namedType = LLVM::LLVMStructType::getLiteral(
-        ctx, {ptr, descType, ptr, ptr, i64, i32, ptr});
-    for (auto m : module.getOps<dist::MeshOp>())
-      meshes.push_back(m);
-  }
+  explicit Lowering(ModuleOp module);
 
+  /// Replaces `fn` with cleave_program_run and adds `cleave_program`.
   LogicalResult run(func::FuncOp fn);
 
+  /// The descriptor words of a tensor: offset, dtype | rank << 32, shape;
+  /// failure for what the runtime cannot describe.
+  static FailureOr<SmallVector<int64_t>> descWords(int64_t offset, Type type);
+
+  /// The type a parameter is stored as: its block in a partitioned
+  /// program (the memory plan's cleave.stored_type), else its own.
+  static RankedTensorType storedType(ParamOp param) {
+    if (auto stored = param->getAttrOfType<TypeAttr>(kStoredTypeAttr))
+      return cast<RankedTensorType>(stored.getValue());
+    return param.getType();
+  }
+
+  //===--- Partitioned programs (LowerDist.cpp) ----------------------===//
+
+  /// The program's one mesh (null without one; several are refused).
+  dist::MeshOp mesh() const { return meshes.empty() ? nullptr : meshes[0]; }
+  /// The index of the communicator group of `axes` of `meshRef` in the
+  /// program's group table, added on first use.
+  FailureOr<int64_t> groupOf(Operation *op, FlatSymbolRefAttr meshRef,
+                             ArrayAttr axes);
+  /// The words of the cleave_sharding of a value of global type `global`
+  /// sharded as `sharding`, or failure (naming `what`) for what the runtime
+  /// cannot split: sub-axes and partial values.
+  FailureOr<SmallVector<int64_t>> shardingWords(dist::ShardingAttr sharding,
+                                                RankedTensorType global,
+                                                Operation *where,
+                                                const Twine &what);
+
+  ModuleOp module;
+  MLIRContext *ctx;
+  Type i8, i32, i64, f64, ptr, descType, namedType;
+  /// The arguments of cleave_program_run, once the function is converted.
+  Value arena, context;
+  SmallVector<dist::MeshOp> meshes;
+  /// The communicator groups, as mesh axis indices, in table order.
+  SmallVector<SmallVector<int64_t>> groups;
+  /// The planned offset of each argument and op result of the function.
+  DenseMap<Value, int64_t> offsets;
+  /// The handle of each started collective, by its (original) result.
+  DenseMap<Value, Value> handles;
+  /// The descriptor globals, by their words. No pattern that made one is
+  /// rolled back: each succeeds, with LLVM ops, which are legal.
+  llvm::StringMap<LLVM::GlobalOp> descs;
+  int64_t counter = 0;
+  /// Whether a pattern reported an error at its op.
+  bool reportedError = false;
+
 private:
-  //===--- Globals ---------------------------------------------------===//
+  /// Reads the memory plan: every value an op of `fn` uses or defines
+  /// needs an offset and a type the runtime describes.
+  LogicalResult readPlan(func::FuncOp fn);
 
-  /// Inserts at the module's start, so globals precede their uses.
-  template <typename Fn> auto atModuleStart(Fn fn) {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(module.getBody());
-    return fn();
-  }
+  /// Reads what `cleave_program` says of `fn` (ProgramInfo.cpp).
+  FailureOr<ProgramInfo> describeProgram(func::FuncOp fn);
+};
 
-  std::string uniqueName(StringRef prefix) {
-    return (prefix + "." + Twine(counter++)).str();
-  }
+/// Builds the IR of runtime calls at one location: values and calls at the
+/// builder's insertion point, globals at the module's start (so that they
+/// precede their uses). The patterns build with their rewriter, which
+/// tracks what they create; the metadata with a plain builder.
+class RuntimeBuilder {
+public:
+  RuntimeBuilder(Lowering &state, OpBuilder &b, Location loc)
+      : state(state), b(b), loc(loc), i8(state.i8), i32(state.i32),
+        i64(state.i64), f64(state.f64), ptr(state.ptr),
+        descType(state.descType), namedType(state.namedType) {}
 
-  /// The descriptor words of a tensor: offset, dtype | rank << 32, shape.
-  FailureOr<SmallVector<int64_t>> descWords(int64_t offset, Type type) {
-    auto tensor = cast<RankedTensorType>(type);
-    FailureOr<int64_t> code = dtypeCode(tensor.getElementType());
-    if (failed(code) || tensor.getRank() > CLEAVE_RT_MAX_RANK)
-      return failure();
-    SmallVector<int64_t> words(kDescWords, 0);
-    words[0] = offset;
-    words[1] = *code | (tensor.getRank() << 32);
-    for (int64_t d = 0; d < tensor.getRank(); ++d)
-      words[2 + d] = tensor.getDimSize(d);
-    return words;
-  }
+  Value arena() const { return state.arena; }
 
-  DenseElementsAttr i64Array(ArrayRef<int64_t> values) {
-    auto type = RankedTensorType::get({static_cast<int64_t>(values.size())},
-                                      i64);
-    return DenseElementsAttr::get(type, values);
-  }
+  //===--- Descriptors -----------------------------------------------===//
 
-  /// A pointer to the constant descriptor of a tensor at `offset`.
-  FailureOr<Value> desc(int64_t offset, Type type, Operation *user) {
-    FailureOr<SmallVector<int64_t>> words = descWords(offset, type);
-    if (failed(words))
-      return user->emitOpError("cannot describe ")
-             << type << " to the runtime (element type or rank > "
-             << CLEAVE_RT_MAX_RANK << ")";
+  /// A pointer to the constant descriptor of a tensor at `offset` (of a
+  /// type readPlan accepted).
+  Value desc(int64_t offset, Type type) {
+    FailureOr<SmallVector<int64_t>> words = Lowering::descWords(offset, type);
+    assert(succeeded(words) && "a planned value the runtime cannot describe");
     std::string key;
     for (int64_t w : *words)
       key += std::to_string(w) + ",";
-    LLVM::GlobalOp &global = descs[key];
+    LLVM::GlobalOp &global = state.descs[key];
     if (!global)
       global = atModuleStart([&] {
         return LLVM::GlobalOp::create(b, loc, descType, /*isConstant=*/true,
@@ -212,6 +270,29 @@ private:
       });
     return LLVM::AddressOfOp::create(b, loc, global).getResult();
   }
+
+  /// The descriptor of a value of the entry function, from the plan.
+  Value descOf(Value v) { return desc(state.offsets.lookup(v), v.getType()); }
+
+  /// The descriptor of the storage of parameter `ref`.
+  FailureOr<Value> paramDesc(FlatSymbolRefAttr ref, Operation *user) {
+    auto param = state.module.lookupSymbol<ParamOp>(ref);
+    if (!param || !param->hasAttr(kOffsetAttr))
+      return user->emitOpError("names ")
+             << ref << ", which is not a planned graph.param";
+    return desc(cast<IntegerAttr>(param->getAttr(kOffsetAttr)).getInt(),
+                Lowering::storedType(param));
+  }
+
+  /// Copies an update's operand into its result's buffer, unless the memory
+  /// plan placed them together (the update then runs in place).
+  void copyUnlessAliased(Value operand, Value result, Value operandDesc,
+                         Value resultDesc) {
+    if (state.offsets.lookup(operand) != state.offsets.lookup(result))
+      call("cleave_rt_copy", {arena(), operandDesc, resultDesc});
+  }
+
+  //===--- Constants and globals -------------------------------------===//
 
   /// A pointer to a constant global holding `bytes`.
   Value bytesGlobal(StringRef prefix, StringRef bytes) {
@@ -248,6 +329,40 @@ private:
     return LLVM::AddressOfOp::create(b, loc, global);
   }
 
+  /// A pointer to a constant global of i64 `words` (a cleave_sharding or
+  /// a table of cleave_group).
+  Value wordsGlobal(StringRef prefix, ArrayRef<int64_t> words) {
+    auto type = LLVM::LLVMArrayType::get(i64, words.size());
+    auto global = atModuleStart([&] {
+      return LLVM::GlobalOp::create(b, loc, type, /*isConstant=*/true,
+                                    LLVM::Linkage::Private, uniqueName(prefix),
+                                    i64Array(words));
+    });
+    return LLVM::AddressOfOp::create(b, loc, global);
+  }
+
+  /// A pointer to a constant array of the addresses of `globals` (each an
+  /// llvm.mlir.addressof: descriptors, strings).
+  Value addressList(StringRef prefix, ArrayRef<Value> globals) {
+    auto arrayType = LLVM::LLVMArrayType::get(ptr, globals.size());
+    auto global = atModuleStart([&] {
+      auto g = LLVM::GlobalOp::create(b, loc, arrayType, /*isConstant=*/true,
+                                      LLVM::Linkage::Private,
+                                      uniqueName(prefix), Attribute());
+      b.setInsertionPointToStart(b.createBlock(&g.getInitializerRegion()));
+      Value list = LLVM::UndefOp::create(b, loc, arrayType);
+      for (auto [i, d] : llvm::enumerate(globals)) {
+        auto addr = cast<LLVM::AddressOfOp>(d.getDefiningOp());
+        Value a = LLVM::AddressOfOp::create(b, loc, ptr, addr.getGlobalName());
+        list = LLVM::InsertValueOp::create(b, loc, list, a,
+                                           ArrayRef<int64_t>{int64_t(i)});
+      }
+      LLVM::ReturnOp::create(b, loc, list);
+      return g;
+    });
+    return LLVM::AddressOfOp::create(b, loc, global);
+  }
+
   Value constI32(int64_t v) {
     return LLVM::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(v));
   }
@@ -261,11 +376,11 @@ private:
 
   /// Calls the runtime function `name`, declaring it on first use.
   void call(StringRef name, ValueRange args) {
-    auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(name);
+    auto fn = state.module.lookupSymbol<LLVM::LLVMFuncOp>(name);
     if (!fn) {
       SmallVector<Type> types(args.getTypes());
-      auto fnType =
-          LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), types);
+      auto fnType = LLVM::LLVMFunctionType::get(
+          LLVM::LLVMVoidType::get(state.ctx), types);
       fn = atModuleStart(
           [&] { return LLVM::LLVMFuncOp::create(b, loc, name, fnType); });
     }
@@ -275,133 +390,129 @@ private:
   /// Calls the runtime function `name` returning an i64 (a started
   /// collective's handle), declaring it on first use.
   Value callI64(StringRef name, ValueRange args) {
-    auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(name);
+    auto fn = state.module.lookupSymbol<LLVM::LLVMFuncOp>(name);
     if (!fn) {
       SmallVector<Type> types(args.getTypes());
-      auto fnType = LLVM::LLVMFunctionType::get(i64, types);
+      auto fnType = LLVM::LLVMFunctionType::get(state.i64, types);
       fn = atModuleStart(
           [&] { return LLVM::LLVMFuncOp::create(b, loc, name, fnType); });
     }
     return LLVM::CallOp::create(b, loc, fn, args).getResult();
   }
 
-  /// A pointer to a constant global of i64 `words` (a cleave_sharding or
-  /// a table of cleave_group).
-  Value wordsGlobal(StringRef prefix, ArrayRef<int64_t> words) {
-    auto type = LLVM::LLVMArrayType::get(i64, words.size());
-    auto global = atModuleStart([&] {
-      return LLVM::GlobalOp::create(b, loc, type, /*isConstant=*/true,
-                                    LLVM::Linkage::Private, uniqueName(prefix),
-                                    i64Array(words));
-    });
-    return LLVM::AddressOfOp::create(b, loc, global);
-  }
+  //===--- The program context (LowerDist.cpp) -----------------------===//
 
-  //===--- Ops -------------------------------------------------------===//
-
-  /// Descriptors of the operands and results of `op` (null for absent).
-  FailureOr<SmallVector<Value>> tensors(Operation *op, ValueRange values) {
-    SmallVector<Value> descs;
-    for (Value v : values) {
-      auto it = offsets.find(v);
-      if (it == offsets.end())
-        return op->emitOpError("has no planned offset; run "
-                               "-cleave-plan-memory first");
-      FailureOr<Value> d = desc(it->second, v.getType(), op);
-      if (failed(d))
-        return failure();
-      descs.push_back(*d);
-    }
-    return descs;
-  }
-
-  LogicalResult lowerOp(Operation *op);
-
-  //===--- Partitioned programs (LowerDist.cpp) ----------------------===//
-
-  /// The calls of a dist op (collectives, axis_index, local_slice), given
-  /// the descriptors of its operands and results.
-  LogicalResult lowerDistOp(Operation *op, ArrayRef<Value> in,
-                            ArrayRef<Value> out);
-  /// The index of the communicator group of `axes` of `meshRef` in the
-  /// program's group table, added on first use.
-  FailureOr<int64_t> groupOf(Operation *op, FlatSymbolRefAttr meshRef,
-                             ArrayAttr axes);
   /// Loads the context's communicator (i32) or group rank (i64) of group
   /// `g`.
   Value loadComm(int64_t g);
   Value loadGroupRank(int64_t g);
 
-  /// The program's one mesh (null without one; several are refused).
-  dist::MeshOp mesh() const { return meshes.empty() ? nullptr : meshes[0]; }
-  /// The words of the cleave_sharding of a value of global type `global`
-  /// sharded as `sharding`, or failure (naming `what`) for what the runtime
-  /// cannot split: sub-axes and partial values.
-  FailureOr<SmallVector<int64_t>> shardingWords(dist::ShardingAttr sharding,
-                                                RankedTensorType global,
-                                                Operation *where,
-                                                const Twine &what);
-  /// The type a parameter is stored as: its block in a partitioned
-  /// program (the memory plan's cleave.stored_type), else its own.
-  static RankedTensorType storedType(ParamOp param) {
-    if (auto stored = param->getAttrOfType<TypeAttr>(kStoredTypeAttr))
-      return cast<RankedTensorType>(stored.getValue());
-    return param.getType();
-  }
+  //===--- The metadata (ProgramInfo.cpp) ----------------------------===//
 
-  /// The descriptor of the storage of parameter `ref`.
-  /// Copies an update's operand into its result's buffer, unless the memory
-  /// plan placed them together (the update then runs in place).
-  void copyUnlessAliased(Value operand, Value result, Value operandDesc,
-                         Value resultDesc) {
-    if (offsets.lookup(operand) != offsets.lookup(result))
-      call("cleave_rt_copy", {arena, operandDesc, resultDesc});
-  }
-
-  FailureOr<Value> paramDesc(FlatSymbolRefAttr ref, Operation *user) {
-    auto param = module.lookupSymbol<ParamOp>(ref);
-    if (!param || !param->hasAttr(kOffsetAttr))
-      return user->emitOpError("names ")
-             << ref << ", which is not a planned graph.param";
-    return desc(cast<IntegerAttr>(param->getAttr(kOffsetAttr)).getInt(),
-                storedType(param), user);
-  }
-
-  ModuleOp module;
-  MLIRContext *ctx;
-  OpBuilder b;
-  Location loc;
-  Type i8, i32, i64, f64, ptr, descType, namedType;
-  Value arena, context;
-  SmallVector<dist::MeshOp> meshes;
-  /// The handle of each started collective, by its result.
-  DenseMap<Value, Value> handles;
-  /// The communicator groups, as mesh axis indices, in table order.
-  SmallVector<SmallVector<int64_t>> groups;
-  DenseMap<Value, int64_t> offsets;
-  llvm::StringMap<LLVM::GlobalOp> descs;
-  int64_t counter = 0;
-
-public:
   /// The metadata table of named tensors.
-  struct Named {
-    std::string name;
-    int64_t offset;
-    Type type;
-    std::string initData; // bytes, when present
-    bool hasInitData = false;
-    std::string initFile;
-    int64_t initOffset = 0;
-    int32_t role = 0; // enum cleave_param_role, parameters only
-    std::optional<SmallVector<int64_t>> sharding; // cleave_sharding words
-  };
-  Value namedTable(ArrayRef<Named> entries, Operation *where, bool &ok);
+  Value namedTable(ArrayRef<NamedTensor> entries);
   /// The mesh's axis names as a constant array of C strings.
   Value axisNames(dist::MeshOp m);
   /// The address of the communication engine's cleave_comm_engine.
   Value commEngine();
-  LogicalResult emitProgramInfo(func::FuncOp fn);
+  /// The constant `cleave_program`, at the module's end.
+  void programInfo(const ProgramInfo &info);
+
+private:
+  /// Inserts at the module's start, so globals precede their uses.
+  template <typename Fn> auto atModuleStart(Fn fn) -> decltype(fn()) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(state.module.getBody());
+    return fn();
+  }
+
+  std::string uniqueName(StringRef prefix) {
+    return (prefix + "." + Twine(state.counter++)).str();
+  }
+
+  DenseElementsAttr i64Array(ArrayRef<int64_t> values) {
+    auto type =
+        RankedTensorType::get({static_cast<int64_t>(values.size())}, i64);
+    return DenseElementsAttr::get(type, values);
+  }
+
+  Lowering &state;
+  OpBuilder &b;
+  Location loc;
+  Type i8, i32, i64, f64, ptr, descType, namedType;
 };
+
+//===----------------------------------------------------------------------===//
+// The conversion
+//===----------------------------------------------------------------------===//
+
+/// Each tensor converts to the address of its constant descriptor, an
+/// `!llvm.ptr`: the pattern of the op that defines a value (or the
+/// function's, for an argument) builds its descriptor from the memory plan,
+/// and the ops that use it receive that address as their adaptor operand.
+class DescriptorConverter : public TypeConverter {
+public:
+  explicit DescriptorConverter(MLIRContext *ctx) {
+    auto ptr = LLVM::LLVMPointerType::get(ctx);
+    addConversion([ptr](RankedTensorType type) -> std::optional<Type> {
+      if (failed(Lowering::descWords(0, type)))
+        return Type(); // not describable: no conversion
+      return ptr;
+    });
+  }
+};
+
+/// The lowering of one op to runtime calls, the base of each op family's
+/// pattern. The adaptor's operands are the descriptors of the op's
+/// operands; the descriptors of its results are built here, from the
+/// memory plan, and replace the op, whose calls `lower` emits between the
+/// two. A failure of `lower` is an error it reported at its op: the op is
+/// still replaced and the conversion goes on (the conversion's own
+/// "failed to legalize" then names only ops that no pattern lowers), and
+/// the pass fails after it.
+template <typename Op> class RuntimePattern : public OpConversionPattern<Op> {
+public:
+  RuntimePattern(const DescriptorConverter &converter, Lowering &state)
+      : OpConversionPattern<Op>(converter, state.ctx), state(state) {}
+
+  LogicalResult
+  matchAndRewrite(Op op, typename Op::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const final {
+    RuntimeBuilder rt(state, rewriter, op.getLoc());
+    SmallVector<Value> results;
+    for (Value result : op->getResults())
+      results.push_back(rt.descOf(result));
+    SmallVector<Value> operands(adaptor.getOperands());
+    if (failed(lower(op, operands, results, rt)))
+      state.reportedError = true;
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+
+protected:
+  /// Emits the calls of `op`, given the descriptors of its operands (`in`)
+  /// and results (`out`).
+  virtual LogicalResult lower(Op op, ArrayRef<Value> in, ArrayRef<Value> out,
+                              RuntimeBuilder &rt) const = 0;
+
+  Lowering &state;
+};
+
+/// Adds `Family<Op>` for each of `Ops`: one op family's patterns.
+template <template <typename> class Family, typename... Ops>
+void addFamily(RewritePatternSet &patterns,
+               const DescriptorConverter &converter, Lowering &state) {
+  patterns.add<Family<Ops>...>(converter, state);
+}
+
+/// The patterns of the graph ops (LowerGraph.cpp) and of the dist ops of a
+/// partitioned program (LowerDist.cpp).
+void populateGraphToRuntimePatterns(RewritePatternSet &patterns,
+                                    const DescriptorConverter &converter,
+                                    Lowering &state);
+void populateDistToRuntimePatterns(RewritePatternSet &patterns,
+                                   const DescriptorConverter &converter,
+                                   Lowering &state);
 
 } // namespace cleave::lowering
 

@@ -293,14 +293,19 @@ def LowerToRuntimePass : Pass<"cleave-lower-to-runtime", "::mlir::ModuleOp"> {
   let summary = "Lowers the planned entry function to runtime calls in LLVM";
   let description = [{
     Replaces the memory-planned entry function with `llvm.func
-    @cleave_program_run(%arena: !llvm.ptr)`. Each op becomes one call of the
-    runtime C ABI (`runtime/include/cleave/Runtime/cleave_rt.h`). Each tensor
-    is passed as the address of a constant descriptor (offset, element type,
-    shape), and attribute lists become constant arrays. Views (reshape,
-    read_param) emit nothing. The parameters, with their initial values, and
-    the inputs and outputs, with their names, become the constant
-    `cleave_program`, which the runtime's main reads. The result is pure LLVM
-    dialect, ready for translation to LLVM IR.
+    @cleave_program_run(%arena: !llvm.ptr, %context: !llvm.ptr)`, a full
+    dialect conversion into the LLVM dialect. Each tensor converts to the
+    address of a constant descriptor (offset, element type, shape) of its
+    planned buffer, and each op family has a pattern: an op becomes one call
+    of the runtime C ABI (`runtime/include/cleave/Runtime/cleave_rt.h`), a
+    collective of a partitioned program one call of the communication engine
+    on the communicator that the program context holds, and attribute lists
+    become constant arrays. Views (read_param, a reshape in place) emit
+    nothing. An op that no pattern lowers fails the conversion by name. The
+    parameters, with their initial values, and the inputs and outputs, with
+    their names, become the constant `cleave_program`, which the runtime's
+    main reads. The result is pure LLVM dialect, ready for translation to
+    LLVM IR.
 
     ```mlir
     %1 = graph.exp %0 {cleave.offsets = array<i64: 64>} : tensor<16xf32>
