@@ -20,7 +20,8 @@ through #graph.external) and train on the same random data. The check:
   by the runtime (--comm-stats), equal the case's analytical figure;
 - resharding: the partitioned run's checkpoint at the middle step resumed
   on one device, and the one-device checkpoint resumed on the mesh, give
-  the losses of the uninterrupted run.
+  the losses of the uninterrupted run; and one checkpoint carried across
+  three meshes (dp=2 x tp=2, then dp=4, then one device: "reshard-chain").
 
 Prints one line per check; exits non-zero on the first failing case.
 """
@@ -336,6 +337,40 @@ def check_emulated(case, compile_, link, work):
           f"losses of steps 1..{case.steps} within 1e-4 of one CPU device")
 
 
+def check_chain(compile_, work):
+    """A checkpoint carried across three meshes: 2 steps on dp=2 x tp=2, 2
+    more on dp=4 from its checkpoint, the last 2 on one device from that
+    one; every loss equals the uninterrupted one-device run's."""
+    first = next(c for c in CASES if c.name == "mlp-dp2-tp2")
+    second = next(c for c in CASES if c.name == "mlp-dp4")
+    rng = np.random.default_rng(zlib.crc32(b"reshard-chain"))
+    write_weights(first, work, rng)
+    x_files = write_data(first, work, rng)
+    data = ["--inputs", ",".join(x_files[:-1]), "--targets", x_files[-1],
+            "--quiet"]
+    ref = os.path.join(work, "ref")
+    run([compile_, os.path.join(HERE, first.reference), "--train",
+         *first.train_flags, "-o", ref])
+    binaries = {}
+    for case in (first, second):
+        binaries[case.name] = os.path.join(work, case.name)
+        run([compile_, os.path.join(HERE, case.partitioned), "-o",
+             binaries[case.name]])
+    run([ref, *data, "--steps", "6", "--log-json", "one.jsonl"], cwd=work)
+    one = losses(os.path.join(work, "one.jsonl"))
+    run([*MPIRUN, "-np", "4", binaries[first.name], *data, "--steps", "2",
+         "--save", "a", "--log-json", "a.jsonl"], cwd=work)
+    run([*MPIRUN, "-np", "4", binaries[second.name], *data, "--steps", "4",
+         "--resume", "a", "--save", "b", "--log-json", "b.jsonl"], cwd=work)
+    run([ref, *data, "--steps", "6", "--resume", "b", "--log-json",
+         "c.jsonl"], cwd=work)
+    got = {}
+    for log in ("a", "b", "c"):
+        got.update(losses(os.path.join(work, log + ".jsonl")))
+    compare_losses("a checkpoint across dp=2 x tp=2 (steps 1-2), dp=4 (3-4) "
+                   "and one device (5-6)", one, got, list(range(1, 7)))
+
+
 def main():
     import argparse
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -364,6 +399,13 @@ def main():
                     check_case(case, os.path.abspath(args.compile), work)
             except (AssertionError, RuntimeError) as e:
                 print(f"FAIL {case.name}: {e}")
+                return 1
+    if not args.emulated_link and (not wanted or "reshard-chain" in wanted):
+        with tempfile.TemporaryDirectory(prefix="cleave-chain-") as work:
+            try:
+                check_chain(os.path.abspath(args.compile), work)
+            except (AssertionError, RuntimeError) as e:
+                print(f"FAIL reshard-chain: {e}")
                 return 1
     return 0
 
