@@ -159,6 +159,24 @@ BatchStaging::BatchStaging() : batchSize(programBatchSize()) {
                                ? reserve(tensorBytes(p.inputs[i].tensor))
                                : offsets[size_t(i)]);
   buffer = std::make_unique<HostBuffer>(2 * setBytes);
+  // Row r of the global batch (flattened over the batch dimensions) is
+  // read when some input's block on this device holds it.
+  const int64_t dims = programBatchDims();
+  rowNeeded.assign(size_t(batchSize), false);
+  for (int64_t row = 0; row < batchSize; ++row)
+    for (int64_t i = 0; i < p.num_inputs && !rowNeeded[size_t(row)]; ++i) {
+      const cleave_named_tensor &in = p.inputs[i];
+      std::vector<int64_t> start = blockStart(in, device().coords);
+      std::vector<int64_t> global = globalShape(in);
+      bool inside = true;
+      for (int64_t d = dims - 1, r = row; d >= 0; --d) {
+        int64_t at = r % global[size_t(d)];
+        r /= global[size_t(d)];
+        inside &= at >= start[size_t(d)] &&
+                  at < start[size_t(d)] + in.tensor.shape[d];
+      }
+      rowNeeded[size_t(row)] = inside;
+    }
   for (int set = 0; set < 2; ++set) {
     char *base = buffer->get() + size_t(set) * setBytes;
     for (size_t i = 0; i < offsets.size(); ++i) {
@@ -174,10 +192,13 @@ void BatchStaging::fill(const Dataset &data, BatchSchedule &schedule,
                         int64_t step, Arena &arena) {
   const cleave_program_info &p = cleave_program;
   std::vector<char *> &set = inputs[step & 1];
+  // The schedule is a function of the step alone, so every device knows
+  // the global batch; it reads the samples its blocks hold (all of them
+  // when an input is not split along its batch dimensions) and keeps its
+  // block of each input.
   for (int64_t row = 0; row < batchSize; ++row)
-    data.copySample(schedule.sample(step, row), row, set.data());
-  // Every device reads the same global batch (the schedule is a function
-  // of the step alone) and keeps its block of each input.
+    if (rowNeeded[size_t(row)])
+      data.copySample(schedule.sample(step, row), row, set.data());
   std::vector<char *> &local = blocks[step & 1];
   for (int64_t i = 0; i < p.num_inputs; ++i) {
     const cleave_named_tensor &in = p.inputs[i];

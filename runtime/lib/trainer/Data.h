@@ -110,6 +110,8 @@ private:
   /// `buffer`), and this device's block of it (the same memory when the
   /// input is not sharded).
   std::vector<char *> inputs[2], blocks[2];
+  /// Whether this device reads row r of the global batch.
+  std::vector<bool> rowNeeded;
 };
 
 } // namespace cleave::rt::trainer
