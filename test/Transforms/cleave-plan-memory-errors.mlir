@@ -25,3 +25,15 @@ func.func @forward(%x: tensor<4xf32>) -> tensor<4xf32> {
   %y = graph.add %p, %x : tensor<4xf32>, tensor<4xf32>
   return %y : tensor<4xf32>
 }
+
+// -----
+
+// A bucket reduces its inputs in place: one used after it cannot be.
+dist.mesh @mesh ["dp" = 2]
+func.func @forward(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %a = graph.neg %x : tensor<4xf32>
+  %b = graph.exp %x : tensor<4xf32>
+  // expected-error @+1 {{'dist.all_reduce_bucket' op input #1 is stored elsewhere or used after the bucket; a bucket reduces its inputs in place}}
+  %r:2 = dist.all_reduce_bucket %a, %b on @mesh ["dp"] sum : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>, tensor<4xf32>
+  return %r#0, %r#1, %b : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}

@@ -260,7 +260,8 @@ int main(int argc, char **argv) {
   registerPassManagerCLOptions();
   pipelineOptions.addToCommandLine(
       [](llvm::StringRef flag) -> cl::OptionCategory & {
-        return flag == "no-fusion" || flag == "split-projections"
+        return flag == "no-fusion" || flag == "split-projections" ||
+                       flag == "bucket-bytes"
                    ? category
                    : trainCategory;
       });

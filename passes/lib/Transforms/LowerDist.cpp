@@ -14,6 +14,8 @@
 
 #include "RuntimeLowering.h"
 
+#include "cleave/Transforms/MemoryPlan.h"
+
 #include "cleave/Runtime/cleave_comm.h"
 
 using namespace mlir;
@@ -203,6 +205,37 @@ private:
   }
 };
 
+/// A bucket: one all_reduce, in place, of the buffer that the memory plan
+/// laid the inputs out in, one after another.
+template <typename Op> struct BucketPattern : RuntimePattern<Op> {
+  using RuntimePattern<Op>::RuntimePattern;
+  LogicalResult lower(Op op, ArrayRef<Value>, ArrayRef<Value>,
+                      RuntimeBuilder &rt) const override {
+    FailureOr<int64_t> g =
+        this->state.groupOf(op, op.getMeshAttr(), op.getAxes());
+    if (failed(g))
+      return failure();
+    int64_t start = this->state.offsets.lookup(op.getInputs()[0]);
+    int64_t end = start;
+    for (auto [in, result] : llvm::zip(op.getInputs(), op.getResults())) {
+      if (this->state.offsets.lookup(in) != end ||
+          this->state.offsets.lookup(result) != end)
+        return op.emitOpError("inputs are not laid out one after another in "
+                              "one buffer; run -cleave-plan-memory");
+      end += alignTo(getTensorBytes(in.getType()), CLEAVE_RT_ALIGNMENT);
+    }
+    Type elem = cast<RankedTensorType>(op.getInputs()[0].getType())
+                    .getElementType();
+    int64_t count =
+        (end - start) / (elem.getIntOrFloatBitWidth() / 8);
+    Value whole = rt.desc(start, RankedTensorType::get({count}, elem));
+    rt.call("cleave_comm_all_reduce",
+            {rt.loadComm(*g), rt.arena(),
+             rt.constI32(runtimeKind(op.getKind())), whole, whole});
+    return success();
+  }
+};
+
 /// The completion of a started collective: the engine's wait on its
 /// handle; the memory plan keeps the result in the started one's buffer.
 template <typename Op> struct WaitPattern : RuntimePattern<Op> {
@@ -267,6 +300,8 @@ void populateDistToRuntimePatterns(RewritePatternSet &patterns,
             dist::BroadcastOp, dist::SendOp, dist::RecvOp>(patterns, converter,
                                                            state);
   addFamily<WaitPattern, dist::WaitOp>(patterns, converter, state);
+  addFamily<BucketPattern, dist::AllReduceBucketOp>(patterns, converter,
+                                                    state);
   addFamily<DeviceIndexPattern, dist::AxisIndexOp, dist::LocalSliceOp>(
       patterns, converter, state);
   addFamily<UnpartitionedPattern, dist::ShardOp, dist::ManualComputationOp>(

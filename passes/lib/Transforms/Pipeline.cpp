@@ -46,6 +46,8 @@ LogicalResult CleavePipelineOptions::verify(
     return emitError("--loss-scale must be finite and >= 0");
   if (lossScaleGrowthInterval < 1)
     return emitError("--loss-scale-growth-interval must be >= 1");
+  if (bucketBytes < 0)
+    return emitError("--bucket-bytes must be >= 0");
   return success();
 }
 
@@ -195,6 +197,11 @@ static void addLoweringPasses(OpPassManager &pm,
                               const CleavePipelineOptions &options) {
   // Collectives in the engine's layout, their packing planned like any op.
   pm.addPass(createNormalizeCollectivesPass());
+  if (options.bucketBytes > 0) {
+    BucketCollectivesPassOptions bucket;
+    bucket.bucketBytes = options.bucketBytes;
+    pm.addPass(createBucketCollectivesPass(bucket));
+  }
   // Communication overlapping compute: collectives started early, waited
   // for before their first reader.
   pm.addPass(createOverlapCollectivesPass());

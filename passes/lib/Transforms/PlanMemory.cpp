@@ -18,6 +18,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/EquivalenceClasses.h"
 
+#include <deque>
+
 namespace cleave {
 #define GEN_PASS_DEF_PLANMEMORYPASS
 #include "cleave/Transforms/Passes.h.inc"
@@ -210,6 +212,34 @@ struct PlanMemoryPass : cleave::impl::PlanMemoryPassBase<PlanMemoryPass> {
       }
     }
 
+    // A bucket reduces its inputs in place, in one buffer: each input and
+    // its result are one class, and the classes of a bucket are placed one
+    // after another (below).
+    SmallVector<SmallVector<Value>> buckets;
+    for (Operation &op : block) {
+      auto bucket = dyn_cast<dist::AllReduceBucketOp>(op);
+      if (!bucket)
+        continue;
+      SmallVector<Value> members;
+      for (auto [i, in] : llvm::enumerate(bucket.getInputs())) {
+        Value leader = classes.getOrInsertLeaderValue(in);
+        bool ok = true;
+        for (auto it = classes.findLeader(leader); it != classes.member_end();
+             ++it)
+          ok &= !fixedOffset.count(*it) &&
+                lastUse.lookup(*it) <= opIndex.lookup(bucket.getResult(i));
+        if (!ok || llvm::is_contained(members, leader)) {
+          bucket.emitOpError("input #")
+              << i << " is stored elsewhere or used after the bucket; a "
+              << "bucket reduces its inputs in place";
+          return signalPassFailure();
+        }
+        classes.unionSets(in, bucket.getResult(i));
+        members.push_back(in);
+      }
+      buckets.push_back(members);
+    }
+
     // Optimizer updates in place: a new parameter (or state) whose only use
     // assigns it back to the parameter its operand read is computed in that
     // parameter's storage, when no read of the parameter is used after the
@@ -319,14 +349,43 @@ struct PlanMemoryPass : cleave::impl::PlanMemoryPassBase<PlanMemoryPass> {
         leaders.push_back(leader);
     }
 
+    // A bucket is one buffer spanning its members' lifetimes, which are
+    // placed in it in order.
+    std::deque<Buffer> composites;
+    SmallVector<std::pair<Buffer *, SmallVector<Value>>> bucketLayouts;
+    DenseSet<Value> inBucket;
+    for (ArrayRef<Value> members : buckets) {
+      Buffer comp;
+      comp.start = std::numeric_limits<int64_t>::max();
+      comp.end = -1;
+      SmallVector<Value> memberLeaders;
+      for (Value v : members) {
+        Value leader = classes.getLeaderValue(v);
+        const Buffer &m = buffers[leader];
+        comp.start = std::min(comp.start, m.start);
+        comp.end = std::max(comp.end, m.end);
+        comp.bytes += m.bytes;
+        memberLeaders.push_back(leader);
+        inBucket.insert(leader);
+      }
+      composites.push_back(comp);
+      bucketLayouts.push_back({&composites.back(), memberLeaders});
+    }
+    SmallVector<Buffer *> toPlace;
+    for (Value leader : leaders)
+      if (!inBucket.count(leader))
+        toPlace.push_back(&buffers[leader]);
+    for (Buffer &comp : composites)
+      toPlace.push_back(&comp);
+
     // First fit, in order of definition.
-    llvm::stable_sort(leaders, [&](Value a, Value c) {
-      return buffers[a].start < buffers[c].start;
+    llvm::stable_sort(toPlace, [&](Buffer *a, Buffer *c) {
+      return a->start < c->start;
     });
     SmallVector<Buffer *> placed;
     int64_t tempBytes = 0;
-    for (Value leader : leaders) {
-      Buffer &buf = buffers[leader];
+    for (Buffer *bufPtr : toPlace) {
+      Buffer &buf = *bufPtr;
       SmallVector<std::pair<int64_t, int64_t>> busy;
       for (Buffer *other : placed)
         if (other->start <= buf.end && buf.start <= other->end)
@@ -341,6 +400,14 @@ struct PlanMemoryPass : cleave::impl::PlanMemoryPassBase<PlanMemoryPass> {
       buf.offset = offset;
       tempBytes = std::max(tempBytes, offset + buf.bytes);
       placed.push_back(&buf);
+    }
+
+    for (auto &[comp, memberLeaders] : bucketLayouts) {
+      int64_t at = comp->offset;
+      for (Value leader : memberLeaders) {
+        buffers[leader].offset = at;
+        at += buffers[leader].bytes;
+      }
     }
 
     // The peak: the most bytes of temporaries live at once.

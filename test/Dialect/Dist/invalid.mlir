@@ -565,3 +565,21 @@ func.func @wait_for_nothing(%x: tensor<4xf32>) -> tensor<4xf32> {
   %1 = dist.wait %0 : tensor<4xf32>
   return %1 : tensor<4xf32>
 }
+
+// -----
+
+dist.mesh @m ["dp" = 2]
+func.func @bucket_types(%x: tensor<4xf32>, %y: tensor<4xi64>) -> (tensor<4xf32>, tensor<4xi64>) {
+  // expected-error @+1 {{inputs must share one element type, got 'f32' and 'i64'}}
+  %0:2 = dist.all_reduce_bucket %x, %y on @m ["dp"] sum : tensor<4xf32>, tensor<4xi64> -> tensor<4xf32>, tensor<4xi64>
+  return %0#0, %0#1 : tensor<4xf32>, tensor<4xi64>
+}
+
+// -----
+
+dist.mesh @m ["dp" = 2]
+func.func @bucket_results(%x: tensor<4xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{results must have the inputs' types}}
+  %0 = dist.all_reduce_bucket %x on @m ["dp"] sum : tensor<4xf32> -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}

@@ -42,6 +42,13 @@ func.func @async_collectives(%x: tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<
   return %4, %5, %6, %7 : tensor<8x16xf32>, tensor<32x16xf32>, tensor<2x16xf32>, tensor<8x16xf32>
 }
 
+// CHECK-LABEL: func.func @bucket
+func.func @bucket(%x: tensor<8x16xf32>, %y: tensor<4xf32>) -> (tensor<8x16xf32>, tensor<4xf32>) {
+  // CHECK: dist.all_reduce_bucket %{{.*}}, %{{.*}} on @mesh ["dp"] mean : tensor<8x16xf32>, tensor<4xf32> -> tensor<8x16xf32>, tensor<4xf32>
+  %0:2 = dist.all_reduce_bucket %x, %y on @mesh ["dp"] mean : tensor<8x16xf32>, tensor<4xf32> -> tensor<8x16xf32>, tensor<4xf32>
+  return %0#0, %0#1 : tensor<8x16xf32>, tensor<4xf32>
+}
+
 // CHECK-LABEL: func.func @collectives
 func.func @collectives(%x: tensor<8x16xf32>) {
   // CHECK: dist.all_reduce %{{.*}} on @mesh ["tp"] sum : tensor<8x16xf32>

@@ -55,6 +55,8 @@ class Case:
     wire_bytes_per_step: dict
     samples: int = 24
     steps: int = 6
+    # cleave-compile flags of the partitioned program.
+    compile_flags: list = dataclasses.field(default_factory=list)
     # Parameters drawn around 1 rather than 0: layer norm scales, as in a
     # trained model. A scale near 0 under a bias of O(1) makes a key
     # projection's weight gradient ill-conditioned (see block.mlir), which
@@ -104,6 +106,16 @@ CASES = [
          ["--optimizer", "adamw", "--lr", "0.01"],
          [((16,), np.float32, None), ((), np.int64, 4)],
          {"dp": {"all_reduce": 4062}}),
+    # The same with the gradients in one bucket (--bucket-bytes): one
+    # all_reduce of the loss (4 B) and one of the bucket, whose members sit
+    # at 64-byte aligned offsets of one buffer: fc2.bias 16 -> 64 B,
+    # fc2.weight 512, fc1.bias 128, fc1.weight 2048, 2752 B. Each rank
+    # sends 2 (n-1)/n * (4 + 2752) = 1.5 * 2756 = 4134 B per step.
+    Case("mlp-dp4-buckets", "mlp.mlir", "mlp-dp4.mlir", 4,
+         ["--optimizer", "adamw", "--lr", "0.01"],
+         [((16,), np.float32, None), ((), np.int64, 4)],
+         {"dp": {"all_reduce": 4134}},
+         compile_flags=["--bucket-bytes", "1048576"]),
     # mlp-tp2's layout within each "dp" group of a 2 x 2 mesh, the batch
     # split on "dp". Per step, each rank sends, over "tp": the all_reduce
     # of the partial fc2 product of its 4 samples, [4, 4] f32 = 64 B:
@@ -243,7 +255,8 @@ def check_case(case, compile_, work):
     ref, part = os.path.join(work, "ref"), os.path.join(work, "part")
     run([compile_, os.path.join(HERE, case.reference), "--train",
          *case.train_flags, "-o", ref])
-    run([compile_, os.path.join(HERE, case.partitioned), "-o", part])
+    run([compile_, os.path.join(HERE, case.partitioned),
+         *case.compile_flags, "-o", part])
     data = ["--inputs", ",".join(x_files[:-1]), "--targets", x_files[-1]]
     n = str(case.ranks)
     mid = case.steps // 2
@@ -313,8 +326,8 @@ def check_emulated(case, compile_, link, work):
     ref, part = os.path.join(work, "ref"), os.path.join(work, "part")
     run([compile_, os.path.join(HERE, case.reference), "--train",
          *case.train_flags, "-o", ref])
-    run([compile_, os.path.join(HERE, case.partitioned), "--emit=obj", "-o",
-         part + ".o"])
+    run([compile_, os.path.join(HERE, case.partitioned), *case.compile_flags,
+         "--emit=obj", "-o", part + ".o"])
     with open(link) as f:
         line = [item for item in f.read().strip().split(";") if item]
     run([line[0], part + ".o", "-o", part, *line[1:]])

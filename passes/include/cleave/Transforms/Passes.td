@@ -137,6 +137,39 @@ def OverlapCollectivesPass : Pass<"cleave-overlap-collectives"> {
   let dependentDialects = ["::cleave::dist::DistDialect"];
 }
 
+def BucketCollectivesPass : Pass<"cleave-bucket-collectives"> {
+  let summary = "Reduces several gradients in one all_reduce, without a copy";
+  let description = [{
+    Groups the blocking `dist.all_reduce`s of one group, reduction and
+    element type whose inputs die there (gradients) into
+    `dist.all_reduce_bucket`s of at most `bucket-bytes` bytes: one
+    collective per bucket instead of one per gradient, which saves the
+    collectives' latency. A bucket is placed just before the first op that
+    reads one of its results (or when it is full); the memory plan lays
+    its inputs out in one buffer, so no copy packs them. The order of the
+    collectives is the same on every device. Bucketed all-reduces are
+    blocking: run `-cleave-overlap-collectives` after it for the rest.
+
+    ```mlir
+    %a = dist.all_reduce %ga on @mesh ["dp"] sum : tensor<4xf32>
+    %b = dist.all_reduce %gb on @mesh ["dp"] sum : tensor<32x4xf32>
+    ```
+    becomes
+    ```mlir
+    %a, %b = dist.all_reduce_bucket %ga, %gb on @mesh ["dp"] sum : tensor<4xf32>, tensor<32x4xf32> -> tensor<4xf32>, tensor<32x4xf32>
+    ```
+  }];
+  let options = [
+    Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"26214400",
+           "The most bytes of one bucket (25 MiB, as PyTorch DDP's default)">
+  ];
+  let statistics = [
+    Statistic<"numBuckets", "num-buckets", "Buckets made">,
+    Statistic<"numBucketed", "num-bucketed", "All-reduces put in buckets">
+  ];
+  let dependentDialects = ["::cleave::dist::DistDialect"];
+}
+
 def SplitProjectionsPass : Pass<"cleave-split-projections",
                                 "::mlir::ModuleOp"> {
   let summary = "Computes a fused, split projection as one projection per part";

@@ -149,6 +149,14 @@ struct CleavePipelineOptions
                      "own instead of one fused linear kernel "
                      "(-cleave-fuse-linear), e.g. to compare the two")};
 
+  PassOptions::Option<int64_t> bucketBytes{
+      *this, "bucket-bytes",
+      llvm::cl::desc("A partitioned program: reduce the gradients in "
+                     "buckets of at most this many bytes, one all-reduce "
+                     "each (-cleave-bucket-collectives; 0, the default: "
+                     "one per gradient, each overlapping compute)"),
+      llvm::cl::init(0)};
+
   /// Checks the options together (--momentum needs --optimizer sgd, ...):
   /// the first problem goes to `emitError`, whose result is returned.
   mlir::LogicalResult

@@ -261,6 +261,7 @@ static FailureOr<int64_t> getGroupSize(Operation *op,
     return verifyGroupSize(*n);                                                \
   }
 DIST_COLLECTIVE_SYMBOL_USES(AllReduceOp)
+DIST_COLLECTIVE_SYMBOL_USES(AllReduceBucketOp)
 DIST_COLLECTIVE_SYMBOL_USES(AllGatherOp)
 DIST_COLLECTIVE_SYMBOL_USES(ReduceScatterOp)
 DIST_COLLECTIVE_SYMBOL_USES(AllToAllOp)
@@ -337,6 +338,22 @@ LogicalResult ReduceScatterOp::verify() {
 }
 
 LogicalResult AllGatherOp::verify() { return verifyAsync(*this, getAsync()); }
+
+LogicalResult AllReduceBucketOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one input");
+  if (getInputs().getTypes() != getResults().getTypes())
+    return emitOpError("results must have the inputs' types");
+  Type elem = cast<RankedTensorType>(getInputs()[0].getType()).getElementType();
+  for (Value v : getInputs())
+    if (cast<RankedTensorType>(v.getType()).getElementType() != elem)
+      return emitOpError("inputs must share one element type, got ")
+             << elem << " and "
+             << cast<RankedTensorType>(v.getType()).getElementType();
+  return verifyReductionType(getKind(), elem, [&]() { return emitOpError(); });
+}
+
+LogicalResult AllReduceBucketOp::verifyGroupSize(int64_t) { return success(); }
 
 LogicalResult AllToAllOp::verify() { return verifyAsync(*this, getAsync()); }
 

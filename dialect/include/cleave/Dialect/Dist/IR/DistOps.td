@@ -111,6 +111,30 @@ def Dist_AllReduceOp : Dist_CollectiveOp<"all_reduce", [
   let hasVerifier = 1;
 }
 
+def Dist_AllReduceBucketOp : Dist_CollectiveOp<"all_reduce_bucket"> {
+  let summary = "one all_reduce of several values laid out in one buffer";
+  let description = [{
+    Reduces every input over the group as `dist.all_reduce` would, in one
+    collective: the memory plan places the inputs one after another in one
+    buffer (each at an aligned offset) and the results in the same places,
+    so the collective reduces the whole buffer without a copy. The inputs
+    share one element type and die here. `-cleave-bucket-collectives`
+    writes them from the gradients' all-reduces.
+
+    ```mlir
+    %a, %b = dist.all_reduce_bucket %ga, %gb on @mesh ["dp"] sum : tensor<4xf32>, tensor<32x4xf32> -> tensor<4xf32>, tensor<32x4xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Dist_Tensor>:$inputs, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, Cleave_ReductionKind:$kind);
+  let results = (outs Variadic<Dist_Tensor>:$results);
+  let assemblyFormat = [{
+    $inputs `on` $mesh $axes $kind attr-dict `:` type($inputs) `->`
+    type($results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Dist_AllGatherOp : Dist_CollectiveOp<"all_gather"> {
   let summary = "concatenates the group's pieces along a dimension";
   let description = [{
