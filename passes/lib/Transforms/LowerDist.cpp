@@ -149,7 +149,7 @@ private:
       rt.call(name, args);
       return;
     }
-    state.handles[op->getResult(0)] = rt.callI64(name + "_start", args);
+    state.handles[op->getResult(0)] = rt.call(name + "_start", args, state.i64);
   }
   static void build(dist::AllReduceOp r, Value comm, ArrayRef<Value> in,
                     ArrayRef<Value> out, RuntimeBuilder &rt, Lowering &state) {

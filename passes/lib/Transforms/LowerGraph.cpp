@@ -90,15 +90,10 @@ private:
 };
 
 /// Comparisons, selection and casts.
-template <typename Op> struct SelectPattern : RuntimePattern<Op> {
-  using RuntimePattern<Op>::RuntimePattern;
-  LogicalResult lower(Op op, ArrayRef<Value> in, ArrayRef<Value> out,
-                      RuntimeBuilder &rt) const override {
-    build(op, in, out, rt);
-    return success();
-  }
+template <typename Op>
+struct SelectPattern : CallPattern<SelectPattern, Op> {
+  using CallPattern<SelectPattern, Op>::CallPattern;
 
-private:
   static void build(CompareOp c, ArrayRef<Value> in, ArrayRef<Value> out,
                     RuntimeBuilder &rt) {
     rt.call("cleave_rt_compare",
@@ -151,15 +146,10 @@ private:
 /// Reshapes, transposes, broadcasts, slices, concatenations and gathers,
 /// with the gradients of slices and gathers. A reshape is a view: it
 /// copies only where the plan gave its result a buffer of its own.
-template <typename Op> struct DataMovementPattern : RuntimePattern<Op> {
-  using RuntimePattern<Op>::RuntimePattern;
-  LogicalResult lower(Op op, ArrayRef<Value> in, ArrayRef<Value> out,
-                      RuntimeBuilder &rt) const override {
-    build(op, in, out, rt);
-    return success();
-  }
+template <typename Op>
+struct DataMovementPattern : CallPattern<DataMovementPattern, Op> {
+  using CallPattern<DataMovementPattern, Op>::CallPattern;
 
-private:
   static void build(ReshapeOp r, ArrayRef<Value> in, ArrayRef<Value> out,
                     RuntimeBuilder &rt) {
     rt.copyUnlessAliased(r.getOperand(), r.getResult(), in[0], out[0]);
@@ -223,15 +213,10 @@ private:
 /// Matmuls and their fused forms: a linear layer (bias, activation, the
 /// pre-activation when training keeps it), a gemm with transposed operands
 /// (and the bias gradient), and the backward of a GELU layer.
-template <typename Op> struct MatmulPattern : RuntimePattern<Op> {
-  using RuntimePattern<Op>::RuntimePattern;
-  LogicalResult lower(Op op, ArrayRef<Value> in, ArrayRef<Value> out,
-                      RuntimeBuilder &rt) const override {
-    build(op, in, out, rt);
-    return success();
-  }
+template <typename Op>
+struct MatmulPattern : CallPattern<MatmulPattern, Op> {
+  using CallPattern<MatmulPattern, Op>::CallPattern;
 
-private:
   static void build(MatmulOp, ArrayRef<Value> in, ArrayRef<Value> out,
                     RuntimeBuilder &rt) {
     rt.call("cleave_rt_matmul", {rt.arena(), in[0], in[1], out[0]});
@@ -268,15 +253,10 @@ private:
 //===----------------------------------------------------------------------===//
 
 /// Ops along dimensions: reductions, (log-)softmax, top-k.
-template <typename Op> struct ReductionPattern : RuntimePattern<Op> {
-  using RuntimePattern<Op>::RuntimePattern;
-  LogicalResult lower(Op op, ArrayRef<Value> in, ArrayRef<Value> out,
-                      RuntimeBuilder &rt) const override {
-    build(op, in, out, rt);
-    return success();
-  }
+template <typename Op>
+struct ReductionPattern : CallPattern<ReductionPattern, Op> {
+  using CallPattern<ReductionPattern, Op>::CallPattern;
 
-private:
   static void build(ReduceOp r, ArrayRef<Value> in, ArrayRef<Value> out,
                     RuntimeBuilder &rt) {
     rt.call("cleave_rt_reduce",
@@ -311,15 +291,10 @@ private:
 //===----------------------------------------------------------------------===//
 
 /// Layer and RMS normalization over one dimension, and their gradients.
-template <typename Op> struct NormalizationPattern : RuntimePattern<Op> {
-  using RuntimePattern<Op>::RuntimePattern;
-  LogicalResult lower(Op op, ArrayRef<Value> in, ArrayRef<Value> out,
-                      RuntimeBuilder &rt) const override {
-    build(op, in, out, rt);
-    return success();
-  }
+template <typename Op>
+struct NormalizationPattern : CallPattern<NormalizationPattern, Op> {
+  using CallPattern<NormalizationPattern, Op>::CallPattern;
 
-private:
   static void build(LayerNormOp l, ArrayRef<Value> in, ArrayRef<Value> out,
                     RuntimeBuilder &rt) {
     Value bias = l.getBias() ? in[2] : rt.null();
@@ -357,15 +332,10 @@ private:
 
 /// Scaled dot-product attention (an optional mask, causal or not) and its
 /// gradient.
-template <typename Op> struct AttentionPattern : RuntimePattern<Op> {
-  using RuntimePattern<Op>::RuntimePattern;
-  LogicalResult lower(Op op, ArrayRef<Value> in, ArrayRef<Value> out,
-                      RuntimeBuilder &rt) const override {
-    build(op, in, out, rt);
-    return success();
-  }
+template <typename Op>
+struct AttentionPattern : CallPattern<AttentionPattern, Op> {
+  using CallPattern<AttentionPattern, Op>::CallPattern;
 
-private:
   static void build(AttentionOp a, ArrayRef<Value> in, ArrayRef<Value> out,
                     RuntimeBuilder &rt) {
     double scale = a.getScale()
@@ -393,15 +363,10 @@ private:
 
 /// Cross-entropy (an optional ignored label, a reduction), its gradient,
 /// and the mean squared error.
-template <typename Op> struct LossPattern : RuntimePattern<Op> {
-  using RuntimePattern<Op>::RuntimePattern;
-  LogicalResult lower(Op op, ArrayRef<Value> in, ArrayRef<Value> out,
-                      RuntimeBuilder &rt) const override {
-    build(op, in, out, rt);
-    return success();
-  }
+template <typename Op>
+struct LossPattern : CallPattern<LossPattern, Op> {
+  using CallPattern<LossPattern, Op>::CallPattern;
 
-private:
   static void build(CrossEntropyOp c, ArrayRef<Value> in, ArrayRef<Value> out,
                     RuntimeBuilder &rt) {
     std::optional<int64_t> ignore = c.getIgnoreIndex();
@@ -430,15 +395,10 @@ private:
 
 /// The router's top-k, the dispatch of tokens to experts, the experts'
 /// matmuls and the weighted combination.
-template <typename Op> struct MoePattern : RuntimePattern<Op> {
-  using RuntimePattern<Op>::RuntimePattern;
-  LogicalResult lower(Op op, ArrayRef<Value> in, ArrayRef<Value> out,
-                      RuntimeBuilder &rt) const override {
-    build(op, in, out, rt);
-    return success();
-  }
+template <typename Op>
+struct MoePattern : CallPattern<MoePattern, Op> {
+  using CallPattern<MoePattern, Op>::CallPattern;
 
-private:
   static void build(RouterTopKOp r, ArrayRef<Value> in, ArrayRef<Value> out,
                     RuntimeBuilder &rt) {
     rt.call("cleave_rt_router_topk",
@@ -494,15 +454,10 @@ private:
 
 /// The fused optimizer updates. The kernels update in place: each result
 /// starts as its operand, copied unless the plan placed them together.
-template <typename Op> struct OptimizerPattern : RuntimePattern<Op> {
-  using RuntimePattern<Op>::RuntimePattern;
-  LogicalResult lower(Op op, ArrayRef<Value> in, ArrayRef<Value> out,
-                      RuntimeBuilder &rt) const override {
-    build(op, in, out, rt);
-    return success();
-  }
+template <typename Op>
+struct OptimizerPattern : CallPattern<OptimizerPattern, Op> {
+  using CallPattern<OptimizerPattern, Op>::CallPattern;
 
-private:
   static void build(SgdOp u, ArrayRef<Value> in, ArrayRef<Value> out,
                     RuntimeBuilder &rt) {
     rt.copyUnlessAliased(u.getParam(), u.getNewParam(), in[0], out[0]);

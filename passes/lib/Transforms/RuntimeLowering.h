@@ -374,30 +374,19 @@ public:
   }
   Value null() { return LLVM::ZeroOp::create(b, loc, ptr); }
 
-  /// Calls the runtime function `name`, declaring it on first use.
-  void call(StringRef name, ValueRange args) {
+  /// Calls the runtime function `name`, declaring it on first use; with a
+  /// `result` type (a started collective's i64 handle), returns its value.
+  Value call(StringRef name, ValueRange args, Type result = {}) {
     auto fn = state.module.lookupSymbol<LLVM::LLVMFuncOp>(name);
     if (!fn) {
       SmallVector<Type> types(args.getTypes());
       auto fnType = LLVM::LLVMFunctionType::get(
-          LLVM::LLVMVoidType::get(state.ctx), types);
+          result ? result : LLVM::LLVMVoidType::get(state.ctx), types);
       fn = atModuleStart(
           [&] { return LLVM::LLVMFuncOp::create(b, loc, name, fnType); });
     }
-    LLVM::CallOp::create(b, loc, fn, args);
-  }
-
-  /// Calls the runtime function `name` returning an i64 (a started
-  /// collective's handle), declaring it on first use.
-  Value callI64(StringRef name, ValueRange args) {
-    auto fn = state.module.lookupSymbol<LLVM::LLVMFuncOp>(name);
-    if (!fn) {
-      SmallVector<Type> types(args.getTypes());
-      auto fnType = LLVM::LLVMFunctionType::get(state.i64, types);
-      fn = atModuleStart(
-          [&] { return LLVM::LLVMFuncOp::create(b, loc, name, fnType); });
-    }
-    return LLVM::CallOp::create(b, loc, fn, args).getResult();
+    auto call = LLVM::CallOp::create(b, loc, fn, args);
+    return result ? call.getResult() : Value();
   }
 
   //===--- The program context (LowerDist.cpp) -----------------------===//
@@ -496,6 +485,20 @@ protected:
                               RuntimeBuilder &rt) const = 0;
 
   Lowering &state;
+};
+
+/// A family whose ops lower to calls that cannot fail: `Family<Op>` has a
+/// static `build(op, in, out, rt)` overload per op.
+template <template <typename> class Family, typename Op>
+struct CallPattern : RuntimePattern<Op> {
+  using RuntimePattern<Op>::RuntimePattern;
+
+protected:
+  LogicalResult lower(Op op, ArrayRef<Value> in, ArrayRef<Value> out,
+                      RuntimeBuilder &rt) const override {
+    Family<Op>::build(op, in, out, rt);
+    return success();
+  }
 };
 
 /// Adds `Family<Op>` for each of `Ops`: one op family's patterns.

@@ -163,11 +163,11 @@ BatchStaging::BatchStaging() : batchSize(programBatchSize()) {
   // read when some input's block on this device holds it.
   const int64_t dims = programBatchDims();
   rowNeeded.assign(size_t(batchSize), false);
-  for (int64_t row = 0; row < batchSize; ++row)
-    for (int64_t i = 0; i < p.num_inputs && !rowNeeded[size_t(row)]; ++i) {
-      const cleave_named_tensor &in = p.inputs[i];
-      std::vector<int64_t> start = blockStart(in, device().coords);
-      std::vector<int64_t> global = globalShape(in);
+  for (int64_t i = 0; i < p.num_inputs; ++i) {
+    const cleave_named_tensor &in = p.inputs[i];
+    std::vector<int64_t> start = blockStart(in, device().coords);
+    std::vector<int64_t> global = globalShape(in);
+    for (int64_t row = 0; row < batchSize; ++row) {
       bool inside = true;
       for (int64_t d = dims - 1, r = row; d >= 0; --d) {
         int64_t at = r % global[size_t(d)];
@@ -175,8 +175,10 @@ BatchStaging::BatchStaging() : batchSize(programBatchSize()) {
         inside &= at >= start[size_t(d)] &&
                   at < start[size_t(d)] + in.tensor.shape[d];
       }
-      rowNeeded[size_t(row)] = inside;
+      if (inside)
+        rowNeeded[size_t(row)] = true;
     }
+  }
   for (int set = 0; set < 2; ++set) {
     char *base = buffer->get() + size_t(set) * setBytes;
     for (size_t i = 0; i < offsets.size(); ++i) {

@@ -73,13 +73,6 @@ int64_t blockIndex(const cleave_named_tensor &t, int d,
   return index;
 }
 
-void moveBlock(const cleave_named_tensor &t,
-               const std::vector<int64_t> &coords, char *global, char *local,
-               bool toGlobal) {
-  copyRegion(global, globalShape(t), blockStart(t, coords), shapeOf(t.tensor),
-             dtypeSize(t.tensor.dtype), local, toGlobal);
-}
-
 } // namespace
 
 void cleave::rt::trainer::checkMeshMetadata() {
@@ -194,13 +187,10 @@ cleave::rt::trainer::blockStart(const cleave_named_tensor &t,
 void cleave::rt::trainer::copyBlock(const cleave_named_tensor &t,
                                     const std::vector<int64_t> &coords,
                                     const char *global, char *local) {
-  moveBlock(t, coords, const_cast<char *>(global), local, /*toGlobal=*/false);
-}
-
-void cleave::rt::trainer::copyBlockToGlobal(const cleave_named_tensor &t,
-                                            const std::vector<int64_t> &coords,
-                                            const char *local, char *global) {
-  moveBlock(t, coords, global, const_cast<char *>(local), /*toGlobal=*/true);
+  // copyRegion moves either way; this direction only reads `global`.
+  copyRegion(const_cast<char *>(global), globalShape(t), blockStart(t, coords),
+             shapeOf(t.tensor), dtypeSize(t.tensor.dtype), local,
+             /*toGlobal=*/false);
 }
 
 bool cleave::rt::trainer::ownsBlock(const cleave_named_tensor &t,

@@ -64,13 +64,9 @@ cleave_tensor globalTensor(const cleave_named_tensor &t);
 std::vector<int64_t> blockStart(const cleave_named_tensor &t,
                                 const std::vector<int64_t> &coords);
 /// Copies the block of the device at `coords` out of `global` (row-major
-/// bytes of the global tensor) into `local` (the descriptor's bytes), or,
-/// with `toGlobal`, the other way.
+/// bytes of the global tensor) into `local` (the descriptor's bytes).
 void copyBlock(const cleave_named_tensor &t, const std::vector<int64_t> &coords,
                const char *global, char *local);
-void copyBlockToGlobal(const cleave_named_tensor &t,
-                       const std::vector<int64_t> &coords, const char *local,
-                       char *global);
 /// Moves a block of shape `block` at element offsets `start` of a
 /// row-major tensor of shape `global` (elements of `elementSize` bytes)
 /// between the global bytes and the block's own row-major bytes.
