@@ -96,6 +96,13 @@ static cl::OptionCategory trainCategory(
     "program returns the loss and grad.<param> of each parameter. Defaults "
     "are PyTorch's.");
 
+static cl::OptionCategory distCategory(
+    "distribution options",
+    "--mesh compiles one device's program of a mesh: the binary runs under "
+    "mpirun with one rank per device (mpirun -np 4 ./train ... for "
+    "--mesh dp=2,tp=2), takes the same data flags as on one device and "
+    "trains exactly as one device would (see docs/distributed.md).");
+
 /// The pipeline's flags (--train, --lr, --precision, --no-fusion...), bound
 /// into the command line in main.
 static cleave::CleavePipelineOptions pipelineOptions;
@@ -260,12 +267,13 @@ int main(int argc, char **argv) {
   registerPassManagerCLOptions();
   pipelineOptions.addToCommandLine(
       [](llvm::StringRef flag) -> cl::OptionCategory & {
-        return flag == "no-fusion" || flag == "split-projections" ||
-                       flag == "bucket-bytes"
+        if (flag == "mesh" || flag == "zero" || flag == "bucket-bytes")
+          return distCategory;
+        return flag == "no-fusion" || flag == "split-projections"
                    ? category
                    : trainCategory;
       });
-  cl::HideUnrelatedOptions({&category, &trainCategory});
+  cl::HideUnrelatedOptions({&category, &trainCategory, &distCategory});
   cl::ParseCommandLineOptions(
       argc, argv,
       "Cleave compiler: compiles an ONNX model or graph IR into a native "

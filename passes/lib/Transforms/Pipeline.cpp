@@ -1,9 +1,9 @@
 //===- Pipeline.cpp - the Cleave pass pipeline --------------------------===//
 //
 // buildCleavePipeline in four stages: the single-device program and, when
-// differentiating, its loss and gradients; the distribution of the program
-// over a mesh (its place is kept, its passes are to come); the optimizer;
-// and the lowering of the local program to runtime calls. The checks of
+// differentiating, its loss and gradients; the optimizer; the distribution
+// of the whole step over a mesh (--mesh); and the lowering of the local
+// program to runtime calls. The checks of
 // option combinations live here, once, for every driver.
 //
 //===----------------------------------------------------------------------===//
@@ -48,7 +48,45 @@ LogicalResult CleavePipelineOptions::verify(
     return emitError("--loss-scale-growth-interval must be >= 1");
   if (bucketBytes < 0)
     return emitError("--bucket-bytes must be >= 0");
+  llvm::SmallVector<std::string> axes = meshAxes();
+  auto hasAxis = [&](StringRef name) {
+    return llvm::any_of(axes, [&](StringRef a) {
+      return a.split('=').first == name;
+    });
+  };
+  for (StringRef axis : axes) {
+    auto [name, size] = axis.split('=');
+    int64_t n = 0;
+    if (name.empty() || size.getAsInteger(10, n) || n < 1)
+      return emitError("--mesh: '" + axis +
+                       "' is not an axis name=size with size >= 1");
+    if (name != "dp")
+      return emitError("--mesh: unknown axis '" + name +
+                       "' (the strategies split over dp)");
+    if (llvm::count_if(axes, [&](StringRef a) {
+          return a.split('=').first == name;
+        }) > 1)
+      return emitError("--mesh: axis '" + name + "' appears twice");
+  }
+  if (zero < 0 || zero > 3)
+    return emitError("--zero must be 0, 1, 2 or 3");
+  if (zero.hasValue() && !hasAxis("dp"))
+    return emitError("--zero needs a dp axis in --mesh");
+  if (zero > 0 && !train)
+    return emitError("--zero shards the training state: it needs --train");
+  if (!axes.empty() && loss.hasValue() && !train)
+    return emitError("--mesh with --loss needs --train (the gradient "
+                     "program returns whole gradients)");
   return success();
+}
+
+llvm::SmallVector<std::string> CleavePipelineOptions::meshAxes() const {
+  llvm::SmallVector<std::string> axes;
+  llvm::SmallVector<StringRef> parts;
+  StringRef(mesh).split(parts, ',', -1, /*KeepEmpty=*/false);
+  for (StringRef p : parts)
+    axes.push_back(p.trim().str());
+  return axes;
 }
 
 MixedPrecisionPassOptions CleavePipelineOptions::mixedPrecisionOptions() const {
@@ -153,32 +191,30 @@ static void addGradientPasses(OpPassManager &pm,
   }
 }
 
-/// The distribution of the training step over a device mesh: global program
-/// in, per-rank local program with explicit collectives out.
+/// The distribution of the step over a device mesh: global program in,
+/// per-rank local program with explicit collectives out. It runs on the
+/// whole training step, optimizer included, so that ZeRO's shardings of
+/// the state, gradient clipping's global norm and the loss's reduction are
+/// all ordinary partitioning. Fusion runs after it, on the local program.
 static void addDistributionPasses(OpPassManager &pm,
                                   const CleavePipelineOptions &options) {
-  // The distribution passes go here, between the gradients and the
-  // optimizer, so that -cleave-add-optimizer updates each parameter from
-  // the gradient result (cleave.gradient) of the partitioned step. For
-  // sharded gradients and state (ZeRO-1/2) it will have to update a
-  // parameter's local block, as test/Dialect/Dist/sharded-training-step.mlir
-  // does by hand; today it requires each gradient to have its parameter's
-  // type. Their options (the mesh, the strategies) go in
-  // CleavePipelineOptions; they start with -canonicalize -cse, since the
-  // backward holds many duplicates (the single-device pipeline runs those
-  // after the optimizer, which keeps the IR of -cleave-autodiff):
-  //   strategy passes: -dist-data-parallel (zero=0..3),
-  //     -dist-tensor-parallel, -dist-sequence-parallel,
-  //     -dist-context-parallel, -dist-expert-parallel,
-  //     -dist-pipeline-parallel
-  //   -dist-propagate
-  //   -dist-pipeline-split
-  //   -dist-partition
-  //   -dist-optimize-collectives
-  // Fusion runs after them, on the local program (fused ops have no
-  // sharding rules). Without a mesh the program stays single-device.
-  (void)pm;
-  (void)options;
+  llvm::SmallVector<std::string> axes = options.meshAxes();
+  if (axes.empty())
+    return; // one device
+  DistAddMeshPassOptions mesh;
+  mesh.axes.assign(axes.begin(), axes.end());
+  pm.addPass(createDistAddMeshPass(mesh));
+  for (StringRef axis : axes)
+    if (axis.split('=').first == "dp") {
+      DistDataParallelPassOptions dp;
+      dp.axis = "dp";
+      dp.zero = options.zero;
+      pm.addPass(createDistDataParallelPass(dp));
+    }
+  pm.addPass(createDistPropagatePass());
+  pm.addPass(createDistPartitionPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
 }
 
 /// The updates of the parameters from the gradients, when training, and
@@ -214,8 +250,8 @@ static void addLoweringPasses(OpPassManager &pm,
 void cleave::buildCleavePipeline(OpPassManager &pm,
                                  const CleavePipelineOptions &options) {
   addGradientPasses(pm, options);
-  addDistributionPasses(pm, options);
   addOptimizerPasses(pm, options);
+  addDistributionPasses(pm, options);
   addLoweringPasses(pm, options);
 }
 

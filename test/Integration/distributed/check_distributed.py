@@ -46,7 +46,10 @@ MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe"]  # --mpirun
 class Case:
     name: str
     reference: str  # the forward function, compiled by cleave-compile --train
-    partitioned: str  # one device's hand-written training step
+    # One device's hand-written training step, or None: the partitioner's,
+    # compiled from the reference by cleave-compile --train with the
+    # train flags and compile_flags (--mesh ...).
+    partitioned: object
     ranks: int
     train_flags: list
     # Per program input: (per-sample shape, numpy dtype, classes or None).
@@ -127,6 +130,41 @@ CASES = [
          ["--optimizer", "adamw", "--lr", "0.01"],
          [((16,), np.float32, None), ((), np.int64, 4)],
          {"dp": {"all_reduce": 1364}, "tp": {"all_reduce": 64}}),
+    # The partitioner's programs (cleave-compile --mesh), from the same
+    # one-device model. Plain data parallelism over 2 devices: each rank
+    # sends the all_reduce of the loss (4 B) and of the four gradients
+    # (2704 B): 2 (n-1)/n * 2708 = 2708 B per step.
+    Case("mlp-mesh-dp2", "mlp.mlir", None, 2,
+         ["--optimizer", "adamw", "--lr", "0.01"],
+         [((16,), np.float32, None), ((), np.int64, 4)],
+         {"dp": {"all_reduce": 2708}},
+         compile_flags=["--mesh", "dp=2"]),
+    # ZeRO-1 over 2 devices: every AdamW moment stored as dim-0 blocks,
+    # so each gradient is reduce-scattered ((n-1)/n * 2704 = 1352 B) and
+    # each updated parameter all-gathered (1352 B); the loss all-reduced.
+    Case("mlp-mesh-dp2-zero1", "mlp.mlir", None, 2,
+         ["--optimizer", "adamw", "--lr", "0.01"],
+         [((16,), np.float32, None), ((), np.int64, 4)],
+         {"dp": {"all_reduce": 4, "reduce_scatter": 1352,
+                 "all_gather": 1352}},
+         compile_flags=["--mesh", "dp=2", "--zero", "1"]),
+    # ZeRO-3 over 2 devices: the figures of the hand-written mlp-dp2-zero3
+    # (every parameter gathered before its forward use, fc2.weight again
+    # in the backward).
+    Case("mlp-mesh-dp2-zero3", "mlp.mlir", None, 2,
+         ["--optimizer", "adamw", "--lr", "0.01"],
+         [((16,), np.float32, None), ((), np.int64, 4)],
+         {"dp": {"all_reduce": 4, "reduce_scatter": 1352,
+                 "all_gather": 1608}},
+         compile_flags=["--mesh", "dp=2", "--zero", "3"]),
+    # Data parallelism over 4 devices with 2 microbatches per step: the
+    # microbatches' partial gradients are summed unreduced and reduced
+    # once, 2 (n-1)/n * 2708 = 4062 B per step, as without accumulation.
+    Case("mlp-mesh-dp4-accumulate2", "mlp.mlir", None, 4,
+         ["--optimizer", "adamw", "--lr", "0.01", "--accumulate", "2"],
+         [((16,), np.float32, None), ((), np.int64, 4)],
+         {"dp": {"all_reduce": 4062}},
+         compile_flags=["--mesh", "dp=4"]),
     # Megatron tensor parallelism of a transformer block (block.mlir:
     # batch 2, sequence 4, hidden 16, 4 heads) over 2 devices, 2 heads and
     # 16 of the MLP's 32 features each. Per step, each rank sends
@@ -160,10 +198,20 @@ def external_params(path):
         r'offset = (\d+), size = (\d+)>', text)]
 
 
+def compile_partitioned(case, compile_, out, extra=()):
+    if case.partitioned is None:
+        run([compile_, os.path.join(HERE, case.reference), "--train",
+             *case.train_flags, *case.compile_flags, *extra, "-o", out])
+    else:
+        run([compile_, os.path.join(HERE, case.partitioned),
+             *case.compile_flags, *extra, "-o", out])
+
+
 def write_weights(case, work, rng):
     # The one-device and the partitioned program name the same bytes.
     ref = external_params(os.path.join(HERE, case.reference))
-    part = external_params(os.path.join(HERE, case.partitioned))
+    part = external_params(os.path.join(HERE, case.partitioned or
+                                        case.reference))
     assert sorted(ref) == sorted(set(part)), (ref, part)
     size = max(o + s for _, o, s in ref)
     weights = np.zeros(size // 4, np.float32)
@@ -255,8 +303,7 @@ def check_case(case, compile_, work):
     ref, part = os.path.join(work, "ref"), os.path.join(work, "part")
     run([compile_, os.path.join(HERE, case.reference), "--train",
          *case.train_flags, "-o", ref])
-    run([compile_, os.path.join(HERE, case.partitioned),
-         *case.compile_flags, "-o", part])
+    compile_partitioned(case, compile_, part)
     data = ["--inputs", ",".join(x_files[:-1]), "--targets", x_files[-1]]
     n = str(case.ranks)
     mid = case.steps // 2
@@ -326,8 +373,7 @@ def check_emulated(case, compile_, link, work):
     ref, part = os.path.join(work, "ref"), os.path.join(work, "part")
     run([compile_, os.path.join(HERE, case.reference), "--train",
          *case.train_flags, "-o", ref])
-    run([compile_, os.path.join(HERE, case.partitioned), *case.compile_flags,
-         "--emit=obj", "-o", part + ".o"])
+    compile_partitioned(case, compile_, part + ".o", ["--emit=obj"])
     with open(link) as f:
         line = [item for item in f.read().strip().split(";") if item]
     run([line[0], part + ".o", "-o", part, *line[1:]])
@@ -367,8 +413,7 @@ def check_chain(compile_, work):
     binaries = {}
     for case in (first, second):
         binaries[case.name] = os.path.join(work, case.name)
-        run([compile_, os.path.join(HERE, case.partitioned), "-o",
-             binaries[case.name]])
+        compile_partitioned(case, compile_, binaries[case.name])
     run([ref, *data, "--steps", "6", "--log-json", "one.jsonl"], cwd=work)
     one = losses(os.path.join(work, "one.jsonl"))
     run([*MPIRUN, "-np", "4", binaries[first.name], *data, "--steps", "2",

@@ -705,4 +705,120 @@ def AutodiffPass : Pass<"cleave-autodiff", "::mlir::ModuleOp"> {
   let dependentDialects = ["::cleave::graph::GraphDialect"];
 }
 
+
+//===----------------------------------------------------------------------===//
+// Distribution: strategies, propagation, partitioning
+//===----------------------------------------------------------------------===//
+
+def DistAddMeshPass : Pass<"dist-add-mesh", "::mlir::ModuleOp"> {
+  let summary = "Adds the device mesh the distribution passes split over";
+  let description = [{
+    Adds `dist.mesh @mesh` with the given axes, in order (the last axis
+    varies fastest in the rank numbering, so it should be the one with the
+    fastest links: `tp` within a node). An axis of size 1 is kept, so that
+    a strategy on it is a no-op rather than an error.
+
+    ```
+    cleave-opt -dist-add-mesh="axes=dp=2,tp=2"
+    ```
+    adds `dist.mesh @mesh ["dp" = 2, "tp" = 2]`. A module that already has
+    a mesh, an axis named twice, or a size below 1 is an error.
+  }];
+  let options = [
+    ListOption<"axes", "axes", "std::string",
+               "mesh axes as name=size, major to minor (dp=2,tp=2)">
+  ];
+  let dependentDialects = ["::cleave::dist::DistDialect"];
+}
+
+def DistDataParallelPass : Pass<"dist-data-parallel", "::mlir::ModuleOp"> {
+  let summary = "Shards the batch over a mesh axis, and with ZeRO the training state";
+  let description = [{
+    A strategy pass: it only annotates; `-dist-propagate` and
+    `-dist-partition` derive the rest. Run it on the training step after
+    `-cleave-add-optimizer` (the state it shards exists then).
+
+    - Every tensor argument of every function is split along its batch
+      dimension on `axis`: dimension 0, or 1 in a training step with
+      `accumulate` > 1, whose inputs are stacked `[K, B, ...]`. A batch the
+      axis does not divide is an error naming the argument and the sizes.
+    - `zero=1` and `zero=2`: the optimizer state (parameters of role
+      `optimizer_state`: Adam's moments, SGD's momentum) is stored split on
+      `axis` along its first dimension the axis divides; each device
+      updates its block of every such parameter from a reduce-scattered
+      gradient and the parameter is all-gathered after the update. In one
+      step of one microbatch the two stages are the same program; with
+      `accumulate` > 1 both keep the microbatches' gradients unreduced and
+      reduce once (stage 2's per-microbatch reduce-scatter is not built).
+    - `zero=3` (FSDP's full sharding): the trainable parameters are stored
+      split too. Each use of a parameter in the forward and backward
+      reads it and gathers it (`dist.shard` to its layout without `axis`),
+      so the gathered copy lives only until that use and the backward
+      gathers again; the optimizer updates the stored block.
+    A tensor the axis divides along no dimension stays replicated.
+  }];
+  let options = [
+    Option<"axis", "axis", "std::string", /*default=*/"\"dp\"",
+           "the mesh axis to split the batch on">,
+    Option<"zero", "zero", "int64_t", /*default=*/"0",
+           "ZeRO stage: 0 (replicated state), 1, 2 (optimizer state and "
+           "gradients sharded) or 3 (parameters too)">
+  ];
+  let dependentDialects = ["::cleave::dist::DistDialect"];
+}
+
+def DistPropagatePass : Pass<"dist-propagate", "::mlir::ModuleOp"> {
+  let summary = "Gives every value of the program a sharding, from the annotations";
+  let description = [{
+    Starts from the annotated values: function arguments (`dist.sharding`,
+    replicated when absent), parameters (`graph.param`'s sharding, for
+    every `graph.read_param`), `dist.shard` constraints and op results
+    that already carry `dist.sharding`. It then walks the ops forward and
+    backward until nothing changes: an op whose rule relates an annotated
+    tensor to one without a sharding gives the latter the layout its
+    factors imply (see the rule's split: each sharded dimension proposes
+    its axes for its major factor; the highest priority wins, `user` over
+    `strategy` over `propagated`, then the largest tensor). A value left
+    without a sharding is replicated. Split reduction factors leave results
+    partial, and ops linear in their partial operands keep them partial,
+    so that a sum of partial gradients is reduced once.
+
+    Every op result gets a `dist.sharding` (priority `propagated`, origin
+    the op that decided it), which `-dist-partition` then follows.
+    Constants are not annotated backward: the partitioner slices them.
+  }];
+  let dependentDialects = ["::cleave::dist::DistDialect"];
+}
+
+def DistPartitionPass : Pass<"dist-partition", "::mlir::ModuleOp"> {
+  let summary = "Turns the global program into one device's program with explicit collectives";
+  let description = [{
+    Every function becomes the program of one device (`dist.partitioned`):
+    arguments, results and op results take the local type of their
+    sharding, `graph.read_param` of a sharded parameter returns this
+    device's block, and every op runs on its blocks. Where an op reads a
+    value in another layout than the value has, the partitioner inserts
+    the collectives that convert it, in this order:
+
+    - a partial value is reduced: `dist.reduce_scatter` over the axes the
+      reader splits a dimension on that the value does not, else
+      `dist.all_reduce` (a reader linear in it keeps it partial);
+    - axes the reader does not split a dimension on: `dist.all_gather`;
+    - axes the reader splits a dimension on in addition: `dist.local_slice`
+      at this device's `dist.axis_index` (no communication).
+
+    One conversion of a value serves every later reader in the same layout.
+    Results of an op whose layout differs from their `dist.sharding` are
+    converted after the op; function results are replicated unless they
+    carry a `dist.sharding`. Splat constants are rebuilt at the local size,
+    other constants are sliced. Each inserted op's location names the op
+    and operand it was inserted for, which `--dist-explain` prints.
+
+    Function results partial or sharded, ops with regions, and an op
+    without a sharding rule on a non-replicated value are errors naming
+    the op.
+  }];
+  let dependentDialects = ["::cleave::dist::DistDialect"];
+}
+
 #endif // CLEAVE_TRANSFORMS_PASSES_TD

@@ -141,6 +141,25 @@ struct CleavePipelineOptions
                      "16 bits)"),
       llvm::cl::value_desc("ops")};
 
+  //===--- The distribution over a device mesh -----------------------------===//
+
+  PassOptions::Option<std::string> mesh{
+      *this, "mesh",
+      llvm::cl::desc("Split the program over a mesh of devices, axes major "
+                     "to minor: dp=2,tp=2 (one rank per device, launched by "
+                     "mpirun -np <product>). `dp` splits the batch "
+                     "(-dist-data-parallel); `tp` splits the layers "
+                     "(-dist-tensor-parallel)"),
+      llvm::cl::value_desc("axis=size,...")};
+
+  PassOptions::Option<int64_t> zero{
+      *this, "zero",
+      llvm::cl::desc("ZeRO stage of the data-parallel axis: 0 (replicated "
+                     "state), 1 and 2 (optimizer state and gradients split "
+                     "over dp), 3 (parameters too, gathered before each "
+                     "use, as FSDP)"),
+      llvm::cl::init(0)};
+
   //===--- The lowering of the local program ------------------------------===//
 
   PassOptions::Option<bool> noFusion{
@@ -166,6 +185,9 @@ struct CleavePipelineOptions
   /// Whether the pipeline differentiates the model: with --train, or with
   /// --loss alone for the gradients.
   bool differentiates() const { return train || loss.hasValue(); }
+
+  /// The axes of --mesh as name=size entries (verify() checks them).
+  llvm::SmallVector<std::string> meshAxes() const;
 
   /// The options of the passes, projected out of these.
   MixedPrecisionPassOptions mixedPrecisionOptions() const;

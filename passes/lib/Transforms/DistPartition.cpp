@@ -1,0 +1,402 @@
+//===- DistPartition.cpp - the global program as one device's program -----===//
+//
+// -dist-partition: every op runs on this device's blocks; where it reads a
+// value in another layout than the value has, collectives convert it (see
+// Passes.td). The layouts an op reads and writes are decided as
+// -dist-propagate decided them (ShardingLayout.h), with the results'
+// annotated layouts first.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ShardingLayout.h"
+
+#include "cleave/Dialect/Dist/IR/DistOps.h"
+#include "cleave/Dialect/Graph/IR/GraphOps.h"
+#include "cleave/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace cleave {
+#define GEN_PASS_DEF_DISTPARTITIONPASS
+#include "cleave/Transforms/Passes.h.inc"
+} // namespace cleave
+
+using namespace mlir;
+using namespace cleave;
+using namespace cleave::dist;
+
+namespace {
+
+/// This device's block of a global value, and the layout it is a block of.
+struct Local {
+  Value value;
+  Layout layout;
+  ShardingPriority priority = ShardingPriority::Propagated;
+};
+
+class Partitioner {
+public:
+  Partitioner(func::FuncOp fn, MeshOp mesh)
+      : fn(fn), mesh(mesh),
+        meshRef(FlatSymbolRefAttr::get(mesh.getSymNameAttr())),
+        module(fn->getParentOfType<ModuleOp>()) {}
+
+  LogicalResult run();
+
+private:
+  LogicalResult partition(Operation *op);
+  LogicalResult partitionRuled(Operation *op, ShardingRuleOpInterface ruled);
+  /// The block of `old` in layout `to`, converted by collectives inserted
+  /// at `b`'s point; `why` names the reader in their location.
+  FailureOr<Value> convert(Value old, const Layout &to, OpBuilder &b,
+                           Location loc, const Twine &why);
+  FailureOr<Layout> layoutOf(ShardingAttr sharding, Operation *at);
+  /// The layout of a parameter: its sharding's, or replicated.
+  FailureOr<Layout> paramLayout(StringRef name, Operation *at);
+
+  func::FuncOp fn;
+  MeshOp mesh;
+  FlatSymbolRefAttr meshRef;
+  ModuleOp module;
+  llvm::DenseMap<Value, Local> locals;
+  std::map<std::pair<void *, std::string>, Value> converted;
+};
+
+RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+FailureOr<Layout> Partitioner::layoutOf(ShardingAttr sharding, Operation *at) {
+  return Layout::get(sharding, [&]() { return at->emitOpError(); });
+}
+
+FailureOr<Layout> Partitioner::paramLayout(StringRef name, Operation *at) {
+  auto param = module.lookupSymbol<graph::ParamOp>(name);
+  if (!param)
+    return at->emitOpError("reads unknown parameter @") << name;
+  if (ShardingAttr s = param.getShardingAttr())
+    return layoutOf(s, param);
+  return Layout::replicated(cast<RankedTensorType>(param.getType()).getRank());
+}
+
+FailureOr<Value> Partitioner::convert(Value old, const Layout &to,
+                                      OpBuilder &b, Location at,
+                                      const Twine &why) {
+  const Local &src = locals.at(old);
+  if (src.layout == to)
+    return src.value;
+  std::string key = to.str();
+  auto cached = converted.find({old.getAsOpaquePointer(), key});
+  if (cached != converted.end())
+    return cached->second;
+
+  RankedTensorType global = typeOf(old);
+  Layout cur = src.layout;
+  Value v = src.value;
+  auto loc = [&](StringRef what) {
+    return NameLoc::get(b.getStringAttr(what + " " + cur.str() + " -> " +
+                                        to.str() + " for " + why.str()),
+                        at);
+  };
+  auto fail = [&]() {
+    return emitError(at) << "cannot convert " << src.layout.str() << " to "
+                         << to.str() << " for " << why;
+  };
+
+  // A splat constant is rebuilt at the size of the block.
+  if (auto constant = v.getDefiningOp<graph::ConstantOp>())
+    if (auto splat = dyn_cast<SplatElementsAttr>(constant.getValue()))
+      if (!cur.isPartial() && !to.isPartial()) {
+        Value rebuilt = graph::ConstantOp::create(
+            b, constant.getLoc(), splat.resizeSplat(to.localType(global, mesh)));
+        converted[{old.getAsOpaquePointer(), key}] = rebuilt;
+        return rebuilt;
+      }
+
+  bool samePartial = cur.partial == to.partial &&
+                     (!cur.isPartial() || cur.partialKind == to.partialKind);
+  if (cur.isPartial() && !samePartial) {
+    if (to.isPartial())
+      return fail();
+    // Axes a dimension of `to` splits that the value is partial over are
+    // reduce-scattered there; the other partial axes all-reduced first.
+    std::optional<int64_t> scatterDim;
+    SmallVector<StringRef, 2> scattered;
+    for (auto [d, axes] : llvm::enumerate(to.dims)) {
+      ArrayRef<StringRef> have = cur.dims[d];
+      if (axes.size() <= have.size() ||
+          ArrayRef<StringRef>(axes).take_front(have.size()) != have)
+        continue;
+      ArrayRef<StringRef> extra = ArrayRef<StringRef>(axes).drop_front(have.size());
+      if (llvm::all_of(extra, [&](StringRef a) {
+            return llvm::is_contained(cur.partial, a);
+          })) {
+        scatterDim = d;
+        scattered.assign(extra.begin(), extra.end());
+        break;
+      }
+    }
+    SmallVector<StringRef, 2> rest;
+    for (StringRef a : cur.partial)
+      if (!llvm::is_contained(scattered, a))
+        rest.push_back(a);
+    if (!rest.empty())
+      v = AllReduceOp::create(b, loc("all_reduce"), v.getType(), v, meshRef,
+                              b.getStrArrayAttr(rest),
+                              ReductionKindAttr::get(b.getContext(),
+                                                     cur.partialKind));
+    if (scatterDim) {
+      Layout next = cur;
+      next.dims[*scatterDim] = to.dims[*scatterDim];
+      v = ReduceScatterOp::create(
+          b, loc("reduce_scatter"), next.localType(global, mesh), v, meshRef,
+          b.getStrArrayAttr(scattered),
+          ReductionKindAttr::get(b.getContext(), cur.partialKind),
+          b.getI64IntegerAttr(*scatterDim));
+      cur.dims = next.dims;
+    }
+    cur.partial.clear();
+  } else if (to.isPartial() && !samePartial) {
+    return fail();
+  }
+
+  // Axes a dimension is split on that `to` does not split it on (after
+  // their common major axes) are gathered...
+  for (int64_t d = 0, e = cur.dims.size(); d < e; ++d) {
+    ArrayRef<StringRef> have = cur.dims[d], want = to.dims[d];
+    size_t common = 0;
+    while (common < have.size() && common < want.size() &&
+           have[common] == want[common])
+      ++common;
+    if (common == have.size())
+      continue;
+    SmallVector<StringRef, 2> extra(have.drop_front(common));
+    Layout next = cur;
+    next.dims[d].resize(common);
+    v = AllGatherOp::create(b, loc("all_gather"), next.localType(global, mesh),
+                            v, meshRef, b.getStrArrayAttr(extra),
+                            b.getI64IntegerAttr(d));
+    cur = next;
+  }
+  // ...and the axes `to` splits it on in addition are sliced locally.
+  for (int64_t d = 0, e = cur.dims.size(); d < e; ++d) {
+    ArrayRef<StringRef> want = to.dims[d];
+    if (want.size() == cur.dims[d].size())
+      continue;
+    SmallVector<StringRef, 2> extra(want.drop_front(cur.dims[d].size()));
+    Value index = AxisIndexOp::create(
+        b, loc("axis_index"), RankedTensorType::get({}, b.getI64Type()),
+        meshRef, b.getStrArrayAttr(extra));
+    cur.dims[d] = to.dims[d];
+    v = LocalSliceOp::create(b, loc("local_slice"), cur.localType(global, mesh),
+                             v, index, b.getI64IntegerAttr(d));
+  }
+  if (cur != to)
+    return fail();
+  converted[{old.getAsOpaquePointer(), key}] = v;
+  return v;
+}
+
+LogicalResult Partitioner::partitionRuled(Operation *op,
+                                          ShardingRuleOpInterface ruled) {
+  ShardingRule rule = ruled.getShardingRule();
+  SmallVector<KnownLayout> operands, results;
+  for (Value v : op->getOperands()) {
+    const Local &l = locals.at(v);
+    operands.push_back({&l.layout, l.priority});
+  }
+  // The annotated result layouts lead: they are what propagation decided.
+  std::vector<Layout> annotated;
+  annotated.reserve(op->getNumResults());
+  for (auto [i, r] : llvm::enumerate(op->getResults())) {
+    ShardingAttr s = getResultSharding(op, i);
+    if (!s) {
+      results.push_back({});
+      continue;
+    }
+    FailureOr<Layout> l = layoutOf(s, op);
+    if (failed(l))
+      return failure();
+    annotated.push_back(*l);
+    results.push_back({&annotated.back(), ShardingPriority::User});
+  }
+  OpLayouts decided = decideLayouts(op, rule, operands, results, mesh);
+
+  OpBuilder b(op);
+  SmallVector<Value> newOperands;
+  for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+    FailureOr<Value> local =
+        convert(v, decided.operands[i], b, op->getLoc(),
+                "operand #" + Twine(i) + " of " + op->getName().getStringRef());
+    if (failed(local))
+      return failure();
+    newOperands.push_back(*local);
+  }
+  Operation *clone = b.clone(*op);
+  clone->setOperands(newOperands);
+  clone->removeAttr(DistDialect::getShardingAttrName());
+  for (auto [i, r] : llvm::enumerate(clone->getResults()))
+    r.setType(decided.results[i].localType(typeOf(r), mesh));
+
+  // A slice keeps the dimensions it shares with its input whole: at the
+  // block's size.
+  if (auto slice = dyn_cast<graph::SliceOp>(clone)) {
+    SmallVector<int64_t> limit(slice.getLimit());
+    for (int64_t d = 0, e = limit.size(); d < e; ++d)
+      if (!decided.results[0].dims[d].empty())
+        limit[d] = slice.getType().getDimSize(d);
+    slice.setLimit(limit);
+  }
+  for (auto [i, r] : llvm::enumerate(op->getResults()))
+    locals[r] = {clone->getResult(i), decided.results[i],
+                 ShardingPriority::Propagated};
+  return success();
+}
+
+LogicalResult Partitioner::partition(Operation *op) {
+  OpBuilder b(op);
+  if (auto read = dyn_cast<graph::ReadParamOp>(op)) {
+    FailureOr<Layout> layout = paramLayout(read.getParam(), op);
+    if (failed(layout))
+      return failure();
+    auto clone = cast<graph::ReadParamOp>(b.clone(*op));
+    clone->removeAttr(DistDialect::getShardingAttrName());
+    clone.getResult().setType(layout->localType(read.getType(), mesh));
+    locals[read.getResult()] = {clone.getResult(), *layout,
+                                ShardingPriority::User};
+    return success();
+  }
+  if (auto assign = dyn_cast<graph::AssignOp>(op)) {
+    FailureOr<Layout> layout = paramLayout(assign.getParam(), op);
+    if (failed(layout))
+      return failure();
+    FailureOr<Value> v = convert(assign.getValue(), *layout, b, op->getLoc(),
+                                 "graph.assign @" + assign.getParam());
+    if (failed(v))
+      return failure();
+    Operation *clone = b.clone(*op);
+    clone->setOperand(0, *v);
+    return success();
+  }
+  if (auto constant = dyn_cast<graph::ConstantOp>(op)) {
+    // Replicated; readers convert (a splat is rebuilt at their size).
+    Operation *clone = b.clone(*op);
+    clone->removeAttr(DistDialect::getShardingAttrName());
+    locals[constant.getResult()] = {
+        clone->getResult(0),
+        Layout::replicated(typeOf(constant.getResult()).getRank()),
+        ShardingPriority::Propagated};
+    return success();
+  }
+  if (auto shard = dyn_cast<ShardOp>(op)) {
+    FailureOr<Layout> layout = layoutOf(shard.getSharding(), op);
+    if (failed(layout))
+      return failure();
+    FailureOr<Value> v =
+        convert(shard.getInput(), *layout, b, op->getLoc(), "dist.shard");
+    if (failed(v))
+      return failure();
+    locals[shard.getResult()] = {*v, *layout, ShardingPriority::User};
+    return success();
+  }
+  if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+    SmallVector<Value> values;
+    for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+      Layout layout = Layout::replicated(typeOf(v).getRank());
+      if (auto s = fn.getResultAttrOfType<ShardingAttr>(
+              i, DistDialect::getShardingAttrName())) {
+        FailureOr<Layout> l = layoutOf(s, fn);
+        if (failed(l))
+          return failure();
+        layout = *l;
+      }
+      if (layout.isPartial())
+        return fn.emitOpError("result #")
+               << i << " cannot be returned partial; a device returns its "
+               << "block of the global value";
+      FailureOr<Value> local = convert(v, layout, b, op->getLoc(),
+                                       "result #" + Twine(i) + " of @" +
+                                           fn.getSymName());
+      if (failed(local))
+        return failure();
+      values.push_back(*local);
+    }
+    ret->setOperands(values);
+    return success();
+  }
+  if (isa<AllReduceOp, AllReduceBucketOp, AllGatherOp, ReduceScatterOp,
+          AllToAllOp, CollectivePermuteOp, BroadcastOp, SendOp, RecvOp,
+          WaitOp, AxisIndexOp, LocalSliceOp, ManualComputationOp>(op))
+    return op->emitOpError("is already per-device code; -dist-partition "
+                           "takes the global program");
+  if (op->getNumRegions() != 0)
+    return op->emitOpError("has regions, which -dist-partition does not "
+                           "partition");
+  if (auto ruled = dyn_cast<ShardingRuleOpInterface>(op))
+    return partitionRuled(op, ruled);
+  return op->emitOpError("has no sharding rule, so -dist-partition cannot "
+                         "run it on blocks");
+}
+
+LogicalResult Partitioner::run() {
+  if (!fn.getBody().hasOneBlock())
+    return fn.emitOpError("-dist-partition needs a function of one block");
+  Block &body = fn.getBody().front();
+
+  SmallVector<Type> inputs;
+  for (BlockArgument arg : body.getArguments()) {
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (!type)
+      return fn.emitOpError("argument #")
+             << arg.getArgNumber() << " is not a ranked tensor";
+    Layout layout = Layout::replicated(type.getRank());
+    if (auto s = fn.getArgAttrOfType<ShardingAttr>(
+            arg.getArgNumber(), DistDialect::getShardingAttrName())) {
+      FailureOr<Layout> l = layoutOf(s, fn);
+      if (failed(l))
+        return failure();
+      if (l->isPartial())
+        return fn.emitOpError("argument #")
+               << arg.getArgNumber() << " cannot be partial";
+      layout = *l;
+    }
+    RankedTensorType local = layout.localType(type, mesh);
+    locals[arg] = {arg, layout, ShardingPriority::User};
+    inputs.push_back(local);
+  }
+  // The arguments take their local types once every op has been converted
+  // (the old ops keep reading the global ones until they are erased).
+  SmallVector<Operation *> old;
+  for (Operation &op : body)
+    old.push_back(&op);
+  for (Operation *op : old)
+    if (failed(partition(op)))
+      return failure();
+  for (Operation *op : llvm::reverse(old))
+    if (!isa<func::ReturnOp>(op)) {
+      op->dropAllUses();
+      op->erase();
+    }
+  for (auto [arg, type] : llvm::zip(body.getArguments(), inputs))
+    arg.setType(type);
+  fn.setType(FunctionType::get(fn.getContext(), inputs,
+                               body.getTerminator()->getOperandTypes()));
+  fn->setAttr(DistDialect::getPartitionedAttrName(),
+              UnitAttr::get(fn.getContext()));
+  return success();
+}
+
+struct DistPartitionPass
+    : public cleave::impl::DistPartitionPassBase<DistPartitionPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    FailureOr<MeshOp> mesh = getTheMesh(module, "-dist-partition");
+    if (failed(mesh))
+      return signalPassFailure();
+    for (auto fn : module.getOps<func::FuncOp>())
+      if (!fn.isExternal() &&
+          !fn->hasAttr(DistDialect::getPartitionedAttrName()))
+        if (failed(Partitioner(fn, *mesh).run()))
+          return signalPassFailure();
+  }
+};
+
+} // namespace

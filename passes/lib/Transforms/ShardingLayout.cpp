@@ -1,0 +1,291 @@
+//===- ShardingLayout.cpp - layouts and the factor decision of an op ------===//
+//
+// See ShardingLayout.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ShardingLayout.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallSet.h"
+
+using namespace mlir;
+
+namespace cleave::dist {
+
+//===----------------------------------------------------------------------===//
+// Layout
+//===----------------------------------------------------------------------===//
+
+bool Layout::isReplicated() const {
+  return partial.empty() &&
+         llvm::all_of(dims, [](const auto &axes) { return axes.empty(); });
+}
+
+bool Layout::usesAxis(StringRef axis) const {
+  return llvm::is_contained(partial, axis) ||
+         llvm::any_of(dims, [&](const auto &axes) {
+           return llvm::is_contained(axes, axis);
+         });
+}
+
+Layout Layout::withoutPartial() const {
+  Layout l = *this;
+  l.partial.clear();
+  l.partialKind = ReductionKind::Sum;
+  return l;
+}
+
+static void printAxes(llvm::raw_ostream &os, ArrayRef<StringRef> axes) {
+  os << "{";
+  llvm::interleaveComma(axes, os,
+                        [&](StringRef a) { os << "\"" << a << "\""; });
+  os << "}";
+}
+
+std::string Layout::str() const {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "[";
+  llvm::interleaveComma(dims, os, [&](const auto &axes) { printAxes(os, axes); });
+  os << "]";
+  if (!partial.empty()) {
+    os << " partial " << stringifyReductionKind(partialKind) << " ";
+    printAxes(os, partial);
+  }
+  return s;
+}
+
+/// The whole axes of one axis list of a sharding, or failure at a sub-axis.
+static FailureOr<SmallVector<StringRef, 2>> wholeAxes(ArrayAttr list) {
+  SmallVector<StringRef, 2> axes;
+  for (Attribute a : list) {
+    auto name = dyn_cast<StringAttr>(a);
+    if (!name)
+      return failure();
+    axes.push_back(name.getValue());
+  }
+  return axes;
+}
+
+FailureOr<Layout>
+Layout::get(ShardingAttr sharding,
+            function_ref<InFlightDiagnostic()> emitError) {
+  Layout l;
+  auto fail = [&]() -> FailureOr<Layout> {
+    emitError() << "uses the sub-axes of " << sharding
+                << "; the partitioner splits values along whole mesh axes";
+    return failure();
+  };
+  for (Attribute dim : sharding.getDims()) {
+    FailureOr<SmallVector<StringRef, 2>> axes =
+        wholeAxes(cast<ArrayAttr>(dim));
+    if (failed(axes))
+      return fail();
+    l.dims.push_back(*axes);
+  }
+  FailureOr<SmallVector<StringRef, 2>> partial =
+      wholeAxes(sharding.getPartialAxes());
+  if (failed(partial))
+    return fail();
+  l.partial = *partial;
+  l.partialKind = sharding.getPartialKind();
+  return l;
+}
+
+ShardingAttr Layout::toAttr(FlatSymbolRefAttr mesh, ShardingPriority priority,
+                            StringAttr origin) const {
+  MLIRContext *ctx = mesh.getContext();
+  auto list = [&](ArrayRef<StringRef> axes) {
+    SmallVector<Attribute> names;
+    for (StringRef a : axes)
+      names.push_back(StringAttr::get(ctx, a));
+    return ArrayAttr::get(ctx, names);
+  };
+  SmallVector<Attribute> dimAttrs;
+  for (const auto &axes : dims)
+    dimAttrs.push_back(list(axes));
+  return ShardingAttr::get(ctx, mesh, ArrayAttr::get(ctx, dimAttrs),
+                           list(partial), partialKind, ArrayRef<int64_t>(),
+                           priority, origin);
+}
+
+int64_t groupSize(MeshOp mesh, ArrayRef<StringRef> axes) {
+  int64_t n = 1;
+  for (StringRef a : axes)
+    n *= mesh.getAxisSize(a).value_or(1);
+  return n;
+}
+
+RankedTensorType Layout::localType(RankedTensorType type, MeshOp mesh) const {
+  SmallVector<int64_t> shape(type.getShape());
+  for (auto [d, axes] : llvm::enumerate(dims))
+    shape[d] /= groupSize(mesh, axes);
+  return type.clone(shape);
+}
+
+FailureOr<MeshOp> getTheMesh(ModuleOp module, StringRef pass) {
+  auto meshes = llvm::to_vector(module.getOps<MeshOp>());
+  if (meshes.size() == 1)
+    return meshes.front();
+  if (meshes.empty())
+    return module.emitError(pass)
+           << " needs a dist.mesh in the module (cleave-compile --mesh, or "
+              "-dist-add-mesh, adds one)";
+  return module.emitError(pass)
+         << " needs exactly one dist.mesh, found " << meshes.size();
+}
+
+//===----------------------------------------------------------------------===//
+// The decision of an op
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+struct Proposal {
+  int64_t factor;
+  ArrayRef<StringRef> axes;
+  ShardingPriority priority;
+  int64_t elements;
+};
+
+int64_t numElements(Value v) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  return type ? type.getNumElements() : 1;
+}
+
+} // namespace
+
+OpLayouts decideLayouts(Operation *op, const ShardingRule &rule,
+                        ArrayRef<KnownLayout> operands,
+                        ArrayRef<KnownLayout> results, MeshOp mesh) {
+  const int64_t numFactors = rule.getFactors().size();
+  auto tensors = [&](auto fn) {
+    for (auto [i, tf] : llvm::enumerate(rule.getOperands()))
+      fn(tf, operands[i], op->getOperand(i), /*isResult=*/false, unsigned(i));
+    for (auto [i, tf] : llvm::enumerate(rule.getResults()))
+      fn(tf, results[i], op->getResult(i), /*isResult=*/true, unsigned(i));
+  };
+
+  // A factor may be split when nothing keeps it whole and it is the major
+  // factor of every dimension it is part of: only then is each device's
+  // piece of those dimensions one contiguous block.
+  SmallVector<bool> splittable(numFactors, true);
+  for (auto [f, factor] : llvm::enumerate(rule.getFactors()))
+    if (factor.kind == FactorKind::NeedReplication || factor.needsHook)
+      splittable[f] = false;
+  tensors([&](const TensorFactors &tf, const KnownLayout &, Value, bool,
+              unsigned) {
+    for (const DimFactors &dim : tf)
+      for (size_t k = 1; k < dim.size(); ++k)
+        splittable[dim[k]] = false;
+  });
+
+  // Operands that stay partial: exactly one linear group, all partial over
+  // the same axes with the same reduction.
+  SmallVector<unsigned> partialOperands;
+  for (auto [i, known] : llvm::enumerate(operands))
+    if (known.layout && known.layout->isPartial())
+      partialOperands.push_back(i);
+  const Layout *keptPartial = nullptr;
+  if (!partialOperands.empty() && rule.isLinearIn(partialOperands)) {
+    const Layout *first = operands[partialOperands.front()].layout;
+    auto sameAxes = [&](const Layout *l) {
+      return llvm::to_vector(l->partial) == llvm::to_vector(first->partial) &&
+             l->partialKind == first->partialKind;
+    };
+    if (llvm::all_of(partialOperands,
+                     [&](unsigned i) { return sameAxes(operands[i].layout); }))
+      keptPartial = first;
+  }
+
+  // Proposals: each sharded dimension of a known tensor proposes its axes
+  // for the dimension's major factor.
+  SmallVector<Proposal> proposals;
+  tensors([&](const TensorFactors &tf, const KnownLayout &known, Value v,
+              bool, unsigned) {
+    if (!known.layout)
+      return;
+    for (auto [d, dim] : llvm::enumerate(tf)) {
+      if (dim.empty() || d >= known.layout->dims.size())
+        continue;
+      ArrayRef<StringRef> axes = known.layout->dims[d];
+      int64_t f = dim.front();
+      if (axes.empty() || !splittable[f] ||
+          rule.getFactor(f).size % groupSize(mesh, axes) != 0)
+        continue;
+      proposals.push_back({f, axes, known.priority, numElements(v)});
+    }
+  });
+  llvm::stable_sort(proposals, [](const Proposal &a, const Proposal &b) {
+    if (a.priority != b.priority)
+      return a.priority < b.priority;
+    return a.elements > b.elements;
+  });
+
+  OpLayouts out;
+  out.factorAxes.resize(numFactors);
+  llvm::SmallSet<StringRef, 4> used;
+  if (keptPartial)
+    for (StringRef a : keptPartial->partial)
+      used.insert(a);
+  for (const Proposal &p : proposals) {
+    if (!out.factorAxes[p.factor].empty() ||
+        llvm::any_of(p.axes, [&](StringRef a) { return used.contains(a); }))
+      continue;
+    out.factorAxes[p.factor].assign(p.axes.begin(), p.axes.end());
+    for (StringRef a : p.axes)
+      used.insert(a);
+  }
+
+  // Split reduction factors leave the results that do not carry them
+  // partial; they must agree on the reduction (and with the partial
+  // operands kept), else the later ones stay whole.
+  std::optional<ReductionKind> kind;
+  if (keptPartial)
+    kind = keptPartial->partialKind;
+  for (auto [f, factor] : llvm::enumerate(rule.getFactors())) {
+    if (factor.kind != FactorKind::Reduction || out.factorAxes[f].empty())
+      continue;
+    if (kind && *kind != factor.reduction)
+      out.factorAxes[f].clear();
+    else
+      kind = factor.reduction;
+  }
+
+  auto layoutOf = [&](const TensorFactors &tf) {
+    Layout l = Layout::replicated(tf.size());
+    for (auto [d, dim] : llvm::enumerate(tf))
+      if (!dim.empty())
+        l.dims[d] = out.factorAxes[dim.front()];
+    return l;
+  };
+  for (auto [i, tf] : llvm::enumerate(rule.getOperands())) {
+    Layout l = layoutOf(tf);
+    if (keptPartial && llvm::is_contained(partialOperands, unsigned(i))) {
+      l.partial = keptPartial->partial;
+      l.partialKind = keptPartial->partialKind;
+    }
+    out.operands.push_back(std::move(l));
+  }
+  for (const TensorFactors &tf : rule.getResults()) {
+    Layout l = layoutOf(tf);
+    if (keptPartial)
+      l.partial = keptPartial->partial;
+    for (auto [f, factor] : llvm::enumerate(rule.getFactors())) {
+      if (factor.kind != FactorKind::Reduction || out.factorAxes[f].empty())
+        continue;
+      bool carried = llvm::any_of(
+          tf, [&](const DimFactors &dim) { return llvm::is_contained(dim, f); });
+      if (!carried)
+        llvm::append_range(l.partial, out.factorAxes[f]);
+    }
+    if (l.isPartial())
+      l.partialKind = *kind;
+    out.results.push_back(std::move(l));
+  }
+  return out;
+}
+
+} // namespace cleave::dist

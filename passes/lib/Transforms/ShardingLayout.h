@@ -1,0 +1,104 @@
+//===- ShardingLayout.h - shardings as the partitioner reasons about them -===//
+//
+// The layout of a value over whole mesh axes (a `#dist.sharding` without
+// the attribute's bookkeeping), and the one decision that sharding
+// propagation and partitioning share: given what is known of an op's
+// operands and results, how its factors are split and so in which layout
+// it reads its operands and writes its results (DESIGN.md §3).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_TRANSFORMS_SHARDINGLAYOUT_H
+#define CLEAVE_TRANSFORMS_SHARDINGLAYOUT_H
+
+#include "cleave/Dialect/Dist/IR/DistOps.h"
+#include "cleave/Interfaces/ShardingRule.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Operation.h"
+
+#include <optional>
+#include <vector>
+#include <string>
+
+namespace cleave::dist {
+
+/// A value's layout: the axes splitting each dimension (major to minor)
+/// and the axes over which it is partial.
+struct Layout {
+  llvm::SmallVector<llvm::SmallVector<llvm::StringRef, 2>, 4> dims;
+  llvm::SmallVector<llvm::StringRef, 2> partial;
+  ReductionKind partialKind = ReductionKind::Sum;
+
+  static Layout replicated(int64_t rank) {
+    Layout l;
+    l.dims.resize(rank);
+    return l;
+  }
+  bool isPartial() const { return !partial.empty(); }
+  bool isReplicated() const;
+  /// True when some dimension is split along `axis` or the value is
+  /// partial over it.
+  bool usesAxis(llvm::StringRef axis) const;
+  /// The same layout, not partial.
+  Layout withoutPartial() const;
+  bool operator==(const Layout &o) const {
+    return dims == o.dims && partial == o.partial &&
+           (partial.empty() || partialKind == o.partialKind);
+  }
+  bool operator!=(const Layout &o) const { return !(*this == o); }
+  /// `[{"dp"}, {}] partial sum {"tp"}`.
+  std::string str() const;
+
+  /// The layout of `sharding`, or a diagnostic through `emitError` when it
+  /// uses sub-axes, which the partitioner does not split by yet.
+  static mlir::FailureOr<Layout>
+  get(ShardingAttr sharding,
+      llvm::function_ref<mlir::InFlightDiagnostic()> emitError);
+  ShardingAttr toAttr(mlir::FlatSymbolRefAttr mesh, ShardingPriority priority,
+                      mlir::StringAttr origin) const;
+  /// This device's block of a value of `type`.
+  mlir::RankedTensorType localType(mlir::RankedTensorType type,
+                                   MeshOp mesh) const;
+};
+
+/// The product of the sizes of `axes` on `mesh`.
+int64_t groupSize(MeshOp mesh, llvm::ArrayRef<llvm::StringRef> axes);
+
+/// What is known of one operand or result when deciding an op's layouts:
+/// its layout and who decided it (null layout: not known yet).
+struct KnownLayout {
+  const Layout *layout = nullptr;
+  ShardingPriority priority = ShardingPriority::Propagated;
+};
+
+/// The layouts in which an op reads its operands and writes its results.
+struct OpLayouts {
+  std::vector<Layout> operands;
+  std::vector<Layout> results;
+  /// The axes each factor of the rule is split along.
+  llvm::SmallVector<llvm::SmallVector<llvm::StringRef, 2>> factorAxes;
+};
+
+/// Decides how `op` (whose rule is `rule`) splits its factors from the
+/// known layouts of its operands and results: every sharded dimension of a
+/// known tensor proposes axes for the factor that is major in it, and each
+/// factor takes the proposal of the highest priority (then of the largest
+/// tensor) whose axes no other factor took. Factors that must stay whole,
+/// or that only a partition hook may split, are not split. Operands are
+/// read in the layout the factors give them, not partial, except where the
+/// op is linear in its partial operands (ShardingRule::addLinearGroup) and
+/// those stay partial and so do the results. A result is partial over the
+/// axes of the split reduction factors it does not carry.
+OpLayouts decideLayouts(mlir::Operation *op, const ShardingRule &rule,
+                        llvm::ArrayRef<KnownLayout> operands,
+                        llvm::ArrayRef<KnownLayout> results, MeshOp mesh);
+
+/// The single `dist.mesh` of `module`, or a diagnostic on `module` naming
+/// `pass` when there is none or more than one.
+mlir::FailureOr<MeshOp> getTheMesh(mlir::ModuleOp module,
+                                   llvm::StringRef pass);
+
+} // namespace cleave::dist
+
+#endif // CLEAVE_TRANSFORMS_SHARDINGLAYOUT_H
