@@ -60,9 +60,9 @@ LogicalResult CleavePipelineOptions::verify(
     if (name.empty() || size.getAsInteger(10, n) || n < 1)
       return emitError("--mesh: '" + axis +
                        "' is not an axis name=size with size >= 1");
-    if (name != "dp")
+    if (name != "dp" && name != "tp")
       return emitError("--mesh: unknown axis '" + name +
-                       "' (the strategies split over dp)");
+                       "' (dp splits the batch, tp the layers)");
     if (llvm::count_if(axes, [&](StringRef a) {
           return a.split('=').first == name;
         }) > 1)
@@ -180,7 +180,11 @@ void CleavePipelineOptions::addToCommandLine(
 static void addGradientPasses(OpPassManager &pm,
                               const CleavePipelineOptions &options) {
   pm.addPass(createRaisePass());
-  if (options.splitProjections)
+  // Tensor parallelism splits a fused query-key-value projection by heads.
+  if (options.splitProjections ||
+      llvm::any_of(options.meshAxes(), [](StringRef a) {
+        return a.split('=').first == "tp";
+      }))
     pm.addPass(createSplitProjectionsPass());
   if (options.precision != Precision::F32)
     pm.addPass(createMixedPrecisionPass(options.mixedPrecisionOptions()));
@@ -204,6 +208,13 @@ static void addDistributionPasses(OpPassManager &pm,
   DistAddMeshPassOptions mesh;
   mesh.axes.assign(axes.begin(), axes.end());
   pm.addPass(createDistAddMeshPass(mesh));
+  for (StringRef axis : axes)
+    if (axis.split('=').first == "tp") {
+      DistTensorParallelPassOptions tp;
+      tp.axis = "tp";
+      pm.addPass(createDistTensorParallelPass(tp));
+    }
+  // After tp: ZeRO splits what tensor parallelism left whole.
   for (StringRef axis : axes)
     if (axis.split('=').first == "dp") {
       DistDataParallelPassOptions dp;

@@ -195,7 +195,17 @@ OpLayouts decideLayouts(Operation *op, const ShardingRule &rule,
       return llvm::to_vector(l->partial) == llvm::to_vector(first->partial) &&
              l->partialKind == first->partialKind;
     };
-    if (llvm::all_of(partialOperands,
+    // Reducing the results instead of the operands must not cost more:
+    // a sum of partial gradients is reduced once, but a norm's backward
+    // (whose scale and bias gradients come on top of the input's) reduces
+    // its input.
+    int64_t operandElements = 0, resultElements = 0;
+    for (unsigned i : partialOperands)
+      operandElements += numElements(op->getOperand(i));
+    for (Value r : op->getResults())
+      resultElements += numElements(r);
+    if (resultElements <= operandElements &&
+        llvm::all_of(partialOperands,
                      [&](unsigned i) { return sameAxes(operands[i].layout); }))
       keptPartial = first;
   }

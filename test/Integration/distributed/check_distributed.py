@@ -165,6 +165,19 @@ CASES = [
          [((16,), np.float32, None), ((), np.int64, 4)],
          {"dp": {"all_reduce": 4062}},
          compile_flags=["--mesh", "dp=4"]),
+    # The partitioner's Megatron layout (-dist-tensor-parallel, found by
+    # pattern): mlp-tp2's figures.
+    Case("mlp-mesh-tp2", "mlp.mlir", None, 2,
+         ["--optimizer", "adamw", "--lr", "0.01"],
+         [((16,), np.float32, None), ((), np.int64, 4)],
+         {"tp": {"all_reduce": 128}},
+         compile_flags=["--mesh", "tp=2"]),
+    # dp=2 x tp=2: mlp-dp2-tp2's figures.
+    Case("mlp-mesh-dp2-tp2", "mlp.mlir", None, 4,
+         ["--optimizer", "adamw", "--lr", "0.01"],
+         [((16,), np.float32, None), ((), np.int64, 4)],
+         {"dp": {"all_reduce": 1364}, "tp": {"all_reduce": 64}},
+         compile_flags=["--mesh", "dp=2,tp=2"]),
     # Megatron tensor parallelism of a transformer block (block.mlir:
     # batch 2, sequence 4, hidden 16, 4 heads) over 2 devices, 2 heads and
     # 16 of the MLP's 32 features each. Per step, each rank sends

@@ -767,6 +767,43 @@ def DistDataParallelPass : Pass<"dist-data-parallel", "::mlir::ModuleOp"> {
   let dependentDialects = ["::cleave::dist::DistDialect"];
 }
 
+def DistTensorParallelPass : Pass<"dist-tensor-parallel", "::mlir::ModuleOp"> {
+  let summary = "Splits pairs of projections on a mesh axis, as Megatron-LM does";
+  let description = [{
+    A strategy pass: it only annotates parameters. It finds, in the forward
+    ops (untagged ops count as forward), every *projection*: a
+    `graph.matmul` whose right operand is a parameter (through reads,
+    casts, transposes, size-1 reshapes and whole slices). For each, it
+    follows the projection's output features through the ops that keep
+    them apart (elementwise ops, bias adds, products with other
+    projections' outputs as SwiGLU's gate, reshapes into heads, transposes,
+    whole-feature slices and concatenations such as rotary embeddings,
+    attention by heads) and accepts the projection when every path ends in
+    the contracting dimension of another projection. Then the first
+    projection's weight is split by output features (column-parallel),
+    its bias with it, and the second's weight by input features
+    (row-parallel): the MLP's up (and gate) and down projections; the
+    query, key and value projections, by heads, and the attention's output
+    projection. The optimizer state of a split parameter is split as the
+    parameter. Propagation and partitioning then give one all-reduce of
+    the row-parallel product in the forward and one of the input gradient
+    in the backward, per pair.
+
+    Projections whose features reach anything else (a norm, the loss, a
+    residual) stay whole, as do the embedding and the language-model head
+    (their vocabulary-parallel form is not built). Heads or features that
+    `axis` does not divide are an error naming the op and the sizes; so is
+    a model with nothing to split. Run `-cleave-split-projections` before
+    differentiating so that a fused query-key-value projection splits by
+    heads (cleave-compile does with `tp` in `--mesh`).
+  }];
+  let options = [
+    Option<"axis", "axis", "std::string", /*default=*/"\"tp\"",
+           "the mesh axis to split the layers on">
+  ];
+  let dependentDialects = ["::cleave::dist::DistDialect"];
+}
+
 def DistPropagatePass : Pass<"dist-propagate", "::mlir::ModuleOp"> {
   let summary = "Gives every value of the program a sharding, from the annotations";
   let description = [{

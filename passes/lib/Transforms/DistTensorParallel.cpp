@@ -1,0 +1,431 @@
+//===- DistTensorParallel.cpp - Megatron's layout, found by pattern -------===//
+//
+// -dist-tensor-parallel: column-parallel projections whose features reach
+// only row-parallel projections (see Passes.td). The pass follows the
+// features of each projection's output through the ops between the two;
+// what it finds it writes as parameter shardings, and propagation and
+// partitioning derive the rest.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ShardingLayout.h"
+
+#include "cleave/Dialect/Dist/IR/DistOps.h"
+#include "cleave/Dialect/Graph/IR/GraphOps.h"
+#include "cleave/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace cleave {
+#define GEN_PASS_DEF_DISTTENSORPARALLELPASS
+#include "cleave/Transforms/Passes.h.inc"
+} // namespace cleave
+
+using namespace mlir;
+using namespace cleave;
+using namespace cleave::dist;
+
+namespace {
+
+/// A dimension of a parameter.
+struct ParamDim {
+  StringRef param;
+  int64_t dim;
+  bool operator==(const ParamDim &o) const {
+    return param == o.param && dim == o.dim;
+  }
+};
+
+int64_t rankOf(Value v) { return cast<RankedTensorType>(v.getType()).getRank(); }
+int64_t sizeOf(Value v, int64_t d) {
+  return cast<RankedTensorType>(v.getType()).getDimSize(d);
+}
+
+/// True for ops of the forward pass (untagged ones included).
+bool isForward(Operation *op) {
+  auto phase =
+      op->getAttrOfType<graph::PhaseAttr>(graph::GraphDialect::getPhaseAttrName());
+  return !phase || phase.getValue() == graph::Phase::Forward;
+}
+
+/// The dimension of `in` that dimension `d` of a reshape's `out` is, when
+/// the reshape only adds or drops size-1 dimensions around it.
+std::optional<int64_t> throughUnitReshape(ArrayRef<int64_t> out,
+                                          ArrayRef<int64_t> in, int64_t d) {
+  if (out[d] == 1)
+    return std::nullopt;
+  int64_t rank = llvm::count_if(out.take_front(d), [](int64_t s) {
+    return s != 1;
+  });
+  SmallVector<int64_t> outSizes, inSizes;
+  for (int64_t s : out)
+    if (s != 1)
+      outSizes.push_back(s);
+  for (int64_t s : in)
+    if (s != 1)
+      inSizes.push_back(s);
+  if (outSizes != inSizes)
+    return std::nullopt;
+  for (int64_t k = 0, seen = 0; k < int64_t(in.size()); ++k)
+    if (in[k] != 1 && seen++ == rank)
+      return k;
+  return std::nullopt;
+}
+
+/// The parameter dimension that dimension `d` of `v` is: through reads,
+/// casts, transposes, size-1 reshapes and slices that keep `d` whole.
+std::optional<ParamDim> traceToParam(Value v, int64_t d) {
+  while (Operation *op = v.getDefiningOp()) {
+    if (auto read = dyn_cast<graph::ReadParamOp>(op))
+      return ParamDim{read.getParam(), d};
+    if (auto widen = dyn_cast<graph::CastOp>(op)) {
+      v = widen.getOperand();
+    } else if (auto t = dyn_cast<graph::TransposeOp>(op)) {
+      d = t.getPerm()[d];
+      v = t.getOperand();
+    } else if (auto slice = dyn_cast<graph::SliceOp>(op)) {
+      if (slice.getStart()[d] != 0 ||
+          slice.getLimit()[d] != sizeOf(slice.getOperand(), d) ||
+          slice.getStridesOrOnes()[d] != 1)
+        return std::nullopt;
+      v = slice.getOperand();
+    } else if (auto reshape = dyn_cast<graph::ReshapeOp>(op)) {
+      std::optional<int64_t> in = throughUnitReshape(
+          reshape.getType().getShape(),
+          cast<RankedTensorType>(reshape.getOperand().getType()).getShape(),
+          d);
+      if (!in)
+        return std::nullopt;
+      d = *in;
+      v = reshape.getOperand();
+    } else {
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+/// A projection: a matmul whose right operand is a parameter; `out` and
+/// `in` are the parameter dimensions of its output and input features.
+struct Projection {
+  graph::MatmulOp op;
+  ParamDim out, in;
+};
+
+std::optional<Projection> asProjection(Operation *op) {
+  auto matmul = dyn_cast<graph::MatmulOp>(op);
+  if (!matmul || !isForward(op))
+    return std::nullopt;
+  Value rhs = matmul.getRhs();
+  int64_t rank = rankOf(rhs);
+  if (rank < 2 || rankOf(matmul.getLhs()) < 2)
+    return std::nullopt;
+  std::optional<ParamDim> out = traceToParam(rhs, rank - 1);
+  std::optional<ParamDim> in = traceToParam(rhs, rank - 2);
+  if (!out || !in)
+    return std::nullopt;
+  return Projection{matmul, *out, *in};
+}
+
+/// Whether `v` is computed from a projection's output by the ops a chain
+/// passes through (the other factor of SwiGLU's product, a rotated query).
+bool fromProjection(Value v, llvm::DenseSet<Value> &seen) {
+  if (!seen.insert(v).second)
+    return false;
+  Operation *op = v.getDefiningOp();
+  if (!op)
+    return false;
+  if (asProjection(op))
+    return true;
+  if (!isa<graph::ReluOp, graph::GeluOp, graph::SiluOp, graph::SigmoidOp,
+           graph::TanhOp, graph::NegOp, graph::CastOp, graph::AddOp,
+           graph::SubOp, graph::MulOp, graph::DivOp, graph::ReshapeOp,
+           graph::TransposeOp, graph::SliceOp, graph::ConcatOp,
+           graph::SplitOp>(op))
+    return false;
+  return llvm::any_of(op->getOperands(),
+                      [&](Value o) { return fromProjection(o, seen); });
+}
+
+/// The walk of one projection's output features to the projections that
+/// contract them.
+class Chain {
+public:
+  Chain(int64_t n, StringRef axis) : n(n), axis(axis) {}
+
+  /// True when every forward use of `v`, whose dimension `f` holds the
+  /// features, leads to the contracting dimension of a projection.
+  bool walk(Value v, int64_t f);
+
+  SmallVector<ParamDim> rows;   // weights split by input features
+  SmallVector<ParamDim> biases; // split with the features
+  std::string why;              // the first reason for refusing
+  bool indivisible = false;     // the reason is a size the axis does not divide
+
+private:
+  bool fail(Operation *op, const Twine &reason) {
+    if (why.empty()) {
+      std::string loc;
+      llvm::raw_string_ostream os(loc);
+      os << op->getLoc();
+      why = (op->getName().getStringRef() + " at " + loc + " " + reason).str();
+    }
+    return false;
+  }
+  bool use(Value v, int64_t f, OpOperand &operand);
+  bool elementwise(Operation *op, Value v, int64_t f);
+
+  int64_t n;
+  StringRef axis;
+  llvm::DenseSet<std::pair<Value, int64_t>> visited;
+};
+
+bool Chain::walk(Value v, int64_t f) {
+  if (!visited.insert({v, f}).second)
+    return true;
+  for (OpOperand &operand : v.getUses())
+    if (isForward(operand.getOwner()) && !use(v, f, operand))
+      return false;
+  return true;
+}
+
+bool Chain::elementwise(Operation *op, Value v, int64_t f) {
+  Value result = op->getResult(0);
+  int64_t rf = f + rankOf(result) - rankOf(v);
+  for (Value other : op->getOperands()) {
+    if (other == v)
+      continue;
+    int64_t of = rf - (rankOf(result) - rankOf(other));
+    if (of < 0 || sizeOf(other, of) == 1)
+      continue; // broadcast along the features
+    if (std::optional<ParamDim> bias = traceToParam(other, of)) {
+      biases.push_back(*bias);
+      continue;
+    }
+    llvm::DenseSet<Value> seen;
+    if (!fromProjection(other, seen))
+      return fail(op, "combines the features with a value that is not "
+                      "split with them (a residual, a norm's output)");
+  }
+  return walk(result, rf);
+}
+
+bool Chain::use(Value v, int64_t f, OpOperand &operand) {
+  Operation *op = operand.getOwner();
+  return llvm::TypeSwitch<Operation *, bool>(op)
+      .Case([&](graph::MatmulOp matmul) {
+        std::optional<Projection> p = asProjection(matmul);
+        if (operand.getOperandNumber() != 0 || !p || f != rankOf(v) - 1)
+          return fail(op, "uses the features other than as a projection's "
+                          "input");
+        rows.push_back(p->in);
+        return true;
+      })
+      .Case<graph::ReluOp, graph::GeluOp, graph::SiluOp, graph::SigmoidOp,
+            graph::TanhOp, graph::NegOp, graph::CastOp, graph::AddOp,
+            graph::SubOp, graph::MulOp, graph::DivOp>(
+          [&](Operation *) { return elementwise(op, v, f); })
+      .Case([&](graph::TransposeOp t) {
+        int64_t rf = llvm::find(t.getPerm(), f) - t.getPerm().begin();
+        return walk(t.getResult(), rf);
+      })
+      .Case([&](graph::SliceOp slice) {
+        if (slice.getStart()[f] != 0 || slice.getLimit()[f] != sizeOf(v, f))
+          return fail(op, "slices the features");
+        return walk(slice.getResult(), f);
+      })
+      .Case([&](graph::ConcatOp concat) {
+        if (int64_t(concat.getDim()) == f)
+          return fail(op, "concatenates along the features");
+        for (Value other : concat.getInputs()) {
+          llvm::DenseSet<Value> seen;
+          if (other != v && !fromProjection(other, seen))
+            return fail(op, "concatenates the features with other values");
+        }
+        return walk(concat.getResult(), f);
+      })
+      .Case([&](graph::SplitOp split) {
+        if (int64_t(split.getDim()) == f)
+          return fail(op, "splits the features");
+        return llvm::all_of(split.getResults(),
+                            [&](Value r) { return walk(r, f); });
+      })
+      .Case([&](graph::ReshapeOp reshape) {
+        ArrayRef<int64_t> in =
+            cast<RankedTensorType>(v.getType()).getShape();
+        ArrayRef<int64_t> out = reshape.getType().getShape();
+        // The dimensions before f keep their product; f is the major
+        // factor of the output dimension where it starts.
+        int64_t before = 1;
+        for (int64_t k = 0; k < f; ++k)
+          before *= in[k];
+        int64_t acc = 1, g = 0;
+        while (g < int64_t(out.size()) && acc < before)
+          acc *= out[g++];
+        while (g < int64_t(out.size()) && out[g] == 1 && in[f] != 1)
+          ++g;
+        if (acc != before || g == int64_t(out.size()))
+          return fail(op, "mixes the features with other dimensions");
+        if (out[g] == in[f] || out[g] % in[f] == 0) // kept, or merged
+          return walk(reshape.getResult(), g);    // with minor dimensions
+        if (in[f] % out[g] != 0)
+          return fail(op, "mixes the features with other dimensions");
+        // Split into heads (major) and their features.
+        if (out[g] % n != 0) {
+          indivisible = true;
+          return fail(op, "splits " + Twine(in[f]) + " features into " +
+                              Twine(out[g]) + " heads, which the " + Twine(n) +
+                              " devices of axis '" + axis +
+                              "' do not divide");
+        }
+        return walk(reshape.getResult(), g);
+      })
+      .Case([&](graph::AttentionOp attention) {
+        unsigned i = operand.getOperandNumber();
+        if (i > 2 || f != 1)
+          return fail(op, "reads the features other than as heads of its "
+                          "query, key or value");
+        for (Value qkv : {attention.getQuery(), attention.getKey(),
+                          attention.getValue()})
+          if (sizeOf(qkv, 1) % n != 0) {
+            indivisible = true;
+            return fail(op, "has " + Twine(sizeOf(qkv, 1)) +
+                                " heads, which the " + Twine(n) +
+                                " devices of axis '" + axis +
+                                "' do not divide");
+          }
+        return walk(attention.getResult(), 1);
+      })
+      .Default([&](Operation *) {
+        return fail(op, "reads the features, which it needs whole");
+      });
+}
+
+struct DistTensorParallelPass
+    : public cleave::impl::DistTensorParallelPassBase<DistTensorParallelPass> {
+  using Base::Base;
+  void runOnOperation() override;
+};
+
+void DistTensorParallelPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  FailureOr<MeshOp> mesh = getTheMesh(module, "-dist-tensor-parallel");
+  if (failed(mesh))
+    return signalPassFailure();
+  std::optional<int64_t> size = mesh->getAxisSize(axis);
+  if (!size) {
+    module.emitError("-dist-tensor-parallel: the mesh has no axis '")
+        << axis << "'";
+    return signalPassFailure();
+  }
+  const int64_t n = *size;
+  if (n == 1)
+    return;
+
+  // Each parameter dimension to split, found by the accepted chains.
+  llvm::StringMap<int64_t> split;
+  auto consistent = [&](ArrayRef<ParamDim> dims) {
+    llvm::StringMap<int64_t> mine;
+    for (const ParamDim &pd : dims) {
+      auto it = split.find(pd.param);
+      if (it != split.end() && it->second != pd.dim)
+        return false;
+      if (mine.try_emplace(pd.param, pd.dim).first->second != pd.dim)
+        return false;
+    }
+    return true;
+  };
+  std::string firstRefusal;
+  Operation *indivisibleAt = nullptr;
+  std::string indivisibleWhy;
+  llvm::DenseSet<Operation *> rowEnds;
+  for (auto fn : module.getOps<func::FuncOp>()) {
+    fn.walk([&](graph::MatmulOp matmul) {
+      std::optional<Projection> p = asProjection(matmul);
+      if (!p || rowEnds.contains(matmul))
+        return;
+      int64_t features = sizeOf(matmul.getResult(), rankOf(matmul) - 1);
+      Chain chain(n, axis);
+      bool ok = features % n == 0 &&
+                chain.walk(matmul.getResult(), rankOf(matmul) - 1);
+      if (!ok) {
+        if (chain.indivisible && !indivisibleAt) {
+          indivisibleAt = matmul;
+          indivisibleWhy = chain.why;
+        }
+        if (firstRefusal.empty())
+          firstRefusal = features % n != 0
+                             ? ("its " + Twine(features) +
+                                " output features are not divisible by " +
+                                Twine(n))
+                                   .str()
+                             : chain.why;
+        return;
+      }
+      SmallVector<ParamDim> dims = {p->out};
+      llvm::append_range(dims, chain.biases);
+      llvm::append_range(dims, chain.rows);
+      if (!consistent(dims))
+        return;
+      for (const ParamDim &pd : dims)
+        split[pd.param] = pd.dim;
+      // Its row-parallel ends are not column-parallel starts.
+      for (const ParamDim &row : chain.rows)
+        fn.walk([&](graph::MatmulOp m) {
+          if (std::optional<Projection> q = asProjection(m))
+            if (q->in == row)
+              rowEnds.insert(m);
+        });
+    });
+  }
+  if (indivisibleAt) {
+    indivisibleAt->emitOpError("cannot be split on axis '")
+        << axis << "': " << indivisibleWhy;
+    return signalPassFailure();
+  }
+  if (split.empty()) {
+    module.emitError("-dist-tensor-parallel found no pair of projections to "
+                     "split on axis '")
+        << axis << "' (" << n << " devices)"
+        << (firstRefusal.empty() ? std::string()
+                                 : "; the first projection: " + firstRefusal);
+    return signalPassFailure();
+  }
+
+  // The parameters, then the optimizer state of each.
+  auto meshRef = FlatSymbolRefAttr::get(mesh->getSymNameAttr());
+  StringAttr origin = StringAttr::get(&getContext(), "-dist-tensor-parallel");
+  StringRef axisName = StringAttr::get(&getContext(), axis).getValue();
+  llvm::StringMap<ShardingAttr> shardings;
+  for (auto &[name, dim] : split) {
+    auto param = module.lookupSymbol<graph::ParamOp>(name);
+    if (!param)
+      continue;
+    auto type = cast<RankedTensorType>(param.getType());
+    Layout layout = Layout::replicated(type.getRank());
+    layout.dims[dim].push_back(axisName);
+    ShardingAttr s = layout.toAttr(meshRef, ShardingPriority::Strategy, origin);
+    param.setShardingAttr(s);
+    shardings[name] = s;
+  }
+  auto shareWith = [&](Value param, ArrayRef<Value> state) {
+    auto read = param.getDefiningOp<graph::ReadParamOp>();
+    if (!read || !shardings.count(read.getParam()))
+      return;
+    for (Value v : state)
+      if (auto stateRead = v ? v.getDefiningOp<graph::ReadParamOp>() : nullptr)
+        if (auto p = module.lookupSymbol<graph::ParamOp>(stateRead.getParam()))
+          p.setShardingAttr(shardings[read.getParam()]);
+  };
+  module.walk([&](Operation *op) {
+    if (auto adamw = dyn_cast<graph::AdamwOp>(op))
+      shareWith(adamw.getParam(),
+                {adamw.getFirstMoment(), adamw.getSecondMoment()});
+    if (auto sgd = dyn_cast<graph::SgdOp>(op))
+      shareWith(sgd.getParam(), {sgd.getMomentumBuffer()});
+  });
+}
+
+} // namespace
