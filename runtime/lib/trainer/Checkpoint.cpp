@@ -615,6 +615,21 @@ void readGlobal(OpenCheckpoint &c, const std::string &name,
          " elements");
 }
 
+/// True when one shape is the other with its leading dimension split in
+/// two, [n * h, ...] and [n, h, ...]: the same elements in the same
+/// row-major order. A fused projection's weight and bias take the split
+/// form in a tensor-parallel program (-cleave-split-projections), so a
+/// checkpoint of either loads into the other.
+bool isSplitView(const std::vector<int64_t> &a, const std::vector<int64_t> &b) {
+  if (a.size() == b.size() + 1)
+    return isSplitView(b, a);
+  if (b.size() != a.size() + 1 || a.empty())
+    return false;
+  if (a[0] != b[0] * b[1])
+    return false;
+  return std::equal(a.begin() + 1, a.end(), b.begin() + 2);
+}
+
 /// Opens the checkpoint in `dir` (either layout) and checks it against the
 /// program: its format, its step (returned), and that it holds exactly the
 /// program's parameters with their dtypes and global shapes.
@@ -661,7 +676,12 @@ int64_t openChecked(const std::string &dir, OpenCheckpoint &c) {
       continue;
     }
     std::string theirs = describeEntry(it->second.dtype, it->second.shape);
-    if (theirs != mine)
+    cleave_tensor global = globalTensor(param);
+    if (theirs != mine &&
+        !(it->second.dtype == global.dtype &&
+          isSplitView(it->second.shape,
+                      std::vector<int64_t>(global.shape,
+                                           global.shape + global.rank))))
       diffs.push_back("parameter '" + std::string(param.name) + "' is " +
                       theirs + " in the checkpoint but " + mine +
                       " in this program");

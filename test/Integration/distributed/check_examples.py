@@ -1,0 +1,254 @@
+#!/usr/bin/env python3
+"""The partitioner on the ONNX examples under mpirun against one device.
+
+usage: check_examples.py --compile CLEAVE_COMPILE [--mpirun MPIRUN] [CASE...]
+
+Each case compiles an example model (examples/<model>/model.onnx) twice,
+for one device and with `--mesh ...` (the partitioner's program), trains
+both on the same token corpus (this repository's README.md, tokenized by
+characters) and checks:
+
+- the loss of every step on the mesh equals one device's within RTOL;
+- the final parameters and optimizer state, put together from the sharded
+  checkpoint by numpy, equal one device's within RTOL of each tensor's
+  largest magnitude;
+- the parameters split on the `tp` axis are exactly the Megatron layout
+  the case names (column-parallel up, gate, query, key and value
+  projections with their biases; row-parallel down and output
+  projections), read off the checkpoint index;
+- the bytes each rank sent per axis and collective, counted by the
+  runtime, equal the analytical figure: ring all-reduce 2(n-1)/n * S per
+  rank, all-gather and reduce-scatter (n-1)/n * S, and Megatron's four
+  all-reduces of b*s*h per layer per step.
+
+Prints one line per check; exits non-zero on the first failing case.
+"""
+import dataclasses
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+RTOL = 1e-5
+STEPS = 8
+MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe"]
+
+_spec = importlib.util.spec_from_file_location(
+    "check_distributed", os.path.join(HERE, "check_distributed.py"))
+distributed = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(distributed)
+
+# The examples' sizes: batch 2 x 8 tokens, hidden 32, 2 layers, f32.
+BATCH, SEQ, HIDDEN, LAYERS = 2, 8, 32, 2
+# Megatron: per layer, the attention's and the MLP's row-parallel products
+# all-reduced in the forward and the input gradients of their column-
+# parallel projections in the backward: four all-reduces of b * s * h.
+MEGATRON_BYTES = 4 * LAYERS * BATCH * SEQ * HIDDEN * 4
+
+# The parameters the Megatron layout splits, by example: (dim, names).
+GPT_TP = {
+    f"blocks.{l}.{name}": dim for l in range(LAYERS) for name, dim in [
+        ("attn.qkv.weight", 1), ("attn.qkv.bias", 1),
+        ("attn.proj.weight", 1), ("mlp.fc.weight", 0), ("mlp.fc.bias", 0),
+        ("mlp.proj.weight", 1)]}
+LLAMA_TP = {
+    f"layers.{l}.{name}": dim for l in range(LAYERS) for name, dim in [
+        ("attention.wq.weight", 0), ("attention.wk.weight", 0),
+        ("attention.wv.weight", 0), ("attention.wo.weight", 1),
+        ("feed_forward.w1.weight", 0), ("feed_forward.w3.weight", 0),
+        ("feed_forward.w2.weight", 1)]}
+
+
+def model_params(model):
+    """{name: bytes} of the example's float initializers."""
+    import onnx
+    graph = onnx.load(os.path.join(ROOT, "examples", model,
+                                   "model.onnx")).graph
+    return {i.name: int(np.prod(i.dims)) * 4 for i in graph.initializer
+            if i.data_type == 1}
+
+
+def dp_bytes(model, tp_split, tp):
+    """The gradient bytes each dp group all-reduces: every parameter, the
+    tp-split ones as their block, and the loss."""
+    return sum(b // (tp if n in tp_split else 1)
+               for n, b in model_params(model).items()) + 4
+
+
+@dataclasses.dataclass
+class Case:
+    name: str
+    model: str
+    mesh: str
+    ranks: int
+    flags: list  # of both programs
+    tp_split: dict  # {param: dim split on tp} (the layout expected)
+    # wire bytes sent per step by every rank: {axis: {kind: bytes}}; an
+    # axis absent is not checked (see the case's comment).
+    wire_bytes: dict
+    mesh_flags: list = dataclasses.field(default_factory=list)
+
+
+ADAMW = ["--optimizer", "adamw", "--lr", "3e-3"]
+# llama trains with SGD and momentum: under AdamW, one element in 2048 of a
+# SwiGLU weight, whose gradient is dominated by rounding, takes a step of
+# another sign on each layout (6e-6 of the tensor's scale after 8 steps):
+# AdamW divides by the gradient's own size.
+SGD = ["--optimizer", "sgd", "--momentum", "0.9", "--lr", "0.05"]
+
+
+def cases():
+    gpt = model_params("gpt")
+    p = sum(gpt.values())
+    return [
+        # Plain data parallelism, n = 2: 2 (n-1)/n = 1 times the gradients
+        # and the loss.
+        Case("gpt-dp2", "gpt", "dp=2", 2, ADAMW, {},
+             {"dp": {"all_reduce": p + 4}}),
+        # ZeRO-1: every gradient reduce-scattered and every parameter
+        # gathered after its update, (n-1)/n = 1/2 of them each.
+        Case("gpt-dp2-zero1", "gpt", "dp=2", 2, ADAMW, {},
+             {"dp": {"all_reduce": 4, "reduce_scatter": p // 2,
+                     "all_gather": p // 2}}, ["--zero", "1"]),
+        # Two microbatches: the partial gradients are summed unreduced and
+        # reduced once.
+        Case("gpt-dp2-accumulate2", "gpt", "dp=2", 2,
+             ADAMW + ["--accumulate", "2"],
+             {}, {"dp": {"all_reduce": p + 4}}),
+        Case("gpt-tp2", "gpt", "tp=2", 2, ADAMW, GPT_TP,
+             {"tp": {"all_reduce": MEGATRON_BYTES}}),
+        Case("llama-tp2", "llama", "tp=2", 2, SGD, LLAMA_TP,
+             {"tp": {"all_reduce": MEGATRON_BYTES}}),
+        # Each dp group holds half the batch; the gradients it all-reduces
+        # are the tp blocks.
+        Case("gpt-dp2-tp2", "gpt", "dp=2,tp=2", 4, ADAMW, GPT_TP,
+             {"dp": {"all_reduce": dp_bytes("gpt", GPT_TP, 2)},
+              "tp": {"all_reduce": MEGATRON_BYTES // 2}}),
+        # ZeRO-3 with tensor parallelism: losses, state and layout, and
+        # the tp axis's bytes (the dp axis's gathers depend on which
+        # parameters the backward reads again, which the mlp cases of
+        # check_distributed.py count).
+        Case("llama-dp2-tp2-zero3", "llama", "dp=2,tp=2", 4, SGD, LLAMA_TP,
+             {"tp": {"all_reduce": MEGATRON_BYTES // 2}}, ["--zero", "3"]),
+    ]
+
+
+def run(cmd, **kw):
+    result = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if result.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({result.returncode}):\n"
+                           f"{result.stdout}{result.stderr}")
+    return result
+
+
+def check_case(case, compile_, work):
+    model = os.path.join(ROOT, "examples", case.model, "model.onnx")
+    flags = ["--train", *case.flags]
+    one, mesh = os.path.join(work, "one"), os.path.join(work, "mesh")
+    run([compile_, model, *flags, "-o", one])
+    run([compile_, model, *flags, "--mesh", case.mesh, *case.mesh_flags,
+         "-o", mesh])
+    corpus = os.path.join(work, "corpus.bin")
+    run(["/usr/bin/python3", os.path.join(ROOT, "examples", "gpt",
+                                          "make_corpus.py"),
+         os.path.join(ROOT, "README.md"), corpus])
+    data = ["--tokens", corpus, "--steps", str(STEPS), "--shuffle", "--seed",
+            "1", "--quiet"]
+    run([one, *data, "--log-json", "one.jsonl", "--save", "one-ck"], cwd=work)
+    run([*MPIRUN, "-np", str(case.ranks), mesh, *data, "--log-json",
+         "mesh.jsonl", "--save", "mesh-ck", "--comm-stats", "stats"],
+        cwd=work)
+    distributed.compare_losses(
+        f"{case.name} on {case.ranks} ranks",
+        distributed.losses(os.path.join(work, "one.jsonl")),
+        distributed.losses(os.path.join(work, "mesh.jsonl")),
+        list(range(1, STEPS + 1)))
+
+    a = distributed.read_checkpoint(os.path.join(work, "one-ck"))
+    b = distributed.read_checkpoint(os.path.join(work, "mesh-ck"))
+    assert sorted(a) == sorted(b), (sorted(a), sorted(b))
+    for name in a:
+        # A fused projection is [3 * h, k] on one device and [3, h, k]
+        # split by heads: the same elements in the same order.
+        x, y = a[name].astype(np.float64).ravel(), b[name].ravel()
+        if name.endswith("attn.qkv.bias"):
+            # The key bias's gradient is zero in exact arithmetic (a
+            # softmax does not change when every score of a query moves by
+            # the same amount); in floats it is rounding noise, which
+            # AdamW scales to full steps, different on every layout. The
+            # losses do not depend on it.
+            keep = np.ones(x.size, bool)
+            keep[x.size // 3: 2 * x.size // 3] = False
+            x, y = x[keep], y[keep]
+        scale = max(float(np.max(np.abs(x))), 1e-30)
+        err = float(np.max(np.abs(x - y)))
+        if err > RTOL * scale:
+            raise AssertionError(f"{case.name}: final {name} differs by {err} "
+                                 f"(largest magnitude {scale})")
+    print(f"ok {case.name}: final values of {len(a)} parameters and states "
+          f"within {RTOL} of one device")
+
+    index = json.load(open(os.path.join(work, "mesh-ck", "model.index.json")))
+    split = {}
+    for name, spec in index["params"].items():
+        if name in model_params(case.model):
+            for d, axes in enumerate(spec["sharding"]):
+                if "tp" in axes:
+                    split[name] = d
+    if split != case.tp_split:
+        raise AssertionError(f"{case.name}: split on tp {split}, the Megatron "
+                             f"layout is {case.tp_split}")
+    if case.tp_split:
+        print(f"ok {case.name}: the {len(split)} parameters split on tp are "
+              f"the Megatron layout")
+
+    for rank in range(case.ranks):
+        stats = json.load(open(os.path.join(work, "stats",
+                                            f"comm-rank{rank}.json")))
+        got = {",".join(g["axes"]): {k: v["wire_bytes"] // STEPS
+                                     for k, v in g["kinds"].items()
+                                     if v["wire_bytes"]}
+               for g in stats["groups"]}
+        got = {axes: kinds for axes, kinds in got.items()
+               if axes in case.wire_bytes}
+        if got != case.wire_bytes:
+            raise AssertionError(f"{case.name}: rank {rank} sent {got} per "
+                                 f"step, the analytical figure is "
+                                 f"{case.wire_bytes}")
+    print(f"ok {case.name}: bytes sent per rank and step equal the "
+          f"analytical figures {case.wire_bytes}")
+
+
+def main():
+    import argparse
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--compile", required=True, help="cleave-compile")
+    parser.add_argument("--mpirun", default="mpirun", help="mpirun")
+    parser.add_argument("cases", nargs="*", help="cases to run (all)")
+    args = parser.parse_args()
+    MPIRUN[0] = args.mpirun
+    if shutil.which(MPIRUN[0]) is None:
+        print(f"error: {MPIRUN[0]} is not on PATH")
+        return 1
+    wanted = set(args.cases)
+    for case in cases():
+        if wanted and case.name not in wanted:
+            continue
+        with tempfile.TemporaryDirectory(prefix=f"cleave-{case.name}-") as work:
+            try:
+                check_case(case, os.path.abspath(args.compile), work)
+            except (AssertionError, RuntimeError) as e:
+                print(f"FAIL {case.name}: {e}")
+                return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
