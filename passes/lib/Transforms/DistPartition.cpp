@@ -15,6 +15,7 @@
 #include "cleave/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/ScopeExit.h"
 
 namespace cleave {
 #define GEN_PASS_DEF_DISTPARTITIONPASS
@@ -32,6 +33,9 @@ struct Local {
   Value value;
   Layout layout;
   ShardingPriority priority = ShardingPriority::Propagated;
+  /// The annotation the layout derives from (a strategy pass, a
+  /// constraint), if known.
+  StringAttr origin;
 };
 
 class Partitioner {
@@ -49,7 +53,7 @@ private:
   /// The block of `old` in layout `to`, converted by collectives inserted
   /// at `b`'s point; `why` names the reader in their location.
   FailureOr<Value> convert(Value old, const Layout &to, OpBuilder &b,
-                           Location loc, const Twine &why);
+                           Operation *reader, const Twine &why);
   FailureOr<Layout> layoutOf(ShardingAttr sharding, Operation *at);
   /// The layout of a parameter: its sharding's, or replicated.
   FailureOr<Layout> paramLayout(StringRef name, Operation *at);
@@ -78,8 +82,9 @@ FailureOr<Layout> Partitioner::paramLayout(StringRef name, Operation *at) {
 }
 
 FailureOr<Value> Partitioner::convert(Value old, const Layout &to,
-                                      OpBuilder &b, Location at,
+                                      OpBuilder &b, Operation *reader,
                                       const Twine &why) {
+  Location at = reader->getLoc();
   const Local &src = locals.at(old);
   if (src.layout == to)
     return src.value;
@@ -88,12 +93,32 @@ FailureOr<Value> Partitioner::convert(Value old, const Layout &to,
   if (cached != converted.end())
     return cached->second;
 
+  // The inserted ops belong to the reader's phase, microbatch and layer.
+  struct Annotator : OpBuilder::Listener {
+    Operation *reader;
+    void notifyOperationInserted(Operation *op,
+                                 OpBuilder::InsertPoint) override {
+      for (StringRef name : {graph::GraphDialect::getPhaseAttrName(),
+                             graph::GraphDialect::getMicrobatchAttrName(),
+                             graph::GraphDialect::getLayerAttrName()})
+        if (Attribute a = reader->getAttr(name))
+          op->setAttr(name, a);
+    }
+  } annotator;
+  annotator.reader = reader;
+  OpBuilder::Listener *previous = b.getListener();
+  b.setListener(&annotator);
+  auto restore = llvm::make_scope_exit([&] { b.setListener(previous); });
+
   RankedTensorType global = typeOf(old);
   Layout cur = src.layout;
   Value v = src.value;
+  std::string cause = why.str();
+  if (src.origin)
+    cause += "; the value's layout from " + src.origin.str();
   auto loc = [&](StringRef what) {
     return NameLoc::get(b.getStringAttr(what + " " + cur.str() + " -> " +
-                                        to.str() + " for " + why.str()),
+                                        to.str() + " for " + cause),
                         at);
   };
   auto fail = [&]() {
@@ -117,22 +142,38 @@ FailureOr<Value> Partitioner::convert(Value old, const Layout &to,
     if (to.isPartial())
       return fail();
     // Axes a dimension of `to` splits that the value is partial over are
-    // reduce-scattered there; the other partial axes all-reduced first.
+    // reduce-scattered there (after slicing it locally along the axes `to`
+    // splits it on before them); the other partial axes all-reduced first.
+    auto isPartialAxis = [&](StringRef a) {
+      return llvm::is_contained(cur.partial, a);
+    };
     std::optional<int64_t> scatterDim;
-    SmallVector<StringRef, 2> scattered;
+    SmallVector<StringRef, 2> sliced, scattered;
     for (auto [d, axes] : llvm::enumerate(to.dims)) {
       ArrayRef<StringRef> have = cur.dims[d];
       if (axes.size() <= have.size() ||
           ArrayRef<StringRef>(axes).take_front(have.size()) != have)
         continue;
-      ArrayRef<StringRef> extra = ArrayRef<StringRef>(axes).drop_front(have.size());
-      if (llvm::all_of(extra, [&](StringRef a) {
-            return llvm::is_contained(cur.partial, a);
-          })) {
+      ArrayRef<StringRef> extra =
+          ArrayRef<StringRef>(axes).drop_front(have.size());
+      size_t k = 0;
+      while (k < extra.size() && !isPartialAxis(extra[k]))
+        ++k;
+      if (k < extra.size() && llvm::all_of(extra.drop_front(k), isPartialAxis)) {
         scatterDim = d;
-        scattered.assign(extra.begin(), extra.end());
+        sliced.assign(extra.begin(), extra.begin() + k);
+        scattered.assign(extra.begin() + k, extra.end());
         break;
       }
+    }
+    if (scatterDim && !sliced.empty()) {
+      Value index = AxisIndexOp::create(
+          b, loc("axis_index"), RankedTensorType::get({}, b.getI64Type()),
+          meshRef, b.getStrArrayAttr(sliced));
+      llvm::append_range(cur.dims[*scatterDim], sliced);
+      v = LocalSliceOp::create(b, loc("local_slice"),
+                               cur.localType(global, mesh), v, index,
+                               b.getI64IntegerAttr(*scatterDim));
     }
     SmallVector<StringRef, 2> rest;
     for (StringRef a : cur.partial)
@@ -219,13 +260,29 @@ LogicalResult Partitioner::partitionRuled(Operation *op,
     results.push_back({&annotated.back(), ShardingPriority::User});
   }
   OpLayouts decided = decideLayouts(op, rule, operands, results, mesh);
+  auto originOf = [&](int64_t tensor) -> StringAttr {
+    if (tensor < 0)
+      return {};
+    if (tensor < op->getNumOperands())
+      return locals.at(op->getOperand(tensor)).origin;
+    ShardingAttr s = getResultSharding(op, tensor - op->getNumOperands());
+    return s ? s.getOrigin() : StringAttr();
+  };
 
   OpBuilder b(op);
   SmallVector<Value> newOperands;
   for (auto [i, v] : llvm::enumerate(op->getOperands())) {
-    FailureOr<Value> local =
-        convert(v, decided.operands[i], b, op->getLoc(),
-                "operand #" + Twine(i) + " of " + op->getName().getStringRef());
+    // Who split the factors this operand is read along.
+    StringAttr readerOrigin;
+    for (const DimFactors &dim : rule.getOperands()[i])
+      if (!readerOrigin && !dim.empty())
+        readerOrigin = originOf(decided.factorSource[dim.front()]);
+    std::string why = ("operand #" + Twine(i) + " of " +
+                       op->getName().getStringRef())
+                          .str();
+    if (readerOrigin && readerOrigin != locals.at(v).origin)
+      why += " (read as " + readerOrigin.str() + " splits it)";
+    FailureOr<Value> local = convert(v, decided.operands[i], b, op, why);
     if (failed(local))
       return failure();
     newOperands.push_back(*local);
@@ -247,7 +304,8 @@ LogicalResult Partitioner::partitionRuled(Operation *op,
   }
   for (auto [i, r] : llvm::enumerate(op->getResults()))
     locals[r] = {clone->getResult(i), decided.results[i],
-                 ShardingPriority::Propagated};
+                 ShardingPriority::Propagated,
+                 originOf(decided.sourceOfResult(rule, i))};
   return success();
 }
 
@@ -260,15 +318,19 @@ LogicalResult Partitioner::partition(Operation *op) {
     auto clone = cast<graph::ReadParamOp>(b.clone(*op));
     clone->removeAttr(DistDialect::getShardingAttrName());
     clone.getResult().setType(layout->localType(read.getType(), mesh));
+    auto param = module.lookupSymbol<graph::ParamOp>(read.getParamAttr());
+    StringAttr origin = param && param.getShardingAttr()
+                            ? param.getShardingAttr().getOrigin()
+                            : StringAttr();
     locals[read.getResult()] = {clone.getResult(), *layout,
-                                ShardingPriority::User};
+                                ShardingPriority::User, origin};
     return success();
   }
   if (auto assign = dyn_cast<graph::AssignOp>(op)) {
     FailureOr<Layout> layout = paramLayout(assign.getParam(), op);
     if (failed(layout))
       return failure();
-    FailureOr<Value> v = convert(assign.getValue(), *layout, b, op->getLoc(),
+    FailureOr<Value> v = convert(assign.getValue(), *layout, b, op,
                                  "graph.assign @" + assign.getParam());
     if (failed(v))
       return failure();
@@ -291,10 +353,11 @@ LogicalResult Partitioner::partition(Operation *op) {
     if (failed(layout))
       return failure();
     FailureOr<Value> v =
-        convert(shard.getInput(), *layout, b, op->getLoc(), "dist.shard");
+        convert(shard.getInput(), *layout, b, op, "dist.shard");
     if (failed(v))
       return failure();
-    locals[shard.getResult()] = {*v, *layout, ShardingPriority::User};
+    locals[shard.getResult()] = {*v, *layout, ShardingPriority::User,
+                                 shard.getSharding().getOrigin()};
     return success();
   }
   if (auto ret = dyn_cast<func::ReturnOp>(op)) {
@@ -312,7 +375,7 @@ LogicalResult Partitioner::partition(Operation *op) {
         return fn.emitOpError("result #")
                << i << " cannot be returned partial; a device returns its "
                << "block of the global value";
-      FailureOr<Value> local = convert(v, layout, b, op->getLoc(),
+      FailureOr<Value> local = convert(v, layout, b, op,
                                        "result #" + Twine(i) + " of @" +
                                            fn.getSymName());
       if (failed(local))
@@ -348,6 +411,7 @@ LogicalResult Partitioner::run() {
       return fn.emitOpError("argument #")
              << arg.getArgNumber() << " is not a ranked tensor";
     Layout layout = Layout::replicated(type.getRank());
+    StringAttr origin;
     if (auto s = fn.getArgAttrOfType<ShardingAttr>(
             arg.getArgNumber(), DistDialect::getShardingAttrName())) {
       FailureOr<Layout> l = layoutOf(s, fn);
@@ -357,9 +421,10 @@ LogicalResult Partitioner::run() {
         return fn.emitOpError("argument #")
                << arg.getArgNumber() << " cannot be partial";
       layout = *l;
+      origin = s.getOrigin();
     }
     RankedTensorType local = layout.localType(type, mesh);
-    locals[arg] = {arg, layout, ShardingPriority::User};
+    locals[arg] = {arg, layout, ShardingPriority::User, origin};
     inputs.push_back(local);
   }
   // The arguments take their local types once every op has been converted

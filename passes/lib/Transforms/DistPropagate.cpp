@@ -145,18 +145,28 @@ bool Propagation::visit(Operation *op, bool backward) {
     results.push_back(knownOf(v));
   OpLayouts decided = decideLayouts(op, rule, operands, results, mesh);
 
-  StringAttr origin = op->getName().getIdentifier();
+  // A propagated layout keeps the origin of the annotation it came from.
+  auto originOf = [&](int64_t tensor) {
+    if (tensor < 0)
+      return StringAttr();
+    Value v = tensor < op->getNumOperands()
+                  ? op->getOperand(tensor)
+                  : op->getResult(tensor - op->getNumOperands());
+    auto it = known.find(v);
+    return it == known.end() ? StringAttr() : it->second.origin;
+  };
   bool changed = false;
-  for (auto [r, layout] : llvm::zip(op->getResults(), decided.results))
+  for (auto [i, r] : llvm::enumerate(op->getResults()))
     if (unknown(r)) {
-      known[r] = {layout, ShardingPriority::Propagated, origin};
+      StringAttr origin = originOf(decided.sourceOfResult(rule, i));
+      known[r] = {decided.results[i], ShardingPriority::Propagated, origin};
       changed = true;
     }
   if (backward)
     for (auto [v, layout] : llvm::zip(op->getOperands(), decided.operands))
       if (unknown(v) && !v.getDefiningOp<graph::ConstantOp>()) {
         known[v] = {layout.withoutPartial(), ShardingPriority::Propagated,
-                    origin};
+                    StringAttr()};
         changed = true;
       }
   return changed;

@@ -16,6 +16,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <cctype>
+
 namespace cleave {
 #define GEN_PASS_DEF_DISTADDMESHPASS
 #define GEN_PASS_DEF_DISTDATAPARALLELPASS
@@ -48,9 +50,14 @@ struct DistAddMeshPass
     for (const std::string &axis : axes) {
       auto [name, sizeText] = StringRef(axis).split('=');
       int64_t size = 0;
-      if (name.empty() || sizeText.getAsInteger(10, size) || size < 1) {
+      bool identifier =
+          !name.empty() && (std::isalpha(name[0]) || name[0] == '_') &&
+          llvm::all_of(name, [](char c) { return std::isalnum(c) || c == '_'; });
+      if (!identifier || sizeText.getAsInteger(10, size) || size < 1) {
         module.emitError("-dist-add-mesh: '")
-            << axis << "' is not an axis name=size with size >= 1";
+            << axis
+            << "' is not an axis name=size (a name of letters, digits and "
+               "'_', a size >= 1)";
         return signalPassFailure();
       }
       if (!seen.insert(name).second) {
@@ -193,6 +200,9 @@ void DistDataParallelPass::runOnOperation() {
         FailureOr<Layout> l = Layout::get(s, [&]() { return fn.emitOpError(); });
         if (failed(l))
           return signalPassFailure();
+        // A layout the user wrote is kept as written.
+        if (s.getPriority() == ShardingPriority::User)
+          continue;
         layout = *l;
       }
       if (layout.usesAxis(axis))

@@ -144,6 +144,7 @@ FailureOr<MeshOp> getTheMesh(ModuleOp module, StringRef pass) {
 namespace {
 
 struct Proposal {
+  int64_t tensor;
   int64_t factor;
   ArrayRef<StringRef> axes;
   ShardingPriority priority;
@@ -189,7 +190,14 @@ OpLayouts decideLayouts(Operation *op, const ShardingRule &rule,
     if (known.layout && known.layout->isPartial())
       partialOperands.push_back(i);
   const Layout *keptPartial = nullptr;
-  if (!partialOperands.empty() && rule.isLinearIn(partialOperands)) {
+  // Only sums (and means) pass through a linear op: the max of a sum is
+  // not the sum of the maxima.
+  auto additive = [&](unsigned i) {
+    ReductionKind kind = operands[i].layout->partialKind;
+    return kind == ReductionKind::Sum || kind == ReductionKind::Mean;
+  };
+  if (!partialOperands.empty() && rule.isLinearIn(partialOperands) &&
+      llvm::all_of(partialOperands, additive)) {
     const Layout *first = operands[partialOperands.front()].layout;
     auto sameAxes = [&](const Layout *l) {
       return llvm::to_vector(l->partial) == llvm::to_vector(first->partial) &&
@@ -214,9 +222,10 @@ OpLayouts decideLayouts(Operation *op, const ShardingRule &rule,
   // for the dimension's major factor.
   SmallVector<Proposal> proposals;
   tensors([&](const TensorFactors &tf, const KnownLayout &known, Value v,
-              bool, unsigned) {
+              bool isResult, unsigned index) {
     if (!known.layout)
       return;
+    int64_t tensor = isResult ? op->getNumOperands() + index : index;
     for (auto [d, dim] : llvm::enumerate(tf)) {
       if (dim.empty() || d >= known.layout->dims.size())
         continue;
@@ -225,7 +234,7 @@ OpLayouts decideLayouts(Operation *op, const ShardingRule &rule,
       if (axes.empty() || !splittable[f] ||
           rule.getFactor(f).size % groupSize(mesh, axes) != 0)
         continue;
-      proposals.push_back({f, axes, known.priority, numElements(v)});
+      proposals.push_back({tensor, f, axes, known.priority, numElements(v)});
     }
   });
   llvm::stable_sort(proposals, [](const Proposal &a, const Proposal &b) {
@@ -236,16 +245,30 @@ OpLayouts decideLayouts(Operation *op, const ShardingRule &rule,
 
   OpLayouts out;
   out.factorAxes.resize(numFactors);
+  out.factorSource.assign(numFactors, -1);
   llvm::SmallSet<StringRef, 4> used;
   if (keptPartial)
     for (StringRef a : keptPartial->partial)
       used.insert(a);
   for (const Proposal &p : proposals) {
-    if (!out.factorAxes[p.factor].empty() ||
-        llvm::any_of(p.axes, [&](StringRef a) { return used.contains(a); }))
+    SmallVector<StringRef, 2> &axes = out.factorAxes[p.factor];
+    // A later proposal may still extend the chosen axes with minor ones
+    // (ZeRO's dp after tp's on an optimizer state): the chosen layout
+    // stays, and the tensor that asks for the finer split gets it.
+    ArrayRef<StringRef> extra = p.axes;
+    if (!axes.empty()) {
+      if (p.axes.size() <= axes.size() ||
+          ArrayRef<StringRef>(p.axes).take_front(axes.size()) !=
+              ArrayRef<StringRef>(axes))
+        continue;
+      extra = p.axes.drop_front(axes.size());
+    }
+    if (llvm::any_of(extra, [&](StringRef a) { return used.contains(a); }))
       continue;
-    out.factorAxes[p.factor].assign(p.axes.begin(), p.axes.end());
-    for (StringRef a : p.axes)
+    if (axes.empty())
+      out.factorSource[p.factor] = p.tensor;
+    axes.append(extra.begin(), extra.end());
+    for (StringRef a : extra)
       used.insert(a);
   }
 
@@ -258,8 +281,10 @@ OpLayouts decideLayouts(Operation *op, const ShardingRule &rule,
   for (auto [f, factor] : llvm::enumerate(rule.getFactors())) {
     if (factor.kind != FactorKind::Reduction || out.factorAxes[f].empty())
       continue;
-    if (kind && *kind != factor.reduction)
+    if (kind && *kind != factor.reduction) {
       out.factorAxes[f].clear();
+      out.factorSource[f] = -1;
+    }
     else
       kind = factor.reduction;
   }
@@ -296,6 +321,17 @@ OpLayouts decideLayouts(Operation *op, const ShardingRule &rule,
     out.results.push_back(std::move(l));
   }
   return out;
+}
+
+int64_t OpLayouts::sourceOfResult(const ShardingRule &rule, unsigned r) const {
+  for (const DimFactors &dim : rule.getResults()[r])
+    if (!dim.empty() && factorSource[dim.front()] >= 0)
+      return factorSource[dim.front()];
+  // Partial: the proposer of a split reduction factor.
+  for (auto [f, factor] : llvm::enumerate(rule.getFactors()))
+    if (factor.kind == FactorKind::Reduction && factorSource[f] >= 0)
+      return factorSource[f];
+  return -1;
 }
 
 } // namespace cleave::dist

@@ -78,17 +78,27 @@ struct OpLayouts {
   std::vector<Layout> results;
   /// The axes each factor of the rule is split along.
   llvm::SmallVector<llvm::SmallVector<llvm::StringRef, 2>> factorAxes;
+  /// For each split factor, the tensor whose layout proposed its axes:
+  /// operand i is i, result j is the number of operands + j; -1 if whole.
+  llvm::SmallVector<int64_t> factorSource;
+
+  /// The tensor whose layout decided result `r`'s: the proposer of its
+  /// first split factor, or -1.
+  int64_t sourceOfResult(const ShardingRule &rule, unsigned r) const;
 };
 
 /// Decides how `op` (whose rule is `rule`) splits its factors from the
 /// known layouts of its operands and results: every sharded dimension of a
 /// known tensor proposes axes for the factor that is major in it, and each
 /// factor takes the proposal of the highest priority (then of the largest
-/// tensor) whose axes no other factor took. Factors that must stay whole,
+/// tensor) whose axes no other factor took; a lower proposal that extends
+/// the chosen axes with minor ones refines them. Factors that must stay whole,
 /// or that only a partition hook may split, are not split. Operands are
 /// read in the layout the factors give them, not partial, except where the
 /// op is linear in its partial operands (ShardingRule::addLinearGroup) and
-/// those stay partial and so do the results. A result is partial over the
+/// those stay partial (sums and means only) and so do the results, when
+/// reducing the results costs no more than reducing the operands. A
+/// result is partial over the
 /// axes of the split reduction factors it does not carry.
 OpLayouts decideLayouts(mlir::Operation *op, const ShardingRule &rule,
                         llvm::ArrayRef<KnownLayout> operands,

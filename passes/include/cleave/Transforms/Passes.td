@@ -741,7 +741,8 @@ def DistDataParallelPass : Pass<"dist-data-parallel", "::mlir::ModuleOp"> {
     - Every tensor argument of every function is split along its batch
       dimension on `axis`: dimension 0, or 1 in a training step with
       `accumulate` > 1, whose inputs are stacked `[K, B, ...]`. A batch the
-      axis does not divide is an error naming the argument and the sizes.
+      axis does not divide is an error naming the argument and the sizes;
+      an argument whose layout the user wrote (priority `user`) is kept.
     - `zero=1` and `zero=2`: the optimizer state (parameters of role
       `optimizer_state`: Adam's moments, SGD's momentum) is stored split on
       `axis` along its first dimension the axis divides; each device
@@ -821,7 +822,9 @@ def DistPropagatePass : Pass<"dist-propagate", "::mlir::ModuleOp"> {
     so that a sum of partial gradients is reduced once.
 
     Every op result gets a `dist.sharding` (priority `propagated`, origin
-    the op that decided it), which `-dist-partition` then follows.
+    the annotation its layout derives from: the strategy pass or
+    constraint whose layout proposed the axes), which `-dist-partition`
+    then follows.
     Constants are not annotated backward: the partitioner slices them.
   }];
   let dependentDialects = ["::cleave::dist::DistDialect"];
@@ -851,9 +854,9 @@ def DistPartitionPass : Pass<"dist-partition", "::mlir::ModuleOp"> {
     other constants are sliced. Each inserted op's location names the op
     and operand it was inserted for, which `--dist-explain` prints.
 
-    Function results partial or sharded, ops with regions, and an op
-    without a sharding rule on a non-replicated value are errors naming
-    the op.
+    A function result with a `dist.sharding` is returned as this device's
+    block. A partial argument or result, an op with regions, and an op
+    without a sharding rule are errors naming the op.
   }];
   let dependentDialects = ["::cleave::dist::DistDialect"];
 }
