@@ -267,7 +267,8 @@ int main(int argc, char **argv) {
   registerPassManagerCLOptions();
   pipelineOptions.addToCommandLine(
       [](llvm::StringRef flag) -> cl::OptionCategory & {
-        if (flag == "mesh" || flag == "zero" || flag == "bucket-bytes")
+        if (flag == "mesh" || flag == "zero" || flag == "bucket-bytes" ||
+            flag == "dist-explain")
           return distCategory;
         return flag == "no-fusion" || flag == "split-projections"
                    ? category

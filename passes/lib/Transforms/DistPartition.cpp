@@ -302,10 +302,14 @@ LogicalResult Partitioner::partitionRuled(Operation *op,
         limit[d] = slice.getType().getDimSize(d);
     slice.setLimit(limit);
   }
-  for (auto [i, r] : llvm::enumerate(op->getResults()))
+  for (auto [i, r] : llvm::enumerate(op->getResults())) {
+    SmallVector<StringAttr> origins;
+    for (int64_t t : decided.sourcesOfResult(rule, i))
+      origins.push_back(originOf(t));
     locals[r] = {clone->getResult(i), decided.results[i],
                  ShardingPriority::Propagated,
-                 originOf(decided.sourceOfResult(rule, i))};
+                 joinOrigins(op->getContext(), origins)};
+  }
   return success();
 }
 

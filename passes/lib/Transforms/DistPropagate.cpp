@@ -158,7 +158,10 @@ bool Propagation::visit(Operation *op, bool backward) {
   bool changed = false;
   for (auto [i, r] : llvm::enumerate(op->getResults()))
     if (unknown(r)) {
-      StringAttr origin = originOf(decided.sourceOfResult(rule, i));
+      SmallVector<StringAttr> origins;
+      for (int64_t t : decided.sourcesOfResult(rule, i))
+        origins.push_back(originOf(t));
+      StringAttr origin = joinOrigins(op->getContext(), origins);
       known[r] = {decided.results[i], ShardingPriority::Propagated, origin};
       changed = true;
     }

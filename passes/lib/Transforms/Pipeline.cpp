@@ -72,6 +72,8 @@ LogicalResult CleavePipelineOptions::verify(
     return emitError("--zero must be 0, 1, 2 or 3");
   if (zero.hasValue() && !hasAxis("dp"))
     return emitError("--zero needs a dp axis in --mesh");
+  if (distExplain && axes.empty())
+    return emitError("--dist-explain needs --mesh");
   if (zero > 0 && !train)
     return emitError("--zero shards the training state: it needs --train");
   if (!axes.empty() && loss.hasValue() && !train)
@@ -226,6 +228,8 @@ static void addDistributionPasses(OpPassManager &pm,
   pm.addPass(createDistPartitionPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  if (options.distExplain)
+    pm.addPass(createDistExplainPass());
 }
 
 /// The updates of the parameters from the gradients, when training, and

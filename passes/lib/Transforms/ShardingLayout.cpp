@@ -9,6 +9,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallSet.h"
+#include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
 
@@ -323,15 +324,40 @@ OpLayouts decideLayouts(Operation *op, const ShardingRule &rule,
   return out;
 }
 
-int64_t OpLayouts::sourceOfResult(const ShardingRule &rule, unsigned r) const {
-  for (const DimFactors &dim : rule.getResults()[r])
-    if (!dim.empty() && factorSource[dim.front()] >= 0)
-      return factorSource[dim.front()];
-  // Partial: the proposer of a split reduction factor.
+SmallVector<int64_t> OpLayouts::sourcesOfResult(const ShardingRule &rule,
+                                                unsigned r) const {
+  SmallVector<int64_t> sources;
+  auto add = [&](int64_t f) {
+    if (factorSource[f] >= 0 && !llvm::is_contained(sources, factorSource[f]))
+      sources.push_back(factorSource[f]);
+  };
+  const TensorFactors &tf = rule.getResults()[r];
+  for (const DimFactors &dim : tf)
+    if (!dim.empty())
+      add(dim.front());
   for (auto [f, factor] : llvm::enumerate(rule.getFactors()))
-    if (factor.kind == FactorKind::Reduction && factorSource[f] >= 0)
-      return factorSource[f];
-  return -1;
+    if (factor.kind == FactorKind::Reduction &&
+        llvm::none_of(tf, [&](const DimFactors &dim) {
+          return llvm::is_contained(dim, int64_t(f));
+        }))
+      add(f);
+  return sources;
+}
+
+StringAttr joinOrigins(MLIRContext *ctx, ArrayRef<StringAttr> origins) {
+  SmallVector<StringRef> parts;
+  for (StringAttr o : origins) {
+    if (!o)
+      continue;
+    SmallVector<StringRef> pieces;
+    o.getValue().split(pieces, ", ");
+    for (StringRef p : pieces)
+      if (!llvm::is_contained(parts, p))
+        parts.push_back(p);
+  }
+  if (parts.empty())
+    return {};
+  return StringAttr::get(ctx, llvm::join(parts, ", "));
 }
 
 } // namespace cleave::dist

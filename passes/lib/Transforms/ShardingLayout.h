@@ -82,9 +82,10 @@ struct OpLayouts {
   /// operand i is i, result j is the number of operands + j; -1 if whole.
   llvm::SmallVector<int64_t> factorSource;
 
-  /// The tensor whose layout decided result `r`'s: the proposer of its
-  /// first split factor, or -1.
-  int64_t sourceOfResult(const ShardingRule &rule, unsigned r) const;
+  /// The tensors whose layouts decided result `r`'s: the proposers of its
+  /// split factors and of the split reduction factors it is partial over.
+  llvm::SmallVector<int64_t> sourcesOfResult(const ShardingRule &rule,
+                                             unsigned r) const;
 };
 
 /// Decides how `op` (whose rule is `rule`) splits its factors from the
@@ -103,6 +104,11 @@ struct OpLayouts {
 OpLayouts decideLayouts(mlir::Operation *op, const ShardingRule &rule,
                         llvm::ArrayRef<KnownLayout> operands,
                         llvm::ArrayRef<KnownLayout> results, MeshOp mesh);
+
+/// The origins of several layouts as one: the distinct ones, joined by
+/// ", " in order; null when none has one.
+mlir::StringAttr joinOrigins(mlir::MLIRContext *ctx,
+                             llvm::ArrayRef<mlir::StringAttr> origins);
 
 /// The single `dist.mesh` of `module`, or a diagnostic on `module` naming
 /// `pass` when there is none or more than one.

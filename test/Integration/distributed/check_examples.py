@@ -19,7 +19,9 @@ characters) and checks:
 - the bytes each rank sent per axis and collective, counted by the
   runtime, equal the analytical figure: ring all-reduce 2(n-1)/n * S per
   rank, all-gather and reduce-scatter (n-1)/n * S, and Megatron's four
-  all-reduces of b*s*h per layer per step.
+  all-reduces of b*s*h per layer per step;
+- the bytes `cleave-compile --dist-explain` prints per axis and collective
+  equal the runtime's count, on every axis.
 
 Prints one line per check; exits non-zero on the first failing case.
 """
@@ -153,8 +155,8 @@ def check_case(case, compile_, work):
     flags = ["--train", *case.flags]
     one, mesh = os.path.join(work, "one"), os.path.join(work, "mesh")
     run([compile_, model, *flags, "-o", one])
-    run([compile_, model, *flags, "--mesh", case.mesh, *case.mesh_flags,
-         "-o", mesh])
+    explained = run([compile_, model, *flags, "--mesh", case.mesh,
+                     *case.mesh_flags, "--dist-explain", "-o", mesh]).stdout
     corpus = os.path.join(work, "corpus.bin")
     run(["/usr/bin/python3", os.path.join(ROOT, "examples", "gpt",
                                           "make_corpus.py"),
@@ -224,6 +226,27 @@ def check_case(case, compile_, work):
                                  f"{case.wire_bytes}")
     print(f"ok {case.name}: bytes sent per rank and step equal the "
           f"analytical figures {case.wire_bytes}")
+
+    # --dist-explain's figures are the compiler's: they must be what the
+    # runtime counted, on every axis.
+    import re
+    summary = explained.splitlines()[0]
+    told = {}
+    for kind, axes, nbytes in re.findall(r'(\w+) over \[([^\]]*)\] (\d+) B',
+                                         summary):
+        axes = ",".join(a.strip().strip('"') for a in axes.split(","))
+        told.setdefault(axes, {})[kind] = int(nbytes)
+    stats = json.load(open(os.path.join(work, "stats", "comm-rank0.json")))
+    counted = {",".join(g["axes"]): {k: v["wire_bytes"] // STEPS
+                                     for k, v in g["kinds"].items()
+                                     if v["wire_bytes"]}
+               for g in stats["groups"]}
+    counted = {axes: kinds for axes, kinds in counted.items() if kinds}
+    if told != counted:
+        raise AssertionError(f"{case.name}: --dist-explain says {told} per "
+                             f"rank and step, the runtime counted {counted}")
+    print(f"ok {case.name}: --dist-explain's bytes per axis and collective "
+          f"equal the runtime's count")
 
 
 def main():

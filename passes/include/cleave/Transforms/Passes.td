@@ -805,6 +805,23 @@ def DistTensorParallelPass : Pass<"dist-tensor-parallel", "::mlir::ModuleOp"> {
   let dependentDialects = ["::cleave::dist::DistDialect"];
 }
 
+def DistExplainPass : Pass<"dist-explain", "::mlir::ModuleOp"> {
+  let summary = "Prints each collective of a partitioned program and why it is there";
+  let description = [{
+    For every `dist.partitioned` function, prints to standard output one
+    line per collective, in the order of the step: its place (phase,
+    microbatch and layer of the op it was inserted for), the collective
+    with its axes and type, the bytes each rank sends for it (ring
+    all-reduce 2(n-1)/n of the buffer, all-gather and reduce-scatter and
+    all-to-all (n-1)/n of the whole buffer, for a group of n), and its
+    cause: the layouts it converts between, the op and operand that read
+    it, the annotation the value's layout derives from, and the reader's
+    source location. A summary line gives the bytes per axis and kind, the
+    figure `--comm-stats` counts at run time. The IR is not changed.
+    `cleave-compile --dist-explain` runs it right after partitioning.
+  }];
+}
+
 def DistPropagatePass : Pass<"dist-propagate", "::mlir::ModuleOp"> {
   let summary = "Gives every value of the program a sharding, from the annotations";
   let description = [{

@@ -160,6 +160,12 @@ struct CleavePipelineOptions
                      "use, as FSDP)"),
       llvm::cl::init(0)};
 
+  PassOptions::Option<bool> distExplain{
+      *this, "dist-explain",
+      llvm::cl::desc("Print each collective of the partitioned step with "
+                     "its place, its bytes per rank and what caused it "
+                     "(-dist-explain)")};
+
   //===--- The lowering of the local program ------------------------------===//
 
   PassOptions::Option<bool> noFusion{
