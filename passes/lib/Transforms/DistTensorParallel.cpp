@@ -16,6 +16,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 namespace cleave {
@@ -129,31 +130,36 @@ std::optional<Projection> asProjection(Operation *op) {
   return Projection{matmul, *out, *in};
 }
 
-/// Whether `v` is computed from a projection's output by the ops a chain
-/// passes through (the other factor of SwiGLU's product, a rotated query).
-bool fromProjection(Value v, llvm::DenseSet<Value> &seen) {
+/// The projection `v` is computed from by the ops a chain passes through
+/// (the other factor of SwiGLU's product, a rotated query), if it reads
+/// `input` as the chain's projection does: a projection of another input
+/// (a residual stream, the output of a row-parallel projection) is whole.
+Operation *partnerOf(Value v, Value input, llvm::DenseSet<Value> &seen) {
   if (!seen.insert(v).second)
-    return false;
+    return nullptr;
   Operation *op = v.getDefiningOp();
   if (!op)
-    return false;
-  if (asProjection(op))
-    return true;
+    return nullptr;
+  if (std::optional<Projection> p = asProjection(op))
+    return p->op.getLhs() == input ? op : nullptr;
   if (!isa<graph::ReluOp, graph::GeluOp, graph::SiluOp, graph::SigmoidOp,
            graph::TanhOp, graph::NegOp, graph::CastOp, graph::AddOp,
            graph::SubOp, graph::MulOp, graph::DivOp, graph::ReshapeOp,
            graph::TransposeOp, graph::SliceOp, graph::ConcatOp,
            graph::SplitOp>(op))
-    return false;
-  return llvm::any_of(op->getOperands(),
-                      [&](Value o) { return fromProjection(o, seen); });
+    return nullptr;
+  for (Value o : op->getOperands())
+    if (Operation *p = partnerOf(o, input, seen))
+      return p;
+  return nullptr;
 }
 
 /// The walk of one projection's output features to the projections that
 /// contract them.
 class Chain {
 public:
-  Chain(int64_t n, StringRef axis) : n(n), axis(axis) {}
+  Chain(int64_t n, StringRef axis, Value input)
+      : n(n), axis(axis), input(input) {}
 
   /// True when every forward use of `v`, whose dimension `f` holds the
   /// features, leads to the contracting dimension of a projection.
@@ -161,6 +167,9 @@ public:
 
   SmallVector<ParamDim> rows;   // weights split by input features
   SmallVector<ParamDim> biases; // split with the features
+  /// Projections of the same input whose features combine with these
+  /// (SwiGLU's gate and up projections): split together or not at all.
+  llvm::SetVector<Operation *> partners;
   std::string why;              // the first reason for refusing
   bool indivisible = false;     // the reason is a size the axis does not divide
 
@@ -177,8 +186,18 @@ private:
   bool use(Value v, int64_t f, OpOperand &operand);
   bool elementwise(Operation *op, Value v, int64_t f);
 
+  /// Whether `other` is split with the features: computed from a partner.
+  bool splitWith(Value other) {
+    llvm::DenseSet<Value> seen;
+    Operation *partner = partnerOf(other, input, seen);
+    if (partner)
+      partners.insert(partner);
+    return partner != nullptr;
+  }
+
   int64_t n;
   StringRef axis;
+  Value input; // what the chain's projection reads
   llvm::DenseSet<std::pair<Value, int64_t>> visited;
 };
 
@@ -204,8 +223,7 @@ bool Chain::elementwise(Operation *op, Value v, int64_t f) {
       biases.push_back(*bias);
       continue;
     }
-    llvm::DenseSet<Value> seen;
-    if (!fromProjection(other, seen))
+    if (!splitWith(other))
       return fail(op, "combines the features with a value that is not "
                       "split with them (a residual, a norm's output)");
   }
@@ -239,11 +257,9 @@ bool Chain::use(Value v, int64_t f, OpOperand &operand) {
       .Case([&](graph::ConcatOp concat) {
         if (int64_t(concat.getDim()) == f)
           return fail(op, "concatenates along the features");
-        for (Value other : concat.getInputs()) {
-          llvm::DenseSet<Value> seen;
-          if (other != v && !fromProjection(other, seen))
+        for (Value other : concat.getInputs())
+          if (other != v && !splitWith(other))
             return fail(op, "concatenates the features with other values");
-        }
         return walk(concat.getResult(), f);
       })
       .Case([&](graph::SplitOp split) {
@@ -324,68 +340,95 @@ void DistTensorParallelPass::runOnOperation() {
   if (n == 1)
     return;
 
-  // Each parameter dimension to split, found by the accepted chains.
-  llvm::StringMap<int64_t> split;
-  auto consistent = [&](ArrayRef<ParamDim> dims) {
-    llvm::StringMap<int64_t> mine;
-    for (const ParamDim &pd : dims) {
-      auto it = split.find(pd.param);
-      if (it != split.end() && it->second != pd.dim)
-        return false;
-      if (mine.try_emplace(pd.param, pd.dim).first->second != pd.dim)
-        return false;
-    }
-    return true;
+  // Every projection's chain, in program order.
+  struct Candidate {
+    Projection projection;
+    Chain chain;
+    bool ok;
   };
-  std::string firstRefusal;
-  Operation *indivisibleAt = nullptr;
-  std::string indivisibleWhy;
-  llvm::DenseSet<Operation *> rowEnds;
-  for (auto fn : module.getOps<func::FuncOp>()) {
+  std::vector<Candidate> candidates;
+  for (auto fn : module.getOps<func::FuncOp>())
     fn.walk([&](graph::MatmulOp matmul) {
       std::optional<Projection> p = asProjection(matmul);
-      if (!p || rowEnds.contains(matmul))
+      if (!p)
         return;
-      int64_t features = sizeOf(matmul.getResult(), rankOf(matmul) - 1);
-      Chain chain(n, axis);
-      bool ok = features % n == 0 &&
-                chain.walk(matmul.getResult(), rankOf(matmul) - 1);
-      if (!ok) {
-        if (chain.indivisible && !indivisibleAt) {
-          indivisibleAt = matmul;
-          indivisibleWhy = chain.why;
-        }
-        if (firstRefusal.empty())
-          firstRefusal = features % n != 0
-                             ? ("its " + Twine(features) +
-                                " output features are not divisible by " +
-                                Twine(n))
-                                   .str()
-                             : chain.why;
-        return;
-      }
-      SmallVector<ParamDim> dims = {p->out};
-      llvm::append_range(dims, chain.biases);
-      llvm::append_range(dims, chain.rows);
-      if (!consistent(dims))
-        return;
-      for (const ParamDim &pd : dims)
-        split[pd.param] = pd.dim;
-      // Its row-parallel ends are not column-parallel starts.
-      for (const ParamDim &row : chain.rows)
-        fn.walk([&](graph::MatmulOp m) {
-          if (std::optional<Projection> q = asProjection(m))
-            if (q->in == row)
-              rowEnds.insert(m);
-        });
+      Chain chain(n, axis, matmul.getLhs());
+      bool ok = chain.walk(matmul.getResult(), rankOf(matmul) - 1);
+      candidates.push_back({*p, std::move(chain), ok});
     });
-  }
-  if (indivisibleAt) {
-    indivisibleAt->emitOpError("cannot be split on axis '")
-        << axis << "': " << indivisibleWhy;
+  for (Candidate &c : candidates) {
+    if (c.ok || !c.chain.indivisible)
+      continue;
+    c.projection.op->emitOpError("cannot be split on axis '")
+        << axis << "': " << c.chain.why;
     return signalPassFailure();
   }
+  for (Candidate &c : candidates) {
+    int64_t features = sizeOf(c.projection.op.getResult(),
+                              rankOf(c.projection.op) - 1);
+    if (c.ok && features % n != 0) {
+      c.projection.op->emitOpError("cannot be split on axis '")
+          << axis << "': its " << features << " output features are not "
+          << "divisible by the " << n << " devices of the axis";
+      return signalPassFailure();
+    }
+  }
+
+  // Keep the chains, in program order, whose partners are kept too and
+  // whose projection is not a kept chain's row-parallel end; each
+  // parameter dimension split once.
+  llvm::DenseMap<Operation *, Candidate *> byOp;
+  for (Candidate &c : candidates)
+    byOp[c.projection.op] = &c;
+  llvm::DenseSet<Operation *> kept;
+  for (bool changed = true; changed;) {
+    changed = false;
+    kept.clear();
+    llvm::StringMap<int64_t> split;
+    SmallVector<ParamDim> rowEnds;
+    for (Candidate &c : candidates) {
+      if (!c.ok || llvm::is_contained(rowEnds, c.projection.in))
+        continue;
+      SmallVector<ParamDim> dims = {c.projection.out};
+      llvm::append_range(dims, c.chain.biases);
+      llvm::append_range(dims, c.chain.rows);
+      llvm::StringMap<int64_t> mine;
+      bool consistent = llvm::all_of(dims, [&](const ParamDim &pd) {
+        auto it = split.find(pd.param);
+        return (it == split.end() || it->second == pd.dim) &&
+               mine.try_emplace(pd.param, pd.dim).first->second == pd.dim;
+      });
+      if (!consistent)
+        continue;
+      for (const ParamDim &pd : dims)
+        split[pd.param] = pd.dim;
+      llvm::append_range(rowEnds, c.chain.rows);
+      kept.insert(c.projection.op);
+    }
+    for (Candidate &c : candidates)
+      if (c.ok && kept.contains(c.projection.op) &&
+          llvm::any_of(c.chain.partners,
+                       [&](Operation *p) { return !kept.contains(p); })) {
+        c.ok = false;
+        c.chain.why = "its features combine with those of a projection "
+                      "that stays whole";
+        changed = true;
+      }
+  }
+  llvm::StringMap<int64_t> split;
+  for (Candidate &c : candidates)
+    if (kept.contains(c.projection.op)) {
+      split[c.projection.out.param] = c.projection.out.dim;
+      for (const ParamDim &pd : c.chain.biases)
+        split[pd.param] = pd.dim;
+      for (const ParamDim &pd : c.chain.rows)
+        split[pd.param] = pd.dim;
+    }
   if (split.empty()) {
+    std::string firstRefusal;
+    for (Candidate &c : candidates)
+      if (!c.ok && firstRefusal.empty())
+        firstRefusal = c.chain.why;
     module.emitError("-dist-tensor-parallel found no pair of projections to "
                      "split on axis '")
         << axis << "' (" << n << " devices)"
