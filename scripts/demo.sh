@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job: builds Cleave, compiles the gpt example (a 2-layer GPT-2
 # style decoder imported from ONNX) into a native training binary for a
-# 2 x 2 mesh of CPU ranks (data parallel with ZeRO-3 x tensor parallel),
+# 2 x 2 mesh of CPU ranks (data parallel with ZeRO-3 x Megatron tensor and
+# sequence parallel),
 # and trains it under mpirun on a small text corpus (this repository's
 # README.md and docs/*.md, tokenized by characters), with the loss falling
 # and equal to the one-device run's; then saves a sharded checkpoint and
@@ -20,9 +21,9 @@ echo "== tokenizing README.md and docs/*.md into $work/corpus.bin"
 
 flags=(--train --optimizer adamw --lr 3e-3 --grad-clip 1.0)
 echo "== compiling examples/gpt/model.onnx into a training binary for a"
-echo "   2 x 2 mesh: data parallel (ZeRO-3) x Megatron tensor parallel"
+echo "   2 x 2 mesh: data parallel (ZeRO-3) x Megatron tensor and sequence parallel"
 "$bin/cleave-compile" examples/gpt/model.onnx "${flags[@]}" \
-  --mesh dp=2,tp=2 --zero 3 -o "$work/train-mesh"
+  --mesh dp=2,tp=2 --zero 3 --sp -o "$work/train-mesh"
 echo "== and into one for one device, the reference"
 "$bin/cleave-compile" examples/gpt/model.onnx "${flags[@]}" -o "$work/train"
 

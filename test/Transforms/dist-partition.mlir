@@ -282,3 +282,21 @@ func.func @zero_on_tp(%x: tensor<4x16xf32> {dist.sharding = #dist.sharding<@mesh
   graph.assign @w.v, %v1 : tensor<16x8xf32>
   return
 }
+
+// -----
+
+// A constraint with open dimensions ({?}) keeps the axes its input splits
+// them on: only the closed token dimension is gathered, the batch stays
+// split on "dp".
+// CHECK-LABEL: func.func @open_constraint
+// CHECK-SAME: %arg0: tensor<1x4x8xf32>
+// CHECK: %[[G:.*]] = dist.all_gather %arg0 on @mesh ["tp"] dim 1 : tensor<1x4x8xf32> -> tensor<1x8x8xf32>
+// CHECK-NOT: dist.all_gather
+// CHECK: graph.relu %[[G]] : tensor<1x8x8xf32>
+dist.mesh @mesh ["dp" = 2, "tp" = 2]
+func.func @open_constraint(%x: tensor<2x8x8xf32> {dist.sharding = #dist.sharding<@mesh, [{"dp"}, {"tp"}, {}]>})
+    -> (tensor<2x8x8xf32> {dist.sharding = #dist.sharding<@mesh, [{"dp"}, {}, {}]>}) {
+  %s = dist.shard %x to <@mesh, [{?}, {}, {?}]> : tensor<2x8x8xf32>
+  %y = graph.relu %s : tensor<2x8x8xf32>
+  return %y : tensor<2x8x8xf32>
+}

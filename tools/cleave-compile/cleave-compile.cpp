@@ -268,7 +268,7 @@ int main(int argc, char **argv) {
   pipelineOptions.addToCommandLine(
       [](llvm::StringRef flag) -> cl::OptionCategory & {
         if (flag == "mesh" || flag == "zero" || flag == "bucket-bytes" ||
-            flag == "dist-explain")
+            flag == "dist-explain" || flag == "sp")
           return distCategory;
         return flag == "no-fusion" || flag == "split-projections"
                    ? category

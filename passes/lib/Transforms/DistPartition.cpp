@@ -356,6 +356,8 @@ LogicalResult Partitioner::partition(Operation *op) {
     FailureOr<Layout> layout = layoutOf(shard.getSharding(), op);
     if (failed(layout))
       return failure();
+    *layout = constrain(shard.getSharding(), *layout,
+                        locals.at(shard.getInput()).layout);
     FailureOr<Value> v =
         convert(shard.getInput(), *layout, b, op, "dist.shard");
     if (failed(v))

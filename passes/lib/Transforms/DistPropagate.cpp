@@ -86,10 +86,14 @@ LogicalResult Propagation::seed() {
       }
       return WalkResult::advance();
     }
-    if (auto shard = dyn_cast<ShardOp>(op))
+    if (auto shard = dyn_cast<ShardOp>(op)) {
+      // An open constraint is known once its input is (visit).
+      if (hasOpenDims(shard.getSharding()))
+        return WalkResult::advance();
       return failed(set(shard.getResult(), shard.getSharding(), op))
                  ? WalkResult::interrupt()
                  : WalkResult::advance();
+    }
     // Results annotated before (by a strategy, or an earlier run).
     for (auto [i, r] : llvm::enumerate(op->getResults()))
       if (ShardingAttr s = getResultSharding(op, i))
@@ -103,6 +107,19 @@ LogicalResult Propagation::seed() {
 bool Propagation::visit(Operation *op, bool backward) {
   auto ruled = dyn_cast<ShardingRuleOpInterface>(op);
   if (auto shard = dyn_cast<ShardOp>(op)) {
+    ShardingAttr sharding = shard.getSharding();
+    if (!known.count(shard.getResult()) && known.count(shard.getInput())) {
+      FailureOr<Layout> l =
+          Layout::get(sharding, [&]() { return op->emitOpError(); });
+      if (failed(l))
+        return false;
+      known[shard.getResult()] = {
+          constrain(sharding, *l, known.lookup(shard.getInput()).layout),
+          sharding.getPriority(), sharding.getOrigin()};
+      return true;
+    }
+    if (hasOpenDims(sharding))
+      return false;
     // A constraint also says how its input is best produced.
     if (backward && !known.count(shard.getInput()) &&
         !shard.getInput().getDefiningOp<graph::ConstantOp>()) {

@@ -20,6 +20,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 
 namespace cleave {
+#define GEN_PASS_DEF_DISTSEQUENCEPARALLELPASS
 #define GEN_PASS_DEF_DISTTENSORPARALLELPASS
 #include "cleave/Transforms/Passes.h.inc"
 } // namespace cleave
@@ -469,6 +470,133 @@ void DistTensorParallelPass::runOnOperation() {
     if (auto sgd = dyn_cast<graph::SgdOp>(op))
       shareWith(sgd.getParam(), {sgd.getMomentumBuffer()});
   });
+}
+
+//===----------------------------------------------------------------------===//
+// -dist-sequence-parallel
+//===----------------------------------------------------------------------===//
+
+struct DistSequenceParallelPass
+    : public cleave::impl::DistSequenceParallelPassBase<
+          DistSequenceParallelPass> {
+  using Base::Base;
+  void runOnOperation() override;
+};
+
+void DistSequenceParallelPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  FailureOr<MeshOp> mesh = getTheMesh(module, "-dist-sequence-parallel");
+  if (failed(mesh))
+    return signalPassFailure();
+  std::optional<int64_t> size = mesh->getAxisSize(axis);
+  if (!size) {
+    module.emitError("-dist-sequence-parallel: the mesh has no axis '")
+        << axis << "'";
+    return signalPassFailure();
+  }
+  const int64_t n = *size;
+  if (n == 1)
+    return;
+  // Whether a parameter dimension is split on the axis.
+  auto splitOn = [&](const ParamDim &pd) {
+    auto param = module.lookupSymbol<graph::ParamOp>(pd.param);
+    if (!param || !param.getShardingAttr())
+      return false;
+    FailureOr<Layout> l = Layout::get(param.getShardingAttr(),
+                                      [&]() { return param.emitOpError(); });
+    return succeeded(l) && llvm::is_contained(l->dims[pd.dim], axis);
+  };
+  SmallVector<std::pair<graph::MatmulOp, int64_t>> rows;
+  bool failedSize = false;
+  module.walk([&](graph::MatmulOp matmul) {
+    std::optional<Projection> p = asProjection(matmul);
+    if (!p || !splitOn(p->in))
+      return;
+    int64_t rank = rankOf(matmul);
+    int64_t tokens = rank - 2;
+    if (tokens < 0)
+      return;
+    int64_t count = sizeOf(matmul.getResult(), tokens);
+    if (count % n != 0) {
+      matmul.emitOpError("cannot split its ")
+          << count << " tokens on the " << n << " devices of axis '" << axis
+          << "' (-dist-sequence-parallel)";
+      failedSize = true;
+      return;
+    }
+    rows.push_back({matmul, tokens});
+  });
+  if (failedSize)
+    return signalPassFailure();
+  if (rows.empty()) {
+    module.emitError("-dist-sequence-parallel found no row-parallel "
+                     "projection split on axis '")
+        << axis << "' (run -dist-tensor-parallel first)";
+    return signalPassFailure();
+  }
+  auto meshRef = FlatSymbolRefAttr::get(mesh->getSymNameAttr());
+  StringAttr origin =
+      StringAttr::get(&getContext(), "-dist-sequence-parallel");
+  StringRef axisName = StringAttr::get(&getContext(), axis).getValue();
+  // A constraint on `v` before `user` (after `v`'s producer when null):
+  // the tokens split on the axis, or whole on it (the other dimensions
+  // open, so that the batch keeps its data-parallel split).
+  auto constrainTokens = [&](Value v, int64_t tokens, bool split,
+                             Operation *at, OpOperand *use) {
+    int64_t rank = rankOf(v);
+    Layout layout = Layout::replicated(rank);
+    if (split)
+      layout.dims[tokens].push_back(axisName);
+    SmallVector<int64_t> open;
+    if (!split)
+      for (int64_t d = 0; d < rank; ++d)
+        if (d != tokens)
+          open.push_back(d);
+    ShardingAttr plain =
+        layout.toAttr(meshRef, ShardingPriority::Propagated, origin);
+    auto sharding = ShardingAttr::get(
+        &getContext(), plain.getMesh(), plain.getDims(), plain.getPartialAxes(),
+        plain.getPartialKind(), open, plain.getPriority(), plain.getOrigin());
+    OpBuilder b(at);
+    if (!use)
+      b.setInsertionPointAfter(at);
+    auto shard = ShardOp::create(b, at->getLoc(), v.getType(), v, sharding);
+    for (StringRef name : {graph::GraphDialect::getPhaseAttrName(),
+                           graph::GraphDialect::getMicrobatchAttrName(),
+                           graph::GraphDialect::getLayerAttrName()})
+      if (Attribute a = at->getAttr(name))
+        shard->setAttr(name, a);
+    if (use)
+      use->set(shard.getResult());
+    else
+      v.replaceAllUsesExcept(shard.getResult(), shard);
+  };
+  // Between the regions, the tokens are split...
+  for (auto [matmul, tokens] : rows)
+    constrainTokens(matmul.getResult(), tokens, /*split=*/true, matmul,
+                    nullptr);
+  // ...but not in what the layers' regions do not cover: the projections
+  // tensor parallelism left whole (the language-model head) read all the
+  // tokens, and so do the embeddings' gradients (a table's gradient from a
+  // shard of the tokens would be partial, and all-reduced whole).
+  SmallVector<std::pair<OpOperand *, int64_t>> whole;
+  module.walk([&](Operation *op) {
+    if (auto matmul = dyn_cast<graph::MatmulOp>(op)) {
+      std::optional<Projection> p = asProjection(matmul);
+      if (p && !splitOn(p->in) && !splitOn(p->out) &&
+          rankOf(matmul.getLhs()) >= 2)
+        whole.push_back({&matmul->getOpOperand(0),
+                         rankOf(matmul.getLhs()) - 2});
+    }
+    if (auto gatherGrad = dyn_cast<graph::GatherGradOp>(op)) {
+      int64_t indexRank = rankOf(gatherGrad.getIndices());
+      if (indexRank >= 1)
+        whole.push_back({&gatherGrad->getOpOperand(0),
+                         int64_t(gatherGrad.getDim()) + indexRank - 1});
+    }
+  });
+  for (auto [use, tokens] : whole)
+    constrainTokens(use->get(), tokens, /*split=*/false, use->getOwner(), use);
 }
 
 } // namespace

@@ -72,6 +72,8 @@ LogicalResult CleavePipelineOptions::verify(
     return emitError("--zero must be 0, 1, 2 or 3");
   if (zero.hasValue() && !hasAxis("dp"))
     return emitError("--zero needs a dp axis in --mesh");
+  if (sp && !hasAxis("tp"))
+    return emitError("--sp needs a tp axis in --mesh");
   if (distExplain && axes.empty())
     return emitError("--dist-explain needs --mesh");
   if (zero > 0 && !train)
@@ -215,6 +217,11 @@ static void addDistributionPasses(OpPassManager &pm,
       DistTensorParallelPassOptions tp;
       tp.axis = "tp";
       pm.addPass(createDistTensorParallelPass(tp));
+      if (options.sp) {
+        DistSequenceParallelPassOptions sp;
+        sp.axis = "tp";
+        pm.addPass(createDistSequenceParallelPass(sp));
+      }
     }
   // After tp: ZeRO splits what tensor parallelism left whole.
   for (StringRef axis : axes)

@@ -112,6 +112,26 @@ ShardingAttr Layout::toAttr(FlatSymbolRefAttr mesh, ShardingPriority priority,
                            priority, origin);
 }
 
+Layout constrain(ShardingAttr sharding, const Layout &constraint,
+                 const Layout &input) {
+  if (!hasOpenDims(sharding))
+    return constraint;
+  Layout out = constraint.withoutPartial();
+  llvm::SmallSet<StringRef, 4> closed;
+  for (auto [d, axes] : llvm::enumerate(out.dims))
+    if (!sharding.isOpen(d))
+      for (StringRef a : axes)
+        closed.insert(a);
+  for (auto [d, axes] : llvm::enumerate(out.dims)) {
+    if (!sharding.isOpen(d) || d >= input.dims.size())
+      continue;
+    for (StringRef a : input.dims[d])
+      if (!closed.contains(a) && !llvm::is_contained(axes, a))
+        axes.push_back(a);
+  }
+  return out;
+}
+
 int64_t groupSize(MeshOp mesh, ArrayRef<StringRef> axes) {
   int64_t n = 1;
   for (StringRef a : axes)

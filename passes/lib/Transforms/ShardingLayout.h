@@ -62,6 +62,17 @@ struct Layout {
                                    MeshOp mesh) const;
 };
 
+/// The layout a constraint (`dist.shard`) gives `input`: its closed
+/// dimensions as written, its open ones (`{..., ?}`) the axes `input`
+/// splits them on that the closed ones do not use; never partial.
+Layout constrain(ShardingAttr sharding, const Layout &constraint,
+                 const Layout &input);
+/// True when the constraint has open dimensions, so that its layout
+/// depends on its input's.
+inline bool hasOpenDims(ShardingAttr sharding) {
+  return !sharding.getOpenDims().empty();
+}
+
 /// The product of the sizes of `axes` on `mesh`.
 int64_t groupSize(MeshOp mesh, llvm::ArrayRef<llvm::StringRef> axes);
 

@@ -822,6 +822,30 @@ def DistExplainPass : Pass<"dist-explain", "::mlir::ModuleOp"> {
   }];
 }
 
+def DistSequenceParallelPass : Pass<"dist-sequence-parallel", "::mlir::ModuleOp"> {
+  let summary = "Splits the tokens between tensor-parallel regions, as Megatron-LM's sequence parallelism";
+  let description = [{
+    A strategy pass for after `-dist-tensor-parallel`: the output of every
+    forward row-parallel projection (a matmul whose weight is split on
+    `axis` along its input features) is constrained (`dist.shard`, priority
+    `propagated`) to be split on `axis` along its token dimension, the one
+    before the features. Propagation carries that layout through the bias
+    and residual adds, norms and dropout up to the next column-parallel
+    projection, whose split weight wins over it there. So the partitioner
+    writes Megatron's sequence parallelism: a reduce-scatter over the
+    tokens in place of each forward all-reduce, an all-gather of the
+    tokens before each column-parallel projection, and the same pair in
+    the backward; the norms and the elementwise work between the regions
+    run on a shard of the tokens. Tokens that `axis` does not divide are an
+    error naming the projection.
+  }];
+  let options = [
+    Option<"axis", "axis", "std::string", /*default=*/"\"tp\"",
+           "the tensor-parallel mesh axis">
+  ];
+  let dependentDialects = ["::cleave::dist::DistDialect"];
+}
+
 def DistPropagatePass : Pass<"dist-propagate", "::mlir::ModuleOp"> {
   let summary = "Gives every value of the program a sharding, from the annotations";
   let description = [{

@@ -160,6 +160,13 @@ struct CleavePipelineOptions
                      "use, as FSDP)"),
       llvm::cl::init(0)};
 
+  PassOptions::Option<bool> sp{
+      *this, "sp",
+      llvm::cl::desc("Megatron sequence parallelism on the tp axis: the "
+                     "tokens between the tensor-parallel regions split over "
+                     "tp, reduce-scatter and all-gather in place of each "
+                     "all-reduce (-dist-sequence-parallel)")};
+
   PassOptions::Option<bool> distExplain{
       *this, "dist-explain",
       llvm::cl::desc("Print each collective of the partitioned step with "
