@@ -538,9 +538,9 @@ void DistSequenceParallelPass::runOnOperation() {
   StringAttr origin =
       StringAttr::get(&getContext(), "-dist-sequence-parallel");
   StringRef axisName = StringAttr::get(&getContext(), axis).getValue();
-  // A constraint on `v` before `user` (after `v`'s producer when null):
-  // the tokens split on the axis, or whole on it (the other dimensions
-  // open, so that the batch keeps its data-parallel split).
+  // A constraint on `v` before `use` (after `at`, its producer, when
+  // null): the tokens split on the axis, or whole on it; the other
+  // dimensions open, so that the batch keeps its data-parallel split.
   auto constrainTokens = [&](Value v, int64_t tokens, bool split,
                              Operation *at, OpOperand *use) {
     int64_t rank = rankOf(v);
@@ -548,10 +548,9 @@ void DistSequenceParallelPass::runOnOperation() {
     if (split)
       layout.dims[tokens].push_back(axisName);
     SmallVector<int64_t> open;
-    if (!split)
-      for (int64_t d = 0; d < rank; ++d)
-        if (d != tokens)
-          open.push_back(d);
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != tokens)
+        open.push_back(d);
     ShardingAttr plain =
         layout.toAttr(meshRef, ShardingPriority::Propagated, origin);
     auto sharding = ShardingAttr::get(

@@ -177,10 +177,15 @@ def cases():
         Case("gpt-dp2-tp2-zero3-sp-bf16", "gpt", "dp=2,tp=2", 4,
              SGD + ["--precision", "bf16"], GPT_TP, {},
              ["--zero", "3", "--sp"], rtol=2e-2),
-        # The main job's layout: losses, state, layout, and
-        # --dist-explain's figures against the runtime's on both axes.
+        # The main job's layout: gpt-tp2-sp's figures on "tp" for the half
+        # batch of a dp group (the norms' and biases' gradients are f32,
+        # whole vectors); the "dp" axis checked by --dist-explain's count.
         Case("gpt-dp2-tp2-zero3-sp", "gpt", "dp=2,tp=2", 4, ADAMW, GPT_TP,
-             {}, ["--zero", "3", "--sp"]),
+             {"tp": {"reduce_scatter": (4 * LAYERS - 1) * TOKENS_BYTES // 4,
+                     "all_gather": 4 * LAYERS * TOKENS_BYTES // 4
+                     + (TOKENS_BYTES // 2 + SEQ * HIDDEN * 4) // 2,
+                     "all_reduce": TOKENS_BYTES // 2 + 12 * HIDDEN * 4}},
+             ["--zero", "3", "--sp"]),
         # ZeRO-3 with tensor parallelism: losses, state and layout, and
         # the tp axis's bytes (the dp axis's gathers depend on which
         # parameters the backward reads again, which the mlp cases of

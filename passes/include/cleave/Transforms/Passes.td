@@ -829,7 +829,8 @@ def DistSequenceParallelPass : Pass<"dist-sequence-parallel", "::mlir::ModuleOp"
     forward row-parallel projection (a matmul whose weight is split on
     `axis` along its input features) is constrained (`dist.shard`, priority
     `propagated`) to be split on `axis` along its token dimension, the one
-    before the features. Propagation carries that layout through the bias
+    before the features (its other dimensions open: a data-parallel batch
+    stays split). Propagation carries that layout through the bias
     and residual adds, norms and dropout up to the next column-parallel
     projection, whose split weight wins over it there. So the partitioner
     writes Megatron's sequence parallelism: a reduce-scatter over the
