@@ -11,8 +11,9 @@ Compile time: a GPT-2 style decoder (hidden --hidden, heads of 64, sequence
 128, batch 8, vocabulary 8192) is written as graph IR with its weights in an
 external file (the compiler reads only their offsets), then compiled
 --train --optimizer adamw --mesh <mesh> --emit=obj, import to object file,
-with -v; printed: the wall time, the share of the largest passes, and the
-time per layer, whose constancy says the pipeline is linear in depth.
+with -v; printed: the wall time, the time per layer (constant for a
+pipeline linear in depth), the wall time with --llvm-opt-level 0, and the
+largest passes.
 
 Throughput: a 4-layer GPT of hidden 256 (sequence 128, batch 8, vocabulary
 8192) trained for --steps AdamW steps on random tokens, on one device with
@@ -156,7 +157,8 @@ def compile_time(args, work):
     print(f"compile time: --train --optimizer adamw --mesh {args.mesh} "
           f"--emit=obj, hidden {args.hidden}, heads of 64, sequence 128, "
           f"batch 8, vocabulary 8192")
-    print(f"{'layers':>6} {'ops':>7} {'wall s':>8} {'s/layer':>8}  largest passes")
+    print(f"{'layers':>6} {'ops':>7} {'wall s':>8} {'s/layer':>8} "
+          f"{'-O0 s':>7}  largest passes (-O2)")
     for layers in map(int, args.layers.split(",")):
         text, params = gpt_ir(layers, args.hidden, args.hidden // 64, 128, 8,
                               8192)
@@ -167,14 +169,19 @@ def compile_time(args, work):
         # The compiler reads only offsets: a sparse file of the right size.
         with open(weights, "wb") as f:
             f.truncate(sum(int(np.prod(s)) * 4 for _, s in params))
-        start = time.perf_counter()
-        result = subprocess.run(
-            [args.compile, src, "--train", "--optimizer", "adamw", "--mesh",
-             args.mesh, "--emit=obj", "-o", os.path.join(work, "x.o"), "-v"],
-            capture_output=True, text=True, cwd=work)
-        wall = time.perf_counter() - start
-        if result.returncode != 0:
-            sys.exit(f"compile failed:\n{result.stderr[-3000:]}")
+        def run(level):
+            start = time.perf_counter()
+            result = subprocess.run(
+                [args.compile, src, "--train", "--optimizer", "adamw",
+                 "--mesh", args.mesh, "--emit=obj", "-o",
+                 os.path.join(work, "x.o"), "-v", "--llvm-opt-level",
+                 str(level)], capture_output=True, text=True, cwd=work)
+            if result.returncode != 0:
+                sys.exit(f"compile failed:\n{result.stderr[-3000:]}")
+            return time.perf_counter() - start, result
+
+        wall, result = run(2)
+        wall0, _ = run(0)
         passes = []
         for line in result.stderr.splitlines():
             m = re.match(r"\s*([0-9.]+) \(\s*([0-9.]+)%\)\s+(\S.*)$", line)
@@ -183,7 +190,8 @@ def compile_time(args, work):
         passes.sort(reverse=True)
         top = ", ".join(f"{name} {t:.2f}s" for t, name in passes[:4])
         ops = text.count(" = graph.")
-        print(f"{layers:6} {ops:7} {wall:8.2f} {wall / layers:8.3f}  {top}")
+        print(f"{layers:6} {ops:7} {wall:8.2f} {wall / layers:8.3f} "
+              f"{wall0:7.2f}  {top}")
 
 
 def throughput(args, work):

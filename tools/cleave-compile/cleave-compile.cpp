@@ -145,7 +145,14 @@ OwningOpRef<ModuleOp> loadInput(MLIRContext &ctx, llvm::SourceMgr &sourceMgr) {
   return parseSourceFile<ModuleOp>(sourceMgr, &ctx);
 }
 
-/// Translates, optimizes (-O2) and emits an object for the host.
+static cl::opt<unsigned> llvmOptLevel(
+    "llvm-opt-level",
+    cl::desc("LLVM optimization level of the program's code, 0-3 (default "
+             "2); the kernels are the runtime's, compiled already"),
+    cl::init(2), cl::cat(category));
+
+/// Translates, optimizes (-O<llvm-opt-level>) and emits an object for the
+/// host.
 LogicalResult emitNative(ModuleOp module, llvm::StringRef path) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
@@ -167,7 +174,15 @@ LogicalResult emitNative(ModuleOp module, llvm::StringRef path) {
       triple, llvm::sys::getHostCPUName(), "", options, llvm::Reloc::PIC_));
   llvmModule->setDataLayout(machine->createDataLayout());
   llvmModule->setTargetTriple(triple);
-  if (llvm::Error err = makeOptimizingTransformer(2, 0, machine.get())(
+  if (llvmOptLevel > 3) {
+    llvm::errs() << "cleave-compile: error: --llvm-opt-level must be 0-3\n";
+    return failure();
+  }
+  machine->setOptLevel(llvmOptLevel == 0   ? llvm::CodeGenOptLevel::None
+                       : llvmOptLevel == 1 ? llvm::CodeGenOptLevel::Less
+                                           : llvm::CodeGenOptLevel::Default);
+  if (llvm::Error err = makeOptimizingTransformer(llvmOptLevel, 0,
+                                                  machine.get())(
           llvmModule.get())) {
     llvm::errs() << "cleave-compile: error: " << toString(std::move(err))
                  << "\n";

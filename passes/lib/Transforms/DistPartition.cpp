@@ -62,6 +62,7 @@ private:
   MeshOp mesh;
   FlatSymbolRefAttr meshRef;
   ModuleOp module;
+  SymbolTable symbols{module};
   llvm::DenseMap<Value, Local> locals;
   std::map<std::pair<void *, std::string>, Value> converted;
 };
@@ -73,7 +74,7 @@ FailureOr<Layout> Partitioner::layoutOf(ShardingAttr sharding, Operation *at) {
 }
 
 FailureOr<Layout> Partitioner::paramLayout(StringRef name, Operation *at) {
-  auto param = module.lookupSymbol<graph::ParamOp>(name);
+  auto param = symbols.lookup<graph::ParamOp>(name);
   if (!param)
     return at->emitOpError("reads unknown parameter @") << name;
   if (ShardingAttr s = param.getShardingAttr())
@@ -322,7 +323,7 @@ LogicalResult Partitioner::partition(Operation *op) {
     auto clone = cast<graph::ReadParamOp>(b.clone(*op));
     clone->removeAttr(DistDialect::getShardingAttrName());
     clone.getResult().setType(layout->localType(read.getType(), mesh));
-    auto param = module.lookupSymbol<graph::ParamOp>(read.getParamAttr());
+    auto param = symbols.lookup<graph::ParamOp>(read.getParam());
     StringAttr origin = param && param.getShardingAttr()
                             ? param.getShardingAttr().getOrigin()
                             : StringAttr();

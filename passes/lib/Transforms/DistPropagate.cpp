@@ -60,7 +60,7 @@ LogicalResult Propagation::set(Value v, ShardingAttr sharding, Operation *at) {
 }
 
 LogicalResult Propagation::seed() {
-  auto module = fn->getParentOfType<ModuleOp>();
+  SymbolTable symbols(fn->getParentOfType<ModuleOp>());
   for (BlockArgument arg : fn.getArguments()) {
     auto type = dyn_cast<RankedTensorType>(arg.getType());
     if (!type)
@@ -76,7 +76,7 @@ LogicalResult Propagation::seed() {
   }
   WalkResult walk = fn.walk([&](Operation *op) {
     if (auto read = dyn_cast<graph::ReadParamOp>(op)) {
-      auto param = module.lookupSymbol<graph::ParamOp>(read.getParamAttr());
+      auto param = symbols.lookup<graph::ParamOp>(read.getParam());
       if (param && param.getShardingAttr()) {
         if (failed(set(read.getResult(), param.getShardingAttr(), op)))
           return WalkResult::interrupt();

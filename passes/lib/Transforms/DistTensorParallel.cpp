@@ -439,12 +439,13 @@ void DistTensorParallelPass::runOnOperation() {
   }
 
   // The parameters, then the optimizer state of each.
+  SymbolTable symbols(module);
   auto meshRef = FlatSymbolRefAttr::get(mesh->getSymNameAttr());
   StringAttr origin = StringAttr::get(&getContext(), "-dist-tensor-parallel");
   StringRef axisName = StringAttr::get(&getContext(), axis).getValue();
   llvm::StringMap<ShardingAttr> shardings;
   for (auto &[name, dim] : split) {
-    auto param = module.lookupSymbol<graph::ParamOp>(name);
+    auto param = symbols.lookup<graph::ParamOp>(name);
     if (!param)
       continue;
     auto type = cast<RankedTensorType>(param.getType());
@@ -460,7 +461,7 @@ void DistTensorParallelPass::runOnOperation() {
       return;
     for (Value v : state)
       if (auto stateRead = v ? v.getDefiningOp<graph::ReadParamOp>() : nullptr)
-        if (auto p = module.lookupSymbol<graph::ParamOp>(stateRead.getParam()))
+        if (auto p = symbols.lookup<graph::ParamOp>(stateRead.getParam()))
           p.setShardingAttr(shardings[read.getParam()]);
   };
   module.walk([&](Operation *op) {
@@ -498,8 +499,9 @@ void DistSequenceParallelPass::runOnOperation() {
   if (n == 1)
     return;
   // Whether a parameter dimension is split on the axis.
+  SymbolTable symbols(module);
   auto splitOn = [&](const ParamDim &pd) {
-    auto param = module.lookupSymbol<graph::ParamOp>(pd.param);
+    auto param = symbols.lookup<graph::ParamOp>(pd.param);
     if (!param || !param.getShardingAttr())
       return false;
     FailureOr<Layout> l = Layout::get(param.getShardingAttr(),

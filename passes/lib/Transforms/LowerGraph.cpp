@@ -438,8 +438,7 @@ private:
   }
   LogicalResult build(AssignOp a, ArrayRef<Value> in,
                       RuntimeBuilder &rt) const {
-    auto param =
-        this->state.module.template lookupSymbol<ParamOp>(a.getParamAttr());
+    ParamOp param = this->state.lookupParam(a.getParamAttr());
     if (param && param->hasAttr(kOffsetAttr) &&
         cast<IntegerAttr>(param->getAttr(kOffsetAttr)).getInt() ==
             this->state.offsets.lookup(a.getValue()))

@@ -100,6 +100,8 @@ Lowering::Lowering(ModuleOp module) : module(module), ctx(module.getContext()) {
       ctx, {ptr, descType, ptr, ptr, i64, i32, ptr});
   for (auto m : module.getOps<dist::MeshOp>())
     meshes.push_back(m);
+  for (auto param : module.getOps<ParamOp>())
+    params[param.getSymName()] = param;
 }
 
 FailureOr<SmallVector<int64_t>> Lowering::descWords(int64_t offset, Type type) {

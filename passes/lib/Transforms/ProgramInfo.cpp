@@ -71,13 +71,13 @@ Value RuntimeBuilder::commEngine() {
   // The engine's table, defined by the communication library the program
   // is linked with (cleave_comm.h): referring to it pulls the engine in.
   StringRef name = "cleave_comm_engine";
-  auto global = state.module.lookupSymbol<LLVM::GlobalOp>(name);
-  if (!global)
-    global = atModuleStart([&] {
+  auto global = state.lookupOrDeclare<LLVM::GlobalOp>(name, [&] {
+    return atModuleStart([&] {
       return LLVM::GlobalOp::create(b, loc, i8, /*isConstant=*/true,
                                     LLVM::Linkage::External, name,
                                     Attribute());
     });
+  });
   return LLVM::AddressOfOp::create(b, loc, global);
 }
 

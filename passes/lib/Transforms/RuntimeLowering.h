@@ -211,6 +211,25 @@ public:
 
   ModuleOp module;
   MLIRContext *ctx;
+  /// The module's parameters, and the runtime functions and globals the
+  /// lowering declared, by name: a module's lookupSymbol scans its ops, so
+  /// one per op would make the lowering quadratic in the program's size.
+  llvm::StringMap<ParamOp> params;
+  llvm::StringMap<Operation *> declared;
+  ParamOp lookupParam(FlatSymbolRefAttr ref) const {
+    return params.lookup(ref.getValue());
+  }
+  /// The function or global `name` of the module, declared by `create` on
+  /// first use.
+  template <typename OpT>
+  OpT lookupOrDeclare(StringRef name, function_ref<OpT()> create) {
+    Operation *&slot = declared[name];
+    if (!slot) {
+      OpT found = module.lookupSymbol<OpT>(name);
+      slot = found ? found.getOperation() : create().getOperation();
+    }
+    return cast<OpT>(slot);
+  }
   Type i8, i32, i64, f64, ptr, descType, namedType;
   /// The arguments of cleave_program_run, once the function is converted.
   Value arena, context;
@@ -276,7 +295,7 @@ public:
 
   /// The descriptor of the storage of parameter `ref`.
   FailureOr<Value> paramDesc(FlatSymbolRefAttr ref, Operation *user) {
-    auto param = state.module.lookupSymbol<ParamOp>(ref);
+    ParamOp param = state.lookupParam(ref);
     if (!param || !param->hasAttr(kOffsetAttr))
       return user->emitOpError("names ")
              << ref << ", which is not a planned graph.param";
@@ -377,14 +396,13 @@ public:
   /// Calls the runtime function `name`, declaring it on first use; with a
   /// `result` type (a started collective's i64 handle), returns its value.
   Value call(StringRef name, ValueRange args, Type result = {}) {
-    auto fn = state.module.lookupSymbol<LLVM::LLVMFuncOp>(name);
-    if (!fn) {
+    auto fn = state.lookupOrDeclare<LLVM::LLVMFuncOp>(name, [&] {
       SmallVector<Type> types(args.getTypes());
       auto fnType = LLVM::LLVMFunctionType::get(
           result ? result : LLVM::LLVMVoidType::get(state.ctx), types);
-      fn = atModuleStart(
+      return atModuleStart(
           [&] { return LLVM::LLVMFuncOp::create(b, loc, name, fnType); });
-    }
+    });
     auto call = LLVM::CallOp::create(b, loc, fn, args);
     return result ? call.getResult() : Value();
   }
