@@ -19,6 +19,7 @@
 #include "cleave/Transforms/Pipeline.h"
 
 #include "CompileConfig.h"
+#include "PlanFile.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -102,6 +103,13 @@ static cl::OptionCategory distCategory(
     "mpirun with one rank per device (mpirun -np 4 ./train ... for "
     "--mesh dp=2,tp=2), takes the same data flags as on one device and "
     "trains exactly as one device would (see docs/distributed.md).");
+
+static cl::opt<std::string> planFile(
+    "plan",
+    cl::desc("Take the mesh, the ZeRO stage, sequence parallelism and the "
+             "precision from a plan file of cleave-plan --out "
+             "(docs/planner.md)"),
+    cl::value_desc("plan.json"), cl::cat(distCategory));
 
 /// The pipeline's flags (--train, --lr, --precision, --no-fusion...), bound
 /// into the command line in main.
@@ -302,6 +310,10 @@ int main(int argc, char **argv) {
 
   if (std::string err = checkTarget(); !err.empty())
     return fail(err);
+  if (!planFile.empty())
+    if (std::string err = applyPlanFile(planFile, pipelineOptions);
+        !err.empty())
+      return fail(err);
   if (failed(pipelineOptions.verify([](const llvm::Twine &message) {
         fail(message);
         return failure();
