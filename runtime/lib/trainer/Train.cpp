@@ -182,14 +182,16 @@ void printUsage(const char *argv0) {
         tensorBytes(p.params[i].tensor);
   std::printf("\nprogram: training\ninputs (the last is the loss target):\n%s"
               "outputs (output 0 is the loss):\n%s"
-              "parameters: %lld of the model (%s), %lld of optimizer state "
-              "(%s)\n"
+              "parameters: %lld of the model (%s = %lld B), %lld of "
+              "optimizer state (%s = %lld B)\n"
               "arena: %s\nsource model: %s\ntraining config: %s\n",
               listTensors(p.inputs, 0, p.num_inputs).c_str(),
               listTensors(p.outputs, 0, p.num_outputs).c_str(),
               (long long)p.num_model_params, humanBytes(modelBytes).c_str(),
+              (long long)modelBytes,
               (long long)(p.num_params - p.num_model_params),
-              humanBytes(stateBytes).c_str(), humanBytes(p.arena_bytes).c_str(),
+              humanBytes(stateBytes).c_str(), (long long)stateBytes,
+              humanBytes(p.arena_bytes).c_str(),
               p.source_model ? p.source_model : "(none)",
               p.training_config ? p.training_config : "(none)");
   if (p.mesh_rank > 0) {

@@ -12,6 +12,9 @@ characters) and checks:
 - the final parameters and optimizer state, put together from the sharded
   checkpoint by numpy, equal one device's within RTOL of each tensor's
   largest magnitude;
+- each rank stores the blocks the layout gives it: the parameters and
+  the optimizer state divided by tp where split, by dp with ZeRO-3 (the
+  parameters) and ZeRO-1 and up (the state), from the program's --help;
 - the parameters split on the `tp` axis are exactly the Megatron layout
   the case names (column-parallel up, gate, query, key and value
   projections with their biases; row-parallel down and output
@@ -29,6 +32,7 @@ import dataclasses
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -251,6 +255,31 @@ def check_case(case, compile_, work):
     print(f"ok {case.name}: final values of {len(a)} parameters and states "
           f"within {case.rtol} of one device")
 
+    # Each rank stores its blocks: the parameters split on tp, and on dp
+    # with ZeRO-3; the optimizer state (AdamW's two moments, SGD's
+    # momentum, and the 8-byte step counter) split on tp, and on dp from
+    # ZeRO-1 (every dimension here divides).
+    help_text = run([*MPIRUN, "-np", str(case.ranks), mesh, "--help"]).stdout
+    model_b, state_b = map(int, re.search(
+        r"parameters: \d+ of the model \([^=]+= (\d+) B\), \d+ of optimizer "
+        r"state \([^=]+= (\d+) B\)", help_text).groups())
+    axes = dict(a.split("=") for a in case.mesh.split(","))
+    dp, tp = int(axes.get("dp", 1)), int(axes.get("tp", 1))
+    zero = int(case.mesh_flags[case.mesh_flags.index("--zero") + 1]) \
+        if "--zero" in case.mesh_flags else 0
+    blocks = {n: b // (tp if n in case.tp_split else 1)
+              for n, b in model_params(case.model).items()}
+    moments = 2 if "adamw" in case.flags else 1
+    want_model = sum(blocks.values()) // (dp if zero == 3 else 1)
+    want_state = moments * sum(blocks.values()) // (dp if zero >= 1 else 1) + 8
+    if (model_b, state_b) != (want_model, want_state):
+        raise AssertionError(f"{case.name}: each rank stores {model_b} B of "
+                             f"parameters and {state_b} B of state, the "
+                             f"layout's figures are {want_model} and "
+                             f"{want_state}")
+    print(f"ok {case.name}: each rank stores {model_b} B of parameters and "
+          f"{state_b} B of optimizer state, as the layout says")
+
     index = json.load(open(os.path.join(work, "mesh-ck", "model.index.json")))
     split = {}
     for name, spec in index["params"].items():
@@ -284,7 +313,6 @@ def check_case(case, compile_, work):
 
     # --dist-explain's figures are the compiler's: they must be what the
     # runtime counted, on every axis.
-    import re
     summary = explained.splitlines()[0]
     told = {}
     for kind, axes, nbytes in re.findall(r'(\w+) over \[([^\]]*)\] (\d+) B',
