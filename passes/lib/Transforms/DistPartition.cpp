@@ -28,6 +28,31 @@ using namespace cleave::dist;
 
 namespace {
 
+RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+/// While alive, gives the ops `b` inserts the training-step annotations
+/// (phase, microbatch, layer) of `from`.
+class Annotator : public OpBuilder::Listener {
+public:
+  Annotator(OpBuilder &b, Operation *from)
+      : b(b), from(from), previous(b.getListener()) {
+    b.setListener(this);
+  }
+  ~Annotator() override { b.setListener(previous); }
+  void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
+    for (StringRef name : {graph::GraphDialect::getPhaseAttrName(),
+                           graph::GraphDialect::getMicrobatchAttrName(),
+                           graph::GraphDialect::getLayerAttrName()})
+      if (Attribute a = from->getAttr(name))
+        op->setAttr(name, a);
+  }
+
+private:
+  OpBuilder &b;
+  Operation *from;
+  OpBuilder::Listener *previous;
+};
+
 /// This device's block of a global value, and the layout it is a block of.
 struct Local {
   Value value;
@@ -64,10 +89,17 @@ private:
   ModuleOp module;
   SymbolTable symbols{module};
   llvm::DenseMap<Value, Local> locals;
-  std::map<std::pair<void *, std::string>, Value> converted;
+  /// The local types of the arguments, which keep their global types
+  /// until the end (the old ops' rules read them).
+  llvm::DenseMap<Value, RankedTensorType> argLocals;
+  RankedTensorType localTypeOf(Value local) const {
+    auto it = argLocals.find(local);
+    return it != argLocals.end() ? it->second : typeOf(local);
+  }
+  /// The conversions made so far: (value, target layout) -> the block.
+  std::map<std::pair<void *, std::string>, std::pair<Value, Layout>>
+      converted;
 };
-
-RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
 
 FailureOr<Layout> Partitioner::layoutOf(ShardingAttr sharding, Operation *at) {
   return Layout::get(sharding, [&]() { return at->emitOpError(); });
@@ -92,28 +124,24 @@ FailureOr<Value> Partitioner::convert(Value old, const Layout &to,
   std::string key = to.str();
   auto cached = converted.find({old.getAsOpaquePointer(), key});
   if (cached != converted.end())
-    return cached->second;
+    return cached->second.first;
 
   // The inserted ops belong to the reader's phase, microbatch and layer.
-  struct Annotator : OpBuilder::Listener {
-    Operation *reader;
-    void notifyOperationInserted(Operation *op,
-                                 OpBuilder::InsertPoint) override {
-      for (StringRef name : {graph::GraphDialect::getPhaseAttrName(),
-                             graph::GraphDialect::getMicrobatchAttrName(),
-                             graph::GraphDialect::getLayerAttrName()})
-        if (Attribute a = reader->getAttr(name))
-          op->setAttr(name, a);
-    }
-  } annotator;
-  annotator.reader = reader;
-  OpBuilder::Listener *previous = b.getListener();
-  b.setListener(&annotator);
-  auto restore = llvm::make_scope_exit([&] { b.setListener(previous); });
+  Annotator annotator(b, reader);
 
   RankedTensorType global = typeOf(old);
   Layout cur = src.layout;
   Value v = src.value;
+  // A partial value that an earlier reader had reduced is converted from
+  // that reduction (by slices or gathers), not reduced again.
+  if (cur.isPartial() && !to.isPartial())
+    for (auto it = converted.lower_bound({old.getAsOpaquePointer(), ""});
+         it != converted.end() && it->first.first == old.getAsOpaquePointer();
+         ++it)
+      if (!it->second.second.isPartial()) {
+        std::tie(v, cur) = it->second;
+        break;
+      }
   std::string cause = why.str();
   if (src.origin)
     cause += "; the value's layout from " + src.origin.str();
@@ -133,7 +161,7 @@ FailureOr<Value> Partitioner::convert(Value old, const Layout &to,
       if (!cur.isPartial() && !to.isPartial()) {
         Value rebuilt = graph::ConstantOp::create(
             b, constant.getLoc(), splat.resizeSplat(to.localType(global, mesh)));
-        converted[{old.getAsOpaquePointer(), key}] = rebuilt;
+        converted[{old.getAsOpaquePointer(), key}] = {rebuilt, to};
         return rebuilt;
       }
 
@@ -233,7 +261,7 @@ FailureOr<Value> Partitioner::convert(Value old, const Layout &to,
   }
   if (cur != to)
     return fail();
-  converted[{old.getAsOpaquePointer(), key}] = v;
+  converted[{old.getAsOpaquePointer(), key}] = {v, to};
   return v;
 }
 
@@ -288,6 +316,29 @@ LogicalResult Partitioner::partitionRuled(Operation *op,
       return failure();
     newOperands.push_back(*local);
   }
+  // An op whose hook factor is split computes through its hook.
+  int64_t hooked = hookFactor(op, rule);
+  if (hooked >= 0 && !decided.factorAxes[hooked].empty()) {
+    SmallVector<RankedTensorType> types;
+    for (auto [i, r] : llvm::enumerate(op->getResults()))
+      types.push_back(decided.results[i].localType(typeOf(r), mesh));
+    Annotator annotator(b, op);
+    FailureOr<SmallVector<Value>> results = partitionWithHook(
+        b, op, newOperands, types, decided.factorAxes[hooked], mesh,
+        [&](Value v) { return localTypeOf(v); });
+    if (failed(results))
+      return failure();
+    for (auto [i, r] : llvm::enumerate(op->getResults())) {
+      SmallVector<StringAttr> origins;
+      for (int64_t t : decided.sourcesOfResult(rule, i))
+        origins.push_back(originOf(t));
+      locals[r] = {(*results)[i], decided.results[i],
+                   ShardingPriority::Propagated,
+                   joinOrigins(op->getContext(), origins)};
+    }
+    return success();
+  }
+
   Operation *clone = b.clone(*op);
   clone->setOperands(newOperands);
   clone->removeAttr(DistDialect::getShardingAttrName());
@@ -432,10 +483,11 @@ LogicalResult Partitioner::run() {
     }
     RankedTensorType local = layout.localType(type, mesh);
     locals[arg] = {arg, layout, ShardingPriority::User, origin};
+    argLocals[arg] = local;
     inputs.push_back(local);
   }
   // The arguments take their local types once every op has been converted
-  // (the old ops keep reading the global ones until they are erased).
+  // (the rules of the old ops read their global types).
   SmallVector<Operation *> old;
   for (Operation &op : body)
     old.push_back(&op);

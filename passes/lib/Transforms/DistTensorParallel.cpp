@@ -299,6 +299,15 @@ bool Chain::use(Value v, int64_t f, OpOperand &operand) {
         }
         return walk(reshape.getResult(), g);
       })
+      .Case([&](graph::CrossEntropyOp loss) {
+        // The vocabulary-parallel loss: the classes split, through the
+        // cross-entropy's partition hook (summed, as the training step's).
+        if (operand.getOperandNumber() != 0 || f != rankOf(v) - 1 ||
+            loss.getReduction() != ReductionKind::Sum)
+          return fail(op, "reads the features other than as the classes of "
+                          "a summed loss");
+        return true;
+      })
       .Case([&](graph::AttentionOp attention) {
         unsigned i = operand.getOperandNumber();
         if (i > 2 || f != 1)
@@ -425,6 +434,23 @@ void DistTensorParallelPass::runOnOperation() {
       for (const ParamDim &pd : c.chain.rows)
         split[pd.param] = pd.dim;
     }
+  // Embeddings by vocabulary (Megatron's vocabulary-parallel embedding):
+  // a table looked up along dimension 0 by the data's ids, through the
+  // gather's hook. A table read at fixed rows (positions) stays whole: it
+  // would cost an all-reduce of the rows to save their storage.
+  for (auto fn : module.getOps<func::FuncOp>())
+    fn.walk([&](graph::GatherOp gather) {
+      if (!isForward(gather) || gather.getDim() != 0 ||
+          gather.getIndices().getDefiningOp<graph::ConstantOp>() ||
+          gather.getIndices().getDefiningOp<graph::IotaOp>())
+        return;
+      std::optional<ParamDim> table = traceToParam(gather.getData(), 0);
+      if (!table || sizeOf(gather.getData(), 0) % n != 0)
+        return;
+      auto it = split.find(table->param);
+      if (it == split.end())
+        split[table->param] = table->dim;
+    });
   if (split.empty()) {
     std::string firstRefusal;
     for (Candidate &c : candidates)

@@ -194,8 +194,10 @@ OpLayouts decideLayouts(Operation *op, const ShardingRule &rule,
   // factor of every dimension it is part of: only then is each device's
   // piece of those dimensions one contiguous block.
   SmallVector<bool> splittable(numFactors, true);
+  const int64_t hooked = hookFactor(op, rule);
   for (auto [f, factor] : llvm::enumerate(rule.getFactors()))
-    if (factor.kind == FactorKind::NeedReplication || factor.needsHook)
+    if ((factor.kind == FactorKind::NeedReplication || factor.needsHook) &&
+        int64_t(f) != hooked)
       splittable[f] = false;
   tensors([&](const TensorFactors &tf, const KnownLayout &, Value, bool,
               unsigned) {

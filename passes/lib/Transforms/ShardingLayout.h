@@ -121,6 +121,23 @@ OpLayouts decideLayouts(mlir::Operation *op, const ShardingRule &rule,
 mlir::StringAttr joinOrigins(mlir::MLIRContext *ctx,
                              llvm::ArrayRef<mlir::StringAttr> origins);
 
+/// The factor of `op`'s rule that the op's partition hook splits (the
+/// vocabulary of a gather along dimension 0 or of its gradient, the classes
+/// of a summed cross-entropy or of its gradient), or -1 (DistHooks.cpp).
+int64_t hookFactor(mlir::Operation *op, const ShardingRule &rule);
+
+/// The local computation of `op` with its hook factor split along `axes`:
+/// `operands` are this device's blocks in the decided layouts,
+/// `resultTypes` the local types of the results; `localTypeOf` gives an
+/// operand's local type (the partitioner's arguments keep their global
+/// types until it ends).
+mlir::FailureOr<llvm::SmallVector<mlir::Value>> partitionWithHook(
+    mlir::OpBuilder &b, mlir::Operation *op,
+    llvm::ArrayRef<mlir::Value> operands,
+    llvm::ArrayRef<mlir::RankedTensorType> resultTypes,
+    llvm::ArrayRef<llvm::StringRef> axes, MeshOp mesh,
+    llvm::function_ref<mlir::RankedTensorType(mlir::Value)> localTypeOf);
+
 /// The single `dist.mesh` of `module`, or a diagnostic on `module` naming
 /// `pass` when there is none or more than one.
 mlir::FailureOr<MeshOp> getTheMesh(mlir::ModuleOp module,

@@ -58,19 +58,28 @@ BATCH, SEQ, HIDDEN, LAYERS = 2, 8, 32, 2
 # parallel projections in the backward: four all-reduces of b * s * h.
 TOKENS_BYTES = BATCH * SEQ * HIDDEN * 4  # one activation, b*s*h f32
 MEGATRON_BYTES = 4 * LAYERS * TOKENS_BYTES
+# Around the layers, with the vocabulary split: the embedding's partial
+# rows all-reduced in the forward, the LM head's input gradient in the
+# backward, and the vocabulary-parallel loss's row maxima, sums of
+# exponentials and label logits (3 of b*s f32), maxima and sums again in
+# its gradient (2): each all-reduced, 2 (n-1)/n = 1 for n = 2.
+VOCAB_BYTES = 2 * TOKENS_BYTES + 5 * BATCH * SEQ * 4
 
-# The parameters the Megatron layout splits, by example: (dim, names).
+# The parameters the Megatron layout splits, by example: {name: dim}. The
+# embedding tables and the LM head by vocabulary (gpt ties them: wte).
 GPT_TP = {
     f"blocks.{l}.{name}": dim for l in range(LAYERS) for name, dim in [
         ("attn.qkv.weight", 1), ("attn.qkv.bias", 1),
         ("attn.proj.weight", 1), ("mlp.fc.weight", 0), ("mlp.fc.bias", 0),
         ("mlp.proj.weight", 1)]}
+GPT_TP["wte.weight"] = 0
 LLAMA_TP = {
     f"layers.{l}.{name}": dim for l in range(LAYERS) for name, dim in [
         ("attention.wq.weight", 0), ("attention.wk.weight", 0),
         ("attention.wv.weight", 0), ("attention.wo.weight", 1),
         ("feed_forward.w1.weight", 0), ("feed_forward.w3.weight", 0),
         ("feed_forward.w2.weight", 1)]}
+LLAMA_TP.update({"tok_embeddings.weight": 0, "output.weight": 0})
 
 
 def model_params(model):
@@ -131,39 +140,42 @@ def cases():
              ADAMW + ["--accumulate", "2"],
              {}, {"dp": {"all_reduce": p + 4}}),
         Case("gpt-tp2", "gpt", "tp=2", 2, ADAMW, GPT_TP,
-             {"tp": {"all_reduce": MEGATRON_BYTES}}),
+             {"tp": {"all_reduce": MEGATRON_BYTES + VOCAB_BYTES}}),
         Case("llama-tp2", "llama", "tp=2", 2, SGD, LLAMA_TP,
-             {"tp": {"all_reduce": MEGATRON_BYTES}}),
+             {"tp": {"all_reduce": MEGATRON_BYTES + VOCAB_BYTES}}),
         # Each dp group holds half the batch; the gradients it all-reduces
         # are the tp blocks.
         Case("gpt-dp2-tp2", "gpt", "dp=2,tp=2", 4, ADAMW, GPT_TP,
              {"dp": {"all_reduce": dp_bytes("gpt", GPT_TP, 2)},
-              "tp": {"all_reduce": MEGATRON_BYTES // 2}}),
+              "tp": {"all_reduce": (MEGATRON_BYTES + VOCAB_BYTES) // 2}}),
         # Megatron sequence parallelism (--sp): per layer, the forward's two
         # all-reduces become a reduce-scatter of the tokens and an
         # all-gather before the next column-parallel projection, and so in
         # the backward: 8 x (n-1)/n * b*s*h*4 per layer, Megatron's bytes.
-        # Around the layers: the embeddings and the LM head read all the
-        # tokens (an all-gather of b*s*h for the head; of the embeddings'
-        # output gradients, b*s*h for the token table and s*h for the
-        # positions), the first layer's input stays whole (its input
-        # gradient all-reduced, and no all-gather before the first
-        # projection), and the gradients of the norm weights and of the
-        # row-parallel biases, computed from a shard of the tokens, are
+        # Around the layers: the embedding's partial rows are all-reduced
+        # (the first layer's input stays whole, so its input gradient is
+        # all-reduced too and the first projection needs no all-gather);
+        # the LM head gathers its input and reduce-scatters its input
+        # gradient; the embeddings' output gradients are gathered (b*s*h
+        # for the token table, s*h for the positions); the loss's 5
+        # all-reduces of b*s; and the gradients of the norm weights and of
+        # the row-parallel biases, computed from a shard of the tokens, are
         # all-reduced (12 vectors of h: the first norm is whole).
         Case("gpt-tp2-sp", "gpt", "tp=2", 2, ADAMW, GPT_TP,
-             {"tp": {"reduce_scatter": (4 * LAYERS - 1) * TOKENS_BYTES // 2,
+             {"tp": {"reduce_scatter": 4 * LAYERS * TOKENS_BYTES // 2,
                      "all_gather": 4 * LAYERS * TOKENS_BYTES // 2
                      + (TOKENS_BYTES + SEQ * HIDDEN * 4) // 2,
-                     "all_reduce": TOKENS_BYTES + 12 * HIDDEN * 4}},
+                     "all_reduce": 2 * TOKENS_BYTES + 5 * BATCH * SEQ * 4
+                     + 12 * HIDDEN * 4}},
              ["--sp"]),
         # llama: RMS norms without biases, no row-parallel biases, no
         # position table: the norm weights' gradients (2 per layer, less
         # the first, and the final norm's) all-reduced.
         Case("llama-tp2-sp", "llama", "tp=2", 2, SGD, LLAMA_TP,
-             {"tp": {"reduce_scatter": (4 * LAYERS - 1) * TOKENS_BYTES // 2,
+             {"tp": {"reduce_scatter": 4 * LAYERS * TOKENS_BYTES // 2,
                      "all_gather": (4 * LAYERS + 1) * TOKENS_BYTES // 2,
-                     "all_reduce": TOKENS_BYTES + 2 * LAYERS * HIDDEN * 4}},
+                     "all_reduce": 2 * TOKENS_BYTES + 5 * BATCH * SEQ * 4
+                     + 2 * LAYERS * HIDDEN * 4}},
              ["--sp"]),
         # bf16 (f32 parameters and state, 16-bit compute): a device sums a
         # row-parallel product's partial results in bf16 before the
@@ -177,7 +189,8 @@ def cases():
         # of the full learning rate where a gradient is small.)
         Case("gpt-tp2-bf16", "gpt", "tp=2", 2,
              SGD + ["--precision", "bf16"], GPT_TP,
-             {"tp": {"all_reduce": MEGATRON_BYTES // 2}}, rtol=2e-2),
+             {"tp": {"all_reduce": MEGATRON_BYTES // 2 + TOKENS_BYTES
+                     + 5 * BATCH * SEQ * 4}}, rtol=2e-2),
         Case("gpt-dp2-tp2-zero3-sp-bf16", "gpt", "dp=2,tp=2", 4,
              SGD + ["--precision", "bf16"], GPT_TP, {},
              ["--zero", "3", "--sp"], rtol=2e-2),
@@ -185,17 +198,24 @@ def cases():
         # batch of a dp group (the norms' and biases' gradients are f32,
         # whole vectors); the "dp" axis checked by --dist-explain's count.
         Case("gpt-dp2-tp2-zero3-sp", "gpt", "dp=2,tp=2", 4, ADAMW, GPT_TP,
-             {"tp": {"reduce_scatter": (4 * LAYERS - 1) * TOKENS_BYTES // 4,
+             {"tp": {"reduce_scatter": 4 * LAYERS * TOKENS_BYTES // 4,
                      "all_gather": 4 * LAYERS * TOKENS_BYTES // 4
                      + (TOKENS_BYTES // 2 + SEQ * HIDDEN * 4) // 2,
-                     "all_reduce": TOKENS_BYTES // 2 + 12 * HIDDEN * 4}},
+                     "all_reduce": TOKENS_BYTES + 5 * BATCH * SEQ * 2
+                     + 12 * HIDDEN * 4}},
              ["--zero", "3", "--sp"]),
+        # An ignored label (the character 'e' of the corpus, id 5 here, is
+        # frequent): the loss's hooks drop its positions and the count
+        # divides by the others, on every layout as on one device.
+        Case("gpt-dp2-tp2-sp-ignore", "gpt", "dp=2,tp=2", 4,
+             ADAMW + ["--ignore-index", "5"], GPT_TP, {}, ["--sp"]),
         # ZeRO-3 with tensor parallelism: losses, state and layout, and
         # the tp axis's bytes (the dp axis's gathers depend on which
         # parameters the backward reads again, which the mlp cases of
         # check_distributed.py count).
         Case("llama-dp2-tp2-zero3", "llama", "dp=2,tp=2", 4, SGD, LLAMA_TP,
-             {"tp": {"all_reduce": MEGATRON_BYTES // 2}}, ["--zero", "3"]),
+             {"tp": {"all_reduce": (MEGATRON_BYTES + VOCAB_BYTES) // 2}},
+             ["--zero", "3"]),
     ]
 
 

@@ -790,9 +790,13 @@ def DistTensorParallelPass : Pass<"dist-tensor-parallel", "::mlir::ModuleOp"> {
     the row-parallel product in the forward and one of the input gradient
     in the backward, per pair.
 
-    Projections whose features reach anything else (a norm, the loss, a
-    residual) stay whole, as do the embedding and the language-model head
-    (their vocabulary-parallel form is not built). Heads or features that
+    A projection whose features are the classes of a summed cross-entropy
+    (the language-model head) is split by vocabulary, and so is every
+    embedding table looked up by the data's ids (not a position table read
+    at fixed rows): the gathers, their gradients and the loss then run
+    through their partition hooks, which never gather the logits.
+    Projections whose features reach anything else (a norm, a residual)
+    stay whole. Heads or features that
     `axis` does not divide are an error naming the op and the sizes; so is
     a model with nothing to split. Run `-cleave-split-projections` before
     differentiating so that a fused query-key-value projection splits by
