@@ -235,6 +235,7 @@ static void addDistributionPasses(OpPassManager &pm,
   pm.addPass(createDistPartitionPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  pm.addPass(createDistOptimizeCollectivesPass());
   if (options.distExplain)
     pm.addPass(createDistExplainPass());
 }

@@ -136,8 +136,11 @@ def cases():
                      "all_gather": p // 2}}, ["--zero", "1"]),
         # Two microbatches: the partial gradients are summed unreduced and
         # reduced once.
+        # (SGD: with AdamW one element of attn.proj.weight, whose
+        # accumulated gradient is dominated by rounding, steps differently,
+        # 1.2e-5 of the tensor's scale after 8 steps.)
         Case("gpt-dp2-accumulate2", "gpt", "dp=2", 2,
-             ADAMW + ["--accumulate", "2"],
+             SGD + ["--accumulate", "2"],
              {}, {"dp": {"all_reduce": p + 4}}),
         Case("gpt-tp2", "gpt", "tp=2", 2, ADAMW, GPT_TP,
              {"tp": {"all_reduce": MEGATRON_BYTES + VOCAB_BYTES}}),
@@ -181,19 +184,20 @@ def cases():
         # row-parallel product's partial results in bf16 before the
         # all-reduce adds them in f32 and rounds once, where one device
         # rounds the whole sum once; activations differ by about one bf16
-        # unit (2^-8 = 3.9e-3 relative) here and there: the losses, the
-        # parameters and the momentum (a sum of bf16 gradients, each of
-        # sums of many bf16 products) after 8 steps within 2e-2, a few
-        # units. (SGD: AdamW divides
+        # unit (2^-8 = 3.9e-3 relative) here and there, and the split LM
+        # head rounds its logits in other places than the whole one: the
+        # losses, the parameters and the momentum (a sum of bf16
+        # gradients, each of sums of many bf16 products) after 8 steps
+        # within 3e-2, a few units. (SGD: AdamW divides
         # each gradient by its own size, which turns those units into steps
         # of the full learning rate where a gradient is small.)
         Case("gpt-tp2-bf16", "gpt", "tp=2", 2,
              SGD + ["--precision", "bf16"], GPT_TP,
              {"tp": {"all_reduce": MEGATRON_BYTES // 2 + TOKENS_BYTES
-                     + 5 * BATCH * SEQ * 4}}, rtol=2e-2),
+                     + 5 * BATCH * SEQ * 4}}, rtol=3e-2),
         Case("gpt-dp2-tp2-zero3-sp-bf16", "gpt", "dp=2,tp=2", 4,
              SGD + ["--precision", "bf16"], GPT_TP, {},
-             ["--zero", "3", "--sp"], rtol=2e-2),
+             ["--zero", "3", "--sp"], rtol=3e-2),
         # The main job's layout: gpt-tp2-sp's figures on "tp" for the half
         # batch of a dp group (the norms' and biases' gradients are f32,
         # whole vectors); the "dp" axis checked by --dist-explain's count.

@@ -809,6 +809,28 @@ def DistTensorParallelPass : Pass<"dist-tensor-parallel", "::mlir::ModuleOp"> {
   let dependentDialects = ["::cleave::dist::DistDialect"];
 }
 
+def DistOptimizeCollectivesPass : Pass<"dist-optimize-collectives", "::mlir::ModuleOp"> {
+  let summary = "Rewrites and reorders the collectives of a partitioned program";
+  let description = [{
+    On every `dist.partitioned` function:
+
+    - an all-reduce whose only readers keep this device's block of one
+      dimension (`dist.local_slice` at the `dist.axis_index` of the same
+      axes) becomes a reduce-scatter into that block: (n-1)/n of the bytes
+      instead of 2(n-1)/n, and a block-sized result;
+    - ZeRO-3's gathers of parameter blocks are *prefetched*: each forward
+      all-gather of a parameter read by layer L (and the read) moves to the
+      start of layer L-1, so that, started early by
+      `-cleave-overlap-collectives`, it runs during the previous layer's
+      compute; the gathered copy lives one layer longer.
+
+    Gradient buckets are `-cleave-bucket-collectives` (`--bucket-bytes`),
+    and the start and wait of every collective
+    `-cleave-overlap-collectives`, which the pipeline runs after this pass.
+  }];
+  let dependentDialects = ["::cleave::dist::DistDialect"];
+}
+
 def DistExplainPass : Pass<"dist-explain", "::mlir::ModuleOp"> {
   let summary = "Prints each collective of a partitioned program and why it is there";
   let description = [{
