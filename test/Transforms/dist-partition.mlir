@@ -220,10 +220,11 @@ func.func @partial_result(%logits: tensor<8x4xf32> {dist.sharding = #dist.shardi
 // the sum of the maxima): each is reduced before the add. A partial mean
 // does, and the sum is reduced once.
 // CHECK-LABEL: func.func @max_not_linear
+// (Each all-reduce right after its producer.)
 // CHECK: %[[A:.*]] = graph.reduce max %arg0 dims [1] : tensor<8x4xf32>
-// CHECK: %[[B:.*]] = graph.reduce max %arg1 dims [1] : tensor<8x4xf32>
-// CHECK: %[[RA:.*]] = dist.all_reduce %[[A]] on @mesh ["tp"] max : tensor<8xf32>
-// CHECK: %[[RB:.*]] = dist.all_reduce %[[B]] on @mesh ["tp"] max : tensor<8xf32>
+// CHECK-NEXT: %[[RA:.*]] = dist.all_reduce %[[A]] on @mesh ["tp"] max : tensor<8xf32>
+// CHECK-NEXT: %[[B:.*]] = graph.reduce max %arg1 dims [1] : tensor<8x4xf32>
+// CHECK-NEXT: %[[RB:.*]] = dist.all_reduce %[[B]] on @mesh ["tp"] max : tensor<8xf32>
 // CHECK: graph.add %[[RA]], %[[RB]]
 // CHECK-LABEL: func.func @mean_linear
 // CHECK: %[[S:.*]] = graph.add

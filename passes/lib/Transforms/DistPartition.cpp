@@ -208,11 +208,24 @@ FailureOr<Value> Partitioner::convert(Value old, const Layout &to,
     for (StringRef a : cur.partial)
       if (!llvm::is_contained(scattered, a))
         rest.push_back(a);
-    if (!rest.empty())
+    if (!rest.empty()) {
+      // A whole all-reduce goes right after the value's producer, not
+      // before its reader: started there (-cleave-overlap-collectives), a
+      // gradient's reduction runs during the rest of the backward, as
+      // data-parallel training overlaps it. It runs in place, so the
+      // buffer lives no longer. Every reader reuses it.
+      OpBuilder::InsertionGuard guard(b);
+      std::optional<Annotator> producerPhase;
+      Operation *def = v.getDefiningOp();
+      if (!scatterDim && def && def->getBlock() == reader->getBlock()) {
+        b.setInsertionPointAfter(def);
+        producerPhase.emplace(b, def);
+      }
       v = AllReduceOp::create(b, loc("all_reduce"), v.getType(), v, meshRef,
                               b.getStrArrayAttr(rest),
                               ReductionKindAttr::get(b.getContext(),
                                                      cur.partialKind));
+    }
     if (scatterDim) {
       Layout next = cur;
       next.dims[*scatterDim] = to.dims[*scatterDim];
@@ -224,6 +237,7 @@ FailureOr<Value> Partitioner::convert(Value old, const Layout &to,
       cur.dims = next.dims;
     }
     cur.partial.clear();
+    converted.try_emplace({old.getAsOpaquePointer(), cur.str()}, v, cur);
   } else if (to.isPartial() && !samePartial) {
     return fail();
   }
