@@ -90,6 +90,11 @@ private:
   /// that the axis still divides. Returns false when none does.
   bool shardParam(graph::ParamOp param, MeshOp mesh, int64_t n,
                   StringRef origin);
+  /// ZeRO-2 with several microbatches: each microbatch's gradient is
+  /// reduce-scattered into the block the update reads before they are
+  /// summed (a `dist.shard` to the state's layout on each term of the sum),
+  /// so that no rank accumulates whole gradients.
+  void reduceEachMicrobatch(func::FuncOp fn, MeshOp mesh);
   /// ZeRO-3: each use of a stored block in the forward and backward reads
   /// the parameter anew and gathers it, right before the use.
   void gatherBeforeUses(func::FuncOp fn, graph::ParamOp param, MeshOp mesh);
@@ -157,6 +162,62 @@ void DistDataParallelPass::gatherBeforeUses(func::FuncOp fn,
     }
     if (read->use_empty())
       read->erase();
+  }
+}
+
+void DistDataParallelPass::reduceEachMicrobatch(func::FuncOp fn,
+                                                MeshOp mesh) {
+  auto config = fn->getAttrOfType<DictionaryAttr>("cleave.training_config");
+  auto k = config ? config.getAs<IntegerAttr>("accumulate") : IntegerAttr();
+  if (!k || k.getInt() < 2)
+    return; // one microbatch: ZeRO-1 and ZeRO-2 are one program
+  auto module = fn->getParentOfType<ModuleOp>();
+  SymbolTable symbols(module);
+  SmallVector<std::pair<Value, Value>> updates; // (gradient, state read)
+  fn.walk([&](Operation *op) {
+    if (auto adamw = dyn_cast<graph::AdamwOp>(op))
+      updates.push_back({adamw.getGrad(), adamw.getFirstMoment()});
+    if (auto sgd = dyn_cast<graph::SgdOp>(op))
+      if (sgd.getMomentumBuffer())
+        updates.push_back({sgd.getGrad(), sgd.getMomentumBuffer()});
+  });
+  auto isBackwardSum = [](Operation *op) {
+    auto phase = op ? op->getAttrOfType<graph::PhaseAttr>(
+                          graph::GraphDialect::getPhaseAttrName())
+                    : graph::PhaseAttr();
+    return isa_and_nonnull<graph::AddOp>(op) && phase &&
+           phase.getValue() == graph::Phase::Backward;
+  };
+  for (auto [grad, state] : updates) {
+    auto read = state.getDefiningOp<graph::ReadParamOp>();
+    auto param = read ? symbols.lookup<graph::ParamOp>(read.getParam())
+                      : graph::ParamOp();
+    if (!param || !param.getShardingAttr() || !isBackwardSum(grad.getDefiningOp()))
+      continue;
+    ShardingAttr layout = param.getShardingAttr().withOrigin(
+        ShardingPriority::Strategy,
+        StringAttr::get(&getContext(), "-dist-data-parallel zero=2"));
+    // The terms of the sum of microbatch gradients.
+    SmallVector<OpOperand *> terms;
+    SmallVector<Operation *> sums = {grad.getDefiningOp()};
+    while (!sums.empty()) {
+      Operation *sum = sums.pop_back_val();
+      for (OpOperand &operand : sum->getOpOperands()) {
+        Operation *def = operand.get().getDefiningOp();
+        if (isBackwardSum(def) && def->hasOneUse())
+          sums.push_back(def);
+        else
+          terms.push_back(&operand);
+      }
+    }
+    for (OpOperand *term : terms) {
+      OpBuilder b(term->getOwner());
+      auto shard = ShardOp::create(b, term->getOwner()->getLoc(),
+                                   term->get().getType(), term->get(), layout);
+      shard->setDiscardableAttrs(
+          term->getOwner()->getDiscardableAttrDictionary());
+      term->set(shard.getResult());
+    }
   }
 }
 
@@ -234,6 +295,9 @@ void DistDataParallelPass::runOnOperation() {
     if (state || (zero == 3 && isTrainable(param)))
       shardParam(param, *mesh, n, zeroOrigin);
   }
+  if (zero == 2)
+    for (auto fn : module.getOps<func::FuncOp>())
+      reduceEachMicrobatch(fn, *mesh);
   if (zero < 3)
     return;
   for (auto param : module.getOps<graph::ParamOp>()) {

@@ -157,6 +157,22 @@ CASES = [
          {"dp": {"all_reduce": 4, "reduce_scatter": 1352,
                  "all_gather": 1608}},
          compile_flags=["--mesh", "dp=2", "--zero", "3"]),
+    # ZeRO-1 and ZeRO-2 with 2 microbatches: ZeRO-1 sums the microbatches'
+    # partial gradients whole and reduce-scatters once (1352 B); ZeRO-2
+    # reduce-scatters each microbatch's gradient into the block and sums
+    # the blocks (2 x 1352 B), so no rank holds whole gradients.
+    Case("mlp-mesh-dp2-zero1-accumulate2", "mlp.mlir", None, 2,
+         ["--optimizer", "adamw", "--lr", "0.01", "--accumulate", "2"],
+         [((16,), np.float32, None), ((), np.int64, 4)],
+         {"dp": {"all_reduce": 4, "reduce_scatter": 1352,
+                 "all_gather": 1352}},
+         compile_flags=["--mesh", "dp=2", "--zero", "1"]),
+    Case("mlp-mesh-dp2-zero2-accumulate2", "mlp.mlir", None, 2,
+         ["--optimizer", "adamw", "--lr", "0.01", "--accumulate", "2"],
+         [((16,), np.float32, None), ((), np.int64, 4)],
+         {"dp": {"all_reduce": 4, "reduce_scatter": 2 * 1352,
+                 "all_gather": 1352}},
+         compile_flags=["--mesh", "dp=2", "--zero", "2"]),
     # Data parallelism over 4 devices with 2 microbatches per step: the
     # microbatches' partial gradients are summed unreduced and reduced
     # once, 2 (n-1)/n * 2708 = 4062 B per step, as without accumulation.

@@ -748,9 +748,11 @@ def DistDataParallelPass : Pass<"dist-data-parallel", "::mlir::ModuleOp"> {
       `axis` along its first dimension the axis divides; each device
       updates its block of every such parameter from a reduce-scattered
       gradient and the parameter is all-gathered after the update. In one
-      step of one microbatch the two stages are the same program; with
-      `accumulate` > 1 both keep the microbatches' gradients unreduced and
-      reduce once (stage 2's per-microbatch reduce-scatter is not built).
+      step of one microbatch the two stages are the same program. With
+      `accumulate` > 1, ZeRO-1 sums the microbatches' gradients unreduced
+      and reduces once; ZeRO-2 reduce-scatters each microbatch's gradient
+      into the block (a `dist.shard` on each term of the sum) and sums the
+      blocks: K times the bytes, no whole gradient on any rank.
     - `zero=3` (FSDP's full sharding): the trainable parameters are stored
       split too. Each use of a parameter in the forward and backward
       reads it and gathers it (`dist.shard` to its layout without `axis`),
