@@ -137,6 +137,16 @@ def cases():
         Case("gpt-dp2-zero1", "gpt", "dp=2", 2, ADAMW, {},
              {"dp": {"all_reduce": 4, "reduce_scatter": p // 2,
                      "all_gather": p // 2}}, ["--zero", "1"]),
+        # llama's data parallelism with ZeRO-2 and ZeRO-3 (SGD's momentum
+        # is the state). ZeRO-2, one microbatch: every gradient
+        # reduce-scattered, every parameter gathered, (n-1)/n = 1/2 each.
+        Case("llama-dp2-zero2", "llama", "dp=2", 2, SGD, {},
+             {"dp": {"all_reduce": 4,
+                     "reduce_scatter": sum(model_params("llama").values()) // 2,
+                     "all_gather": sum(model_params("llama").values()) // 2}},
+             ["--zero", "2"]),
+        Case("llama-dp2-zero3", "llama", "dp=2", 2, SGD, {}, {},
+             ["--zero", "3"]),
         # Two microbatches: the partial gradients are summed unreduced and
         # reduced once.
         # (SGD: with AdamW one element of attn.proj.weight, whose
