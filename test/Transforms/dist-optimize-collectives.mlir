@@ -62,3 +62,22 @@ func.func @prefetch(%x: tensor<4x8xf32>) -> tensor<4x8xf32> attributes {dist.par
   %y = graph.matmul %h, %g1 {graph.phase = #graph<phase forward>, graph.layer = 1 : i64} : tensor<4x8xf32>, tensor<8x8xf32>
   return %y : tensor<4x8xf32>
 }
+
+// -----
+
+// In the backward, which runs the layers in reverse, the gather of layer
+// 0's weight moves to the start of layer 1's backward.
+// CHECK-LABEL: func.func @prefetch_backward
+// CHECK: %[[W0:.*]] = graph.read_param @w0
+// CHECK-NEXT: %[[G0:.*]] = dist.all_gather %[[W0]]
+// CHECK-NEXT: graph.relu %arg1 {graph.layer = 1 : i64
+// CHECK: graph.matmul %{{.*}}, %[[G0]]
+dist.mesh @mesh ["dp" = 2]
+graph.param @w0 : tensor<8x8xf32> sharding <@mesh, [{"dp"}, {}]>
+func.func @prefetch_backward(%x: tensor<4x8xf32>, %dy: tensor<4x8xf32>) -> tensor<4x8xf32> attributes {dist.partitioned} {
+  %d1 = graph.relu %dy {graph.layer = 1 : i64, graph.phase = #graph<phase backward>} : tensor<4x8xf32>
+  %r0 = graph.read_param @w0 {graph.layer = 0 : i64, graph.phase = #graph<phase backward>} : tensor<4x8xf32>
+  %g0 = dist.all_gather %r0 on @mesh ["dp"] dim 0 {graph.layer = 0 : i64, graph.phase = #graph<phase backward>} : tensor<4x8xf32> -> tensor<8x8xf32>
+  %d0 = graph.matmul %d1, %g0 {graph.layer = 0 : i64, graph.phase = #graph<phase backward>} : tensor<4x8xf32>, tensor<8x8xf32>
+  return %d0 : tensor<4x8xf32>
+}

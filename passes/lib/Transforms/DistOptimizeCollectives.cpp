@@ -68,38 +68,49 @@ std::optional<int64_t> intAttr(Operation *op, StringRef name) {
   return std::nullopt;
 }
 
-bool isForward(Operation *op) {
-  auto phase = op->getAttrOfType<graph::PhaseAttr>(
-      graph::GraphDialect::getPhaseAttrName());
-  return phase && phase.getValue() == graph::Phase::Forward;
+/// The phase of a training-step op, if tagged.
+std::optional<graph::Phase> phaseOf(Operation *op) {
+  if (auto phase = op->getAttrOfType<graph::PhaseAttr>(
+          graph::GraphDialect::getPhaseAttrName()))
+    return phase.getValue();
+  return std::nullopt;
 }
 
-/// Each forward gather of a parameter's block by layer L (and its read)
-/// moves before the first forward op of layer L-1 of the same microbatch.
+/// Each gather of a parameter's block for layer L (and its read) moves to
+/// the start of the layer computed before it: L-1 in the forward, L+1 in
+/// the backward, of the same microbatch.
 void prefetchGathers(func::FuncOp fn) {
   Block &body = fn.getBody().front();
-  // The first forward op of each (microbatch, layer).
-  std::map<std::pair<int64_t, int64_t>, Operation *> firstOf;
-  for (Operation &op : body) {
-    std::optional<int64_t> layer =
-        intAttr(&op, graph::GraphDialect::getLayerAttrName());
-    if (!layer || !isForward(&op))
-      continue;
-    int64_t mb = intAttr(&op, graph::GraphDialect::getMicrobatchAttrName())
+  // The first op of each (phase, microbatch, layer).
+  std::map<std::tuple<int, int64_t, int64_t>, Operation *> firstOf;
+  auto keyOf = [](Operation *op, int64_t layer)
+      -> std::optional<std::tuple<int, int64_t, int64_t>> {
+    std::optional<graph::Phase> phase = phaseOf(op);
+    if (!phase || *phase == graph::Phase::Optimizer)
+      return std::nullopt;
+    int64_t mb = intAttr(op, graph::GraphDialect::getMicrobatchAttrName())
                      .value_or(0);
-    firstOf.try_emplace({mb, *layer}, &op);
-  }
+    return std::tuple{int(*phase), mb, layer};
+  };
+  for (Operation &op : body)
+    if (std::optional<int64_t> layer =
+            intAttr(&op, graph::GraphDialect::getLayerAttrName()))
+      if (auto key = keyOf(&op, *layer))
+        firstOf.try_emplace(*key, &op);
   SmallVector<AllGatherOp> gathers;
   fn.walk([&](AllGatherOp g) { gathers.push_back(g); });
   for (AllGatherOp gather : gathers) {
     auto read = gather.getInput().getDefiningOp<graph::ReadParamOp>();
     std::optional<int64_t> layer =
         intAttr(gather, graph::GraphDialect::getLayerAttrName());
-    if (!read || !layer || !isForward(gather) || !read->hasOneUse())
+    std::optional<graph::Phase> phase = phaseOf(gather);
+    if (!read || !layer || !phase || !read->hasOneUse())
       continue;
-    int64_t mb = intAttr(gather, graph::GraphDialect::getMicrobatchAttrName())
-                     .value_or(0);
-    auto it = firstOf.find({mb, *layer - 1});
+    int64_t before = *phase == graph::Phase::Backward ? *layer + 1 : *layer - 1;
+    auto key = keyOf(gather, before);
+    if (!key)
+      continue;
+    auto it = firstOf.find(*key);
     if (it == firstOf.end() || !it->second->isBeforeInBlock(read))
       continue;
     read->moveBefore(it->second);

@@ -820,11 +820,12 @@ def DistOptimizeCollectivesPass : Pass<"dist-optimize-collectives", "::mlir::Mod
       dimension (`dist.local_slice` at the `dist.axis_index` of the same
       axes) becomes a reduce-scatter into that block: (n-1)/n of the bytes
       instead of 2(n-1)/n, and a block-sized result;
-    - ZeRO-3's gathers of parameter blocks are *prefetched*: each forward
+    - ZeRO-3's gathers of parameter blocks are *prefetched*: each
       all-gather of a parameter read by layer L (and the read) moves to the
-      start of layer L-1, so that, started early by
-      `-cleave-overlap-collectives`, it runs during the previous layer's
-      compute; the gathered copy lives one layer longer.
+      start of the layer computed before it, L-1 in the forward and L+1 in
+      the backward, so that, started early by
+      `-cleave-overlap-collectives`, it runs during that layer's compute;
+      the gathered copy lives one layer longer.
 
     Gradient buckets are `-cleave-bucket-collectives` (`--bucket-bytes`),
     and the start and wait of every collective
