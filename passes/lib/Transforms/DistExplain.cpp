@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ShardingLayout.h"
+#include "TrainingStep.h"
 
 #include "cleave/Dialect/Dist/IR/DistOps.h"
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
@@ -39,17 +40,14 @@ int64_t bytesOf(Value v) {
 std::string placeOf(Operation *op) {
   std::string s;
   llvm::raw_string_ostream os(s);
-  if (auto phase = op->getAttrOfType<graph::PhaseAttr>(
-          graph::GraphDialect::getPhaseAttrName()))
-    os << graph::stringifyPhase(phase.getValue());
+  if (std::optional<graph::Phase> phase = phaseOf(op))
+    os << graph::stringifyPhase(*phase);
   else
     os << "-";
-  if (auto mb = op->getAttrOfType<IntegerAttr>(
-          graph::GraphDialect::getMicrobatchAttrName()))
-    os << " mb " << mb.getInt();
-  if (auto layer = op->getAttrOfType<IntegerAttr>(
-          graph::GraphDialect::getLayerAttrName()))
-    os << " layer " << layer.getInt();
+  if (std::optional<int64_t> mb = microbatchOf(op))
+    os << " mb " << *mb;
+  if (std::optional<int64_t> layer = layerOf(op))
+    os << " layer " << *layer;
   return s;
 }
 

@@ -5,6 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "TrainingStep.h"
+
 #include "cleave/Dialect/Dist/IR/DistOps.h"
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
 #include "cleave/Transforms/Passes.h"
@@ -62,20 +64,6 @@ void reduceScatterSlices(func::FuncOp fn) {
   }
 }
 
-std::optional<int64_t> intAttr(Operation *op, StringRef name) {
-  if (auto a = op->getAttrOfType<IntegerAttr>(name))
-    return a.getInt();
-  return std::nullopt;
-}
-
-/// The phase of a training-step op, if tagged.
-std::optional<graph::Phase> phaseOf(Operation *op) {
-  if (auto phase = op->getAttrOfType<graph::PhaseAttr>(
-          graph::GraphDialect::getPhaseAttrName()))
-    return phase.getValue();
-  return std::nullopt;
-}
-
 /// Each gather of a parameter's block for layer L (and its read) moves to
 /// the start of the layer computed before it: L-1 in the forward, L+1 in
 /// the backward, of the same microbatch.
@@ -88,13 +76,12 @@ void prefetchGathers(func::FuncOp fn) {
     std::optional<graph::Phase> phase = phaseOf(op);
     if (!phase || *phase == graph::Phase::Optimizer)
       return std::nullopt;
-    int64_t mb = intAttr(op, graph::GraphDialect::getMicrobatchAttrName())
-                     .value_or(0);
+    int64_t mb = microbatchOf(op).value_or(0);
     return std::tuple{int(*phase), mb, layer};
   };
   for (Operation &op : body)
     if (std::optional<int64_t> layer =
-            intAttr(&op, graph::GraphDialect::getLayerAttrName()))
+            layerOf(&op))
       if (auto key = keyOf(&op, *layer))
         firstOf.try_emplace(*key, &op);
   SmallVector<AllGatherOp> gathers;
@@ -102,7 +89,7 @@ void prefetchGathers(func::FuncOp fn) {
   for (AllGatherOp gather : gathers) {
     auto read = gather.getInput().getDefiningOp<graph::ReadParamOp>();
     std::optional<int64_t> layer =
-        intAttr(gather, graph::GraphDialect::getLayerAttrName());
+        layerOf(gather);
     std::optional<graph::Phase> phase = phaseOf(gather);
     if (!read || !layer || !phase || !read->hasOneUse())
       continue;

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ShardingLayout.h"
+#include "TrainingStep.h"
 
 #include "cleave/Dialect/Dist/IR/DistOps.h"
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
@@ -40,11 +41,7 @@ public:
   }
   ~Annotator() override { b.setListener(previous); }
   void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
-    for (StringRef name : {graph::GraphDialect::getPhaseAttrName(),
-                           graph::GraphDialect::getMicrobatchAttrName(),
-                           graph::GraphDialect::getLayerAttrName()})
-      if (Attribute a = from->getAttr(name))
-        op->setAttr(name, a);
+    copyStepAnnotations(from, op);
   }
 
 private:
@@ -330,50 +327,44 @@ LogicalResult Partitioner::partitionRuled(Operation *op,
       return failure();
     newOperands.push_back(*local);
   }
-  // An op whose hook factor is split computes through its hook.
+  SmallVector<RankedTensorType> types;
+  for (auto [i, r] : llvm::enumerate(op->getResults()))
+    types.push_back(decided.results[i].localType(typeOf(r), mesh));
+
+  // An op whose hook factor is split computes through its hook; any other
+  // runs as it is on its blocks.
+  SmallVector<Value> values;
   int64_t hooked = hookFactor(op, rule);
   if (hooked >= 0 && !decided.factorAxes[hooked].empty()) {
-    SmallVector<RankedTensorType> types;
-    for (auto [i, r] : llvm::enumerate(op->getResults()))
-      types.push_back(decided.results[i].localType(typeOf(r), mesh));
     Annotator annotator(b, op);
-    FailureOr<SmallVector<Value>> results = partitionWithHook(
+    FailureOr<SmallVector<Value>> hookResults = partitionWithHook(
         b, op, newOperands, types, decided.factorAxes[hooked], mesh,
         [&](Value v) { return localTypeOf(v); });
-    if (failed(results))
+    if (failed(hookResults))
       return failure();
-    for (auto [i, r] : llvm::enumerate(op->getResults())) {
-      SmallVector<StringAttr> origins;
-      for (int64_t t : decided.sourcesOfResult(rule, i))
-        origins.push_back(originOf(t));
-      locals[r] = {(*results)[i], decided.results[i],
-                   ShardingPriority::Propagated,
-                   joinOrigins(op->getContext(), origins)};
+    values = std::move(*hookResults);
+  } else {
+    Operation *clone = b.clone(*op);
+    clone->setOperands(newOperands);
+    clone->removeAttr(DistDialect::getShardingAttrName());
+    for (auto [r, type] : llvm::zip(clone->getResults(), types))
+      r.setType(type);
+    // A slice keeps the dimensions it shares with its input whole: at the
+    // block's size.
+    if (auto slice = dyn_cast<graph::SliceOp>(clone)) {
+      SmallVector<int64_t> limit(slice.getLimit());
+      for (int64_t d = 0, e = limit.size(); d < e; ++d)
+        if (!decided.results[0].dims[d].empty())
+          limit[d] = slice.getType().getDimSize(d);
+      slice.setLimit(limit);
     }
-    return success();
-  }
-
-  Operation *clone = b.clone(*op);
-  clone->setOperands(newOperands);
-  clone->removeAttr(DistDialect::getShardingAttrName());
-  for (auto [i, r] : llvm::enumerate(clone->getResults()))
-    r.setType(decided.results[i].localType(typeOf(r), mesh));
-
-  // A slice keeps the dimensions it shares with its input whole: at the
-  // block's size.
-  if (auto slice = dyn_cast<graph::SliceOp>(clone)) {
-    SmallVector<int64_t> limit(slice.getLimit());
-    for (int64_t d = 0, e = limit.size(); d < e; ++d)
-      if (!decided.results[0].dims[d].empty())
-        limit[d] = slice.getType().getDimSize(d);
-    slice.setLimit(limit);
+    llvm::append_range(values, clone->getResults());
   }
   for (auto [i, r] : llvm::enumerate(op->getResults())) {
     SmallVector<StringAttr> origins;
     for (int64_t t : decided.sourcesOfResult(rule, i))
       origins.push_back(originOf(t));
-    locals[r] = {clone->getResult(i), decided.results[i],
-                 ShardingPriority::Propagated,
+    locals[r] = {values[i], decided.results[i], ShardingPriority::Propagated,
                  joinOrigins(op->getContext(), origins)};
   }
   return success();
@@ -529,11 +520,9 @@ struct DistPartitionPass
     FailureOr<MeshOp> mesh = getTheMesh(module, "-dist-partition");
     if (failed(mesh))
       return signalPassFailure();
-    for (auto fn : module.getOps<func::FuncOp>())
-      if (!fn.isExternal() &&
-          !fn->hasAttr(DistDialect::getPartitionedAttrName()))
-        if (failed(Partitioner(fn, *mesh).run()))
-          return signalPassFailure();
+    for (func::FuncOp fn : globalFunctions(module))
+      if (failed(Partitioner(fn, *mesh).run()))
+        return signalPassFailure();
   }
 };
 

@@ -239,11 +239,9 @@ struct DistPropagatePass
     FailureOr<MeshOp> mesh = getTheMesh(module, "-dist-propagate");
     if (failed(mesh))
       return signalPassFailure();
-    for (auto fn : module.getOps<func::FuncOp>())
-      if (!fn.isExternal() &&
-          !fn->hasAttr(DistDialect::getPartitionedAttrName()))
-        if (failed(Propagation(fn, *mesh).run()))
-          return signalPassFailure();
+    for (func::FuncOp fn : globalFunctions(module))
+      if (failed(Propagation(fn, *mesh).run()))
+        return signalPassFailure();
   }
 };
 

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ShardingLayout.h"
+#include "TrainingStep.h"
 
 #include "cleave/Dialect/Cleave/IR/CleaveDialect.h"
 #include "cleave/Dialect/Dist/IR/DistOps.h"
@@ -182,11 +183,8 @@ void DistDataParallelPass::reduceEachMicrobatch(func::FuncOp fn,
         updates.push_back({sgd.getGrad(), sgd.getMomentumBuffer()});
   });
   auto isBackwardSum = [](Operation *op) {
-    auto phase = op ? op->getAttrOfType<graph::PhaseAttr>(
-                          graph::GraphDialect::getPhaseAttrName())
-                    : graph::PhaseAttr();
-    return isa_and_nonnull<graph::AddOp>(op) && phase &&
-           phase.getValue() == graph::Phase::Backward;
+    return isa_and_nonnull<graph::AddOp>(op) &&
+           phaseOf(op) == graph::Phase::Backward;
   };
   for (auto [grad, state] : updates) {
     auto read = state.getDefiningOp<graph::ReadParamOp>();
@@ -223,22 +221,17 @@ void DistDataParallelPass::reduceEachMicrobatch(func::FuncOp fn,
 
 void DistDataParallelPass::runOnOperation() {
   ModuleOp module = getOperation();
-  FailureOr<MeshOp> mesh = getTheMesh(module, "-dist-data-parallel");
-  if (failed(mesh))
+  auto meshAxis = getMeshAxis(module, "-dist-data-parallel", axis);
+  if (failed(meshAxis))
     return signalPassFailure();
-  std::optional<int64_t> size = mesh->getAxisSize(axis);
-  if (!size) {
-    module.emitError("-dist-data-parallel: the mesh has no axis '")
-        << axis << "'";
-    return signalPassFailure();
-  }
+  MeshOp mesh = meshAxis->first;
+  const int64_t n = meshAxis->second;
   if (zero < 0 || zero > 3) {
     module.emitError("-dist-data-parallel: zero must be 0, 1, 2 or 3, got ")
         << static_cast<int64_t>(zero);
     return signalPassFailure();
   }
-  const int64_t n = *size;
-  auto meshRef = FlatSymbolRefAttr::get(mesh->getSymNameAttr());
+  auto meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
   StringAttr origin = StringAttr::get(&getContext(), "-dist-data-parallel");
 
   // The batch of every input.
@@ -269,7 +262,7 @@ void DistDataParallelPass::runOnOperation() {
       if (layout.usesAxis(axis))
         continue;
       int64_t local =
-          type.getDimSize(batchDim) / groupSize(*mesh, layout.dims[batchDim]);
+          type.getDimSize(batchDim) / groupSize(mesh, layout.dims[batchDim]);
       if (local % n != 0) {
         fn.emitOpError("argument #")
             << i << " (" << type << ") has a batch of " << local
@@ -293,18 +286,18 @@ void DistDataParallelPass::runOnOperation() {
   for (auto param : module.getOps<graph::ParamOp>()) {
     bool state = getParamRole(param) == CLEAVE_PARAM_OPTIMIZER_STATE;
     if (state || (zero == 3 && isTrainable(param)))
-      shardParam(param, *mesh, n, zeroOrigin);
+      shardParam(param, mesh, n, zeroOrigin);
   }
   if (zero == 2)
     for (auto fn : module.getOps<func::FuncOp>())
-      reduceEachMicrobatch(fn, *mesh);
+      reduceEachMicrobatch(fn, mesh);
   if (zero < 3)
     return;
   for (auto param : module.getOps<graph::ParamOp>()) {
     if (!isTrainable(param) || !param.getShardingAttr())
       continue;
     for (auto fn : module.getOps<func::FuncOp>())
-      gatherBeforeUses(fn, param, *mesh);
+      gatherBeforeUses(fn, param, mesh);
   }
 }
 

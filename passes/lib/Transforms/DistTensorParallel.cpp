@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ShardingLayout.h"
+#include "TrainingStep.h"
 
 #include "cleave/Dialect/Dist/IR/DistOps.h"
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
@@ -47,9 +48,8 @@ int64_t sizeOf(Value v, int64_t d) {
 
 /// True for ops of the forward pass (untagged ones included).
 bool isForward(Operation *op) {
-  auto phase =
-      op->getAttrOfType<graph::PhaseAttr>(graph::GraphDialect::getPhaseAttrName());
-  return !phase || phase.getValue() == graph::Phase::Forward;
+  std::optional<graph::Phase> phase = phaseOf(op);
+  return !phase || *phase == graph::Phase::Forward;
 }
 
 /// The dimension of `in` that dimension `d` of a reshape's `out` is, when
@@ -337,16 +337,11 @@ struct DistTensorParallelPass
 
 void DistTensorParallelPass::runOnOperation() {
   ModuleOp module = getOperation();
-  FailureOr<MeshOp> mesh = getTheMesh(module, "-dist-tensor-parallel");
-  if (failed(mesh))
+  auto meshAxis = getMeshAxis(module, "-dist-tensor-parallel", axis);
+  if (failed(meshAxis))
     return signalPassFailure();
-  std::optional<int64_t> size = mesh->getAxisSize(axis);
-  if (!size) {
-    module.emitError("-dist-tensor-parallel: the mesh has no axis '")
-        << axis << "'";
-    return signalPassFailure();
-  }
-  const int64_t n = *size;
+  MeshOp mesh = meshAxis->first;
+  const int64_t n = meshAxis->second;
   if (n == 1)
     return;
 
@@ -387,14 +382,12 @@ void DistTensorParallelPass::runOnOperation() {
   // Keep the chains, in program order, whose partners are kept too and
   // whose projection is not a kept chain's row-parallel end; each
   // parameter dimension split once.
-  llvm::DenseMap<Operation *, Candidate *> byOp;
-  for (Candidate &c : candidates)
-    byOp[c.projection.op] = &c;
   llvm::DenseSet<Operation *> kept;
+  llvm::StringMap<int64_t> split; // the kept chains' parameter dimensions
   for (bool changed = true; changed;) {
     changed = false;
     kept.clear();
-    llvm::StringMap<int64_t> split;
+    split.clear();
     SmallVector<ParamDim> rowEnds;
     for (Candidate &c : candidates) {
       if (!c.ok || llvm::is_contained(rowEnds, c.projection.in))
@@ -425,15 +418,6 @@ void DistTensorParallelPass::runOnOperation() {
         changed = true;
       }
   }
-  llvm::StringMap<int64_t> split;
-  for (Candidate &c : candidates)
-    if (kept.contains(c.projection.op)) {
-      split[c.projection.out.param] = c.projection.out.dim;
-      for (const ParamDim &pd : c.chain.biases)
-        split[pd.param] = pd.dim;
-      for (const ParamDim &pd : c.chain.rows)
-        split[pd.param] = pd.dim;
-    }
   // Embeddings by vocabulary (Megatron's vocabulary-parallel embedding):
   // a table looked up along dimension 0 by the data's ids, through the
   // gather's hook. A table read at fixed rows (positions) stays whole: it
@@ -466,7 +450,7 @@ void DistTensorParallelPass::runOnOperation() {
 
   // The parameters, then the optimizer state of each.
   SymbolTable symbols(module);
-  auto meshRef = FlatSymbolRefAttr::get(mesh->getSymNameAttr());
+  auto meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
   StringAttr origin = StringAttr::get(&getContext(), "-dist-tensor-parallel");
   StringRef axisName = StringAttr::get(&getContext(), axis).getValue();
   llvm::StringMap<ShardingAttr> shardings;
@@ -512,16 +496,11 @@ struct DistSequenceParallelPass
 
 void DistSequenceParallelPass::runOnOperation() {
   ModuleOp module = getOperation();
-  FailureOr<MeshOp> mesh = getTheMesh(module, "-dist-sequence-parallel");
-  if (failed(mesh))
+  auto meshAxis = getMeshAxis(module, "-dist-sequence-parallel", axis);
+  if (failed(meshAxis))
     return signalPassFailure();
-  std::optional<int64_t> size = mesh->getAxisSize(axis);
-  if (!size) {
-    module.emitError("-dist-sequence-parallel: the mesh has no axis '")
-        << axis << "'";
-    return signalPassFailure();
-  }
-  const int64_t n = *size;
+  MeshOp mesh = meshAxis->first;
+  const int64_t n = meshAxis->second;
   if (n == 1)
     return;
   // Whether a parameter dimension is split on the axis.
@@ -562,7 +541,7 @@ void DistSequenceParallelPass::runOnOperation() {
         << axis << "' (run -dist-tensor-parallel first)";
     return signalPassFailure();
   }
-  auto meshRef = FlatSymbolRefAttr::get(mesh->getSymNameAttr());
+  auto meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
   StringAttr origin =
       StringAttr::get(&getContext(), "-dist-sequence-parallel");
   StringRef axisName = StringAttr::get(&getContext(), axis).getValue();
@@ -588,11 +567,7 @@ void DistSequenceParallelPass::runOnOperation() {
     if (!use)
       b.setInsertionPointAfter(at);
     auto shard = ShardOp::create(b, at->getLoc(), v.getType(), v, sharding);
-    for (StringRef name : {graph::GraphDialect::getPhaseAttrName(),
-                           graph::GraphDialect::getMicrobatchAttrName(),
-                           graph::GraphDialect::getLayerAttrName()})
-      if (Attribute a = at->getAttr(name))
-        shard->setAttr(name, a);
+    copyStepAnnotations(at, shard);
     if (use)
       use->set(shard.getResult());
     else

@@ -49,11 +49,6 @@ LogicalResult CleavePipelineOptions::verify(
   if (bucketBytes < 0)
     return emitError("--bucket-bytes must be >= 0");
   llvm::SmallVector<std::string> axes = meshAxes();
-  auto hasAxis = [&](StringRef name) {
-    return llvm::any_of(axes, [&](StringRef a) {
-      return a.split('=').first == name;
-    });
-  };
   for (StringRef axis : axes) {
     auto [name, size] = axis.split('=');
     int64_t n = 0;
@@ -70,9 +65,9 @@ LogicalResult CleavePipelineOptions::verify(
   }
   if (zero < 0 || zero > 3)
     return emitError("--zero must be 0, 1, 2 or 3");
-  if (zero.hasValue() && !hasAxis("dp"))
+  if (zero.hasValue() && !hasMeshAxis("dp"))
     return emitError("--zero needs a dp axis in --mesh");
-  if (sp && !hasAxis("tp"))
+  if (sp && !hasMeshAxis("tp"))
     return emitError("--sp needs a tp axis in --mesh");
   if (distExplain && axes.empty())
     return emitError("--dist-explain needs --mesh");
@@ -91,6 +86,12 @@ llvm::SmallVector<std::string> CleavePipelineOptions::meshAxes() const {
   for (StringRef p : parts)
     axes.push_back(p.trim().str());
   return axes;
+}
+
+bool CleavePipelineOptions::hasMeshAxis(StringRef name) const {
+  return llvm::any_of(meshAxes(), [&](StringRef a) {
+    return a.split('=').first == name;
+  });
 }
 
 MixedPrecisionPassOptions CleavePipelineOptions::mixedPrecisionOptions() const {
@@ -185,10 +186,7 @@ static void addGradientPasses(OpPassManager &pm,
                               const CleavePipelineOptions &options) {
   pm.addPass(createRaisePass());
   // Tensor parallelism splits a fused query-key-value projection by heads.
-  if (options.splitProjections ||
-      llvm::any_of(options.meshAxes(), [](StringRef a) {
-        return a.split('=').first == "tp";
-      }))
+  if (options.splitProjections || options.hasMeshAxis("tp"))
     pm.addPass(createSplitProjectionsPass());
   if (options.precision != Precision::F32)
     pm.addPass(createMixedPrecisionPass(options.mixedPrecisionOptions()));
@@ -212,25 +210,23 @@ static void addDistributionPasses(OpPassManager &pm,
   DistAddMeshPassOptions mesh;
   mesh.axes.assign(axes.begin(), axes.end());
   pm.addPass(createDistAddMeshPass(mesh));
-  for (StringRef axis : axes)
-    if (axis.split('=').first == "tp") {
-      DistTensorParallelPassOptions tp;
-      tp.axis = "tp";
-      pm.addPass(createDistTensorParallelPass(tp));
-      if (options.sp) {
-        DistSequenceParallelPassOptions sp;
-        sp.axis = "tp";
-        pm.addPass(createDistSequenceParallelPass(sp));
-      }
+  if (options.hasMeshAxis("tp")) {
+    DistTensorParallelPassOptions tp;
+    tp.axis = "tp";
+    pm.addPass(createDistTensorParallelPass(tp));
+    if (options.sp) {
+      DistSequenceParallelPassOptions sp;
+      sp.axis = "tp";
+      pm.addPass(createDistSequenceParallelPass(sp));
     }
+  }
   // After tp: ZeRO splits what tensor parallelism left whole.
-  for (StringRef axis : axes)
-    if (axis.split('=').first == "dp") {
-      DistDataParallelPassOptions dp;
-      dp.axis = "dp";
-      dp.zero = options.zero;
-      pm.addPass(createDistDataParallelPass(dp));
-    }
+  if (options.hasMeshAxis("dp")) {
+    DistDataParallelPassOptions dp;
+    dp.axis = "dp";
+    dp.zero = options.zero;
+    pm.addPass(createDistDataParallelPass(dp));
+  }
   pm.addPass(createDistPropagatePass());
   pm.addPass(createDistPartitionPass());
   pm.addPass(createCanonicalizerPass());

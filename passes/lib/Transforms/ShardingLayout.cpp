@@ -158,6 +158,27 @@ FailureOr<MeshOp> getTheMesh(ModuleOp module, StringRef pass) {
          << " needs exactly one dist.mesh, found " << meshes.size();
 }
 
+FailureOr<std::pair<MeshOp, int64_t>>
+getMeshAxis(ModuleOp module, StringRef pass, StringRef axis) {
+  FailureOr<MeshOp> mesh = getTheMesh(module, pass);
+  if (failed(mesh))
+    return failure();
+  std::optional<int64_t> size = mesh->getAxisSize(axis);
+  if (!size)
+    return module.emitError(pass)
+           << ": the mesh has no axis '" << axis << "'";
+  return std::pair{*mesh, *size};
+}
+
+SmallVector<func::FuncOp> globalFunctions(ModuleOp module) {
+  SmallVector<func::FuncOp> fns;
+  for (auto fn : module.getOps<func::FuncOp>())
+    if (!fn.isExternal() &&
+        !fn->hasAttr(DistDialect::getPartitionedAttrName()))
+      fns.push_back(fn);
+  return fns;
+}
+
 //===----------------------------------------------------------------------===//
 // The decision of an op
 //===----------------------------------------------------------------------===//

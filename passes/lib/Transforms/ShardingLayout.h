@@ -14,6 +14,8 @@
 #include "cleave/Dialect/Dist/IR/DistOps.h"
 #include "cleave/Interfaces/ShardingRule.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Operation.h"
 
@@ -142,6 +144,15 @@ mlir::FailureOr<llvm::SmallVector<mlir::Value>> partitionWithHook(
 /// `pass` when there is none or more than one.
 mlir::FailureOr<MeshOp> getTheMesh(mlir::ModuleOp module,
                                    llvm::StringRef pass);
+
+/// The single mesh (as getTheMesh) and the size of its axis `axis`, or a
+/// diagnostic naming `pass` when the mesh lacks it.
+mlir::FailureOr<std::pair<MeshOp, int64_t>>
+getMeshAxis(mlir::ModuleOp module, llvm::StringRef pass, llvm::StringRef axis);
+
+/// The functions of `module` a distribution pass works on: those with a
+/// body that are not one device's program already.
+llvm::SmallVector<mlir::func::FuncOp> globalFunctions(mlir::ModuleOp module);
 
 } // namespace cleave::dist
 

@@ -36,6 +36,27 @@ std::optional<int64_t> cleave::layerOf(Operation *op) {
   return std::nullopt;
 }
 
+std::optional<int64_t> cleave::microbatchOf(Operation *op) {
+  if (auto attr = op->getAttrOfType<IntegerAttr>(
+          GraphDialect::getMicrobatchAttrName()))
+    return attr.getInt();
+  return std::nullopt;
+}
+
+std::optional<Phase> cleave::phaseOf(Operation *op) {
+  if (auto attr = op->getAttrOfType<PhaseAttr>(GraphDialect::getPhaseAttrName()))
+    return attr.getValue();
+  return std::nullopt;
+}
+
+void cleave::copyStepAnnotations(Operation *from, Operation *to) {
+  for (StringRef name : {GraphDialect::getPhaseAttrName(),
+                         GraphDialect::getMicrobatchAttrName(),
+                         GraphDialect::getLayerAttrName()})
+    if (Attribute a = from->getAttr(name))
+      to->setAttr(name, a);
+}
+
 std::optional<int64_t> cleave::layerInName(StringRef name) {
   static const char *kStacks[] = {"blocks", "layers", "layer", "block", "h"};
   for (size_t pos = 0; pos < name.size(); ++pos) {

@@ -85,6 +85,13 @@ private:
 
 /// The layer of an op: its `graph.layer`, once tagged.
 std::optional<int64_t> layerOf(mlir::Operation *op);
+/// The microbatch of an op: its `graph.microbatch`, once tagged.
+std::optional<int64_t> microbatchOf(mlir::Operation *op);
+/// The phase of an op: its `graph.phase`, once tagged.
+std::optional<graph::Phase> phaseOf(mlir::Operation *op);
+/// Gives `to` the training-step annotations (phase, microbatch, layer)
+/// that `from` has: an op inserted for another belongs to its place.
+void copyStepAnnotations(mlir::Operation *from, mlir::Operation *to);
 
 /// The layer index a name speaks of: `blocks.3.attn.qkv.weight`,
 /// `/blocks.3/attn/MatMul`, `layers.3`, `h.3` (the PyTorch and ONNX

@@ -67,6 +67,10 @@ class Case:
     scales: tuple = ()
 
 
+# The mlp cases' training flags and data: 16 features, 4 classes.
+MLP_FLAGS = ["--optimizer", "adamw", "--lr", "0.01"]
+MLP_INPUTS = [((16,), np.float32, None), ((), np.int64, 4)]
+
 CASES = [
     # Data parallelism over 2 devices: gradients all-reduced, fc1.weight's
     # gradient reduce-scattered and its AdamW moments sharded (ZeRO-2),
@@ -76,8 +80,7 @@ CASES = [
     # fc1.weight's 2048 B gradient: (n-1)/n * 2048 = 1024 B; all_gather of
     # its 2048 B: 1024 B.
     Case("mlp-dp2-zero2", "mlp.mlir", "mlp-dp2-zero2.mlir", 2,
-         ["--optimizer", "adamw", "--lr", "0.01"],
-         [((16,), np.float32, None), ((), np.int64, 4)],
+         MLP_FLAGS, MLP_INPUTS,
          {"dp": {"all_reduce": 660, "reduce_scatter": 1024,
                  "all_gather": 1024}}),
     # Megatron tensor parallelism over 2 devices: fc1 column-parallel, fc2
@@ -87,8 +90,7 @@ CASES = [
     # on every rank, and the backward's only partial value, the input's
     # gradient, is not computed.
     Case("mlp-tp2", "mlp.mlir", "mlp-tp2.mlir", 2,
-         ["--optimizer", "adamw", "--lr", "0.01"],
-         [((16,), np.float32, None), ((), np.int64, 4)],
+         MLP_FLAGS, MLP_INPUTS,
          {"tp": {"all_reduce": 128}}),
     # ZeRO-3 over 2 devices: every parameter and its moments stored as
     # dim-0 blocks. Per step, each rank sends: all_gather of every
@@ -97,8 +99,7 @@ CASES = [
     # reduce_scatter of the four gradients: (n-1)/n * 2704 = 1352 B;
     # all_reduce of the loss: 2 (n-1)/n * 4 = 4 B.
     Case("mlp-dp2-zero3", "mlp.mlir", "mlp-dp2-zero3.mlir", 2,
-         ["--optimizer", "adamw", "--lr", "0.01"],
-         [((16,), np.float32, None), ((), np.int64, 4)],
+         MLP_FLAGS, MLP_INPUTS,
          {"dp": {"all_reduce": 4, "reduce_scatter": 1352,
                  "all_gather": 1608}}),
     # Plain data parallelism over 4 devices (2 samples each), replicated
@@ -106,8 +107,7 @@ CASES = [
     # and of the four gradients (16 + 512 + 128 + 2048 B), 2708 B in all:
     # 2 (n-1)/n * 2708 = 4062 B.
     Case("mlp-dp4", "mlp.mlir", "mlp-dp4.mlir", 4,
-         ["--optimizer", "adamw", "--lr", "0.01"],
-         [((16,), np.float32, None), ((), np.int64, 4)],
+         MLP_FLAGS, MLP_INPUTS,
          {"dp": {"all_reduce": 4062}}),
     # The same with the gradients in one bucket (--bucket-bytes): one
     # all_reduce of the loss (4 B) and one of the bucket, whose members sit
@@ -115,8 +115,7 @@ CASES = [
     # fc2.weight 512, fc1.bias 128, fc1.weight 2048, 2752 B. Each rank
     # sends 2 (n-1)/n * (4 + 2752) = 1.5 * 2756 = 4134 B per step.
     Case("mlp-dp4-buckets", "mlp.mlir", "mlp-dp4.mlir", 4,
-         ["--optimizer", "adamw", "--lr", "0.01"],
-         [((16,), np.float32, None), ((), np.int64, 4)],
+         MLP_FLAGS, MLP_INPUTS,
          {"dp": {"all_reduce": 4134}},
          compile_flags=["--bucket-bytes", "1048576"]),
     # mlp-tp2's layout within each "dp" group of a 2 x 2 mesh, the batch
@@ -127,24 +126,21 @@ CASES = [
     # [16, 4] (256 B), fc1.bias [16] (64 B), fc1.weight [16, 16] (1024 B),
     # 1364 B in all: 2 (n-1)/n * 1364 = 1364 B.
     Case("mlp-dp2-tp2", "mlp.mlir", "mlp-dp2-tp2.mlir", 4,
-         ["--optimizer", "adamw", "--lr", "0.01"],
-         [((16,), np.float32, None), ((), np.int64, 4)],
+         MLP_FLAGS, MLP_INPUTS,
          {"dp": {"all_reduce": 1364}, "tp": {"all_reduce": 64}}),
     # The partitioner's programs (cleave-compile --mesh), from the same
     # one-device model. Plain data parallelism over 2 devices: each rank
     # sends the all_reduce of the loss (4 B) and of the four gradients
     # (2704 B): 2 (n-1)/n * 2708 = 2708 B per step.
     Case("mlp-mesh-dp2", "mlp.mlir", None, 2,
-         ["--optimizer", "adamw", "--lr", "0.01"],
-         [((16,), np.float32, None), ((), np.int64, 4)],
+         MLP_FLAGS, MLP_INPUTS,
          {"dp": {"all_reduce": 2708}},
          compile_flags=["--mesh", "dp=2"]),
     # ZeRO-1 over 2 devices: every AdamW moment stored as dim-0 blocks,
     # so each gradient is reduce-scattered ((n-1)/n * 2704 = 1352 B) and
     # each updated parameter all-gathered (1352 B); the loss all-reduced.
     Case("mlp-mesh-dp2-zero1", "mlp.mlir", None, 2,
-         ["--optimizer", "adamw", "--lr", "0.01"],
-         [((16,), np.float32, None), ((), np.int64, 4)],
+         MLP_FLAGS, MLP_INPUTS,
          {"dp": {"all_reduce": 4, "reduce_scatter": 1352,
                  "all_gather": 1352}},
          compile_flags=["--mesh", "dp=2", "--zero", "1"]),
@@ -152,8 +148,7 @@ CASES = [
     # (every parameter gathered before its forward use, fc2.weight again
     # in the backward).
     Case("mlp-mesh-dp2-zero3", "mlp.mlir", None, 2,
-         ["--optimizer", "adamw", "--lr", "0.01"],
-         [((16,), np.float32, None), ((), np.int64, 4)],
+         MLP_FLAGS, MLP_INPUTS,
          {"dp": {"all_reduce": 4, "reduce_scatter": 1352,
                  "all_gather": 1608}},
          compile_flags=["--mesh", "dp=2", "--zero", "3"]),
@@ -162,14 +157,12 @@ CASES = [
     # reduce-scatters each microbatch's gradient into the block and sums
     # the blocks (2 x 1352 B), so no rank holds whole gradients.
     Case("mlp-mesh-dp2-zero1-accumulate2", "mlp.mlir", None, 2,
-         ["--optimizer", "adamw", "--lr", "0.01", "--accumulate", "2"],
-         [((16,), np.float32, None), ((), np.int64, 4)],
+         MLP_FLAGS + ["--accumulate", "2"], MLP_INPUTS,
          {"dp": {"all_reduce": 4, "reduce_scatter": 1352,
                  "all_gather": 1352}},
          compile_flags=["--mesh", "dp=2", "--zero", "1"]),
     Case("mlp-mesh-dp2-zero2-accumulate2", "mlp.mlir", None, 2,
-         ["--optimizer", "adamw", "--lr", "0.01", "--accumulate", "2"],
-         [((16,), np.float32, None), ((), np.int64, 4)],
+         MLP_FLAGS + ["--accumulate", "2"], MLP_INPUTS,
          {"dp": {"all_reduce": 4, "reduce_scatter": 2 * 1352,
                  "all_gather": 1352}},
          compile_flags=["--mesh", "dp=2", "--zero", "2"]),
@@ -177,21 +170,18 @@ CASES = [
     # microbatches' partial gradients are summed unreduced and reduced
     # once, 2 (n-1)/n * 2708 = 4062 B per step, as without accumulation.
     Case("mlp-mesh-dp4-accumulate2", "mlp.mlir", None, 4,
-         ["--optimizer", "adamw", "--lr", "0.01", "--accumulate", "2"],
-         [((16,), np.float32, None), ((), np.int64, 4)],
+         MLP_FLAGS + ["--accumulate", "2"], MLP_INPUTS,
          {"dp": {"all_reduce": 4062}},
          compile_flags=["--mesh", "dp=4"]),
     # The partitioner's Megatron layout (-dist-tensor-parallel, found by
     # pattern): mlp-tp2's figures.
     Case("mlp-mesh-tp2", "mlp.mlir", None, 2,
-         ["--optimizer", "adamw", "--lr", "0.01"],
-         [((16,), np.float32, None), ((), np.int64, 4)],
+         MLP_FLAGS, MLP_INPUTS,
          {"tp": {"all_reduce": 128}},
          compile_flags=["--mesh", "tp=2"]),
     # dp=2 x tp=2: mlp-dp2-tp2's figures.
     Case("mlp-mesh-dp2-tp2", "mlp.mlir", None, 4,
-         ["--optimizer", "adamw", "--lr", "0.01"],
-         [((16,), np.float32, None), ((), np.int64, 4)],
+         MLP_FLAGS, MLP_INPUTS,
          {"dp": {"all_reduce": 1364}, "tp": {"all_reduce": 64}},
          compile_flags=["--mesh", "dp=2,tp=2"]),
     # Megatron tensor parallelism of a transformer block (block.mlir:
@@ -458,6 +448,18 @@ def check_chain(compile_, work):
                    "and one device (5-6)", one, got, list(range(1, 7)))
 
 
+def passes(name, check):
+    """Runs check(work) in a fresh directory: False, after a FAIL line, when
+    a check or a command failed."""
+    with tempfile.TemporaryDirectory(prefix=f"cleave-{name}-") as work:
+        try:
+            check(work)
+            return True
+        except (AssertionError, RuntimeError) as e:
+            print(f"FAIL {name}: {e}")
+            return False
+
+
 def main():
     import argparse
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -474,26 +476,21 @@ def main():
     if shutil.which(MPIRUN[0]) is None:
         print(f"error: {MPIRUN[0]} is not on PATH")
         return 1
+    compile_ = os.path.abspath(args.compile)
     for case in CASES:
         if wanted and case.name not in wanted:
             continue
-        with tempfile.TemporaryDirectory(prefix=f"cleave-{case.name}-") as work:
-            try:
-                if args.emulated_link:
-                    check_emulated(case, os.path.abspath(args.compile),
-                                   args.emulated_link, work)
-                else:
-                    check_case(case, os.path.abspath(args.compile), work)
-            except (AssertionError, RuntimeError) as e:
-                print(f"FAIL {case.name}: {e}")
-                return 1
+        if args.emulated_link:
+            check = lambda work: check_emulated(case, compile_,
+                                                args.emulated_link, work)
+        else:
+            check = lambda work: check_case(case, compile_, work)
+        if not passes(case.name, check):
+            return 1
     if not args.emulated_link and (not wanted or "reshard-chain" in wanted):
-        with tempfile.TemporaryDirectory(prefix="cleave-chain-") as work:
-            try:
-                check_chain(os.path.abspath(args.compile), work)
-            except (AssertionError, RuntimeError) as e:
-                print(f"FAIL reshard-chain: {e}")
-                return 1
+        if not passes("reshard-chain",
+                      lambda work: check_chain(compile_, work)):
+            return 1
     return 0
 
 

@@ -37,9 +37,7 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
-import tempfile
 
 import numpy as np
 
@@ -236,12 +234,15 @@ def cases():
     ]
 
 
-def run(cmd, **kw):
-    result = subprocess.run(cmd, capture_output=True, text=True, **kw)
-    if result.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({result.returncode}):\n"
-                           f"{result.stdout}{result.stderr}")
-    return result
+def layout_of(case):
+    """(dp, tp, ZeRO stage) of a case."""
+    axes = dict(a.split("=") for a in case.mesh.split(","))
+    zero = int(case.mesh_flags[case.mesh_flags.index("--zero") + 1]) \
+        if "--zero" in case.mesh_flags else 0
+    return int(axes.get("dp", 1)), int(axes.get("tp", 1)), zero
+
+
+run = distributed.run
 
 
 def check_case(case, compile_, work):
@@ -300,10 +301,7 @@ def check_case(case, compile_, work):
     model_b, state_b = map(int, re.search(
         r"parameters: \d+ of the model \([^=]+= (\d+) B\), \d+ of optimizer "
         r"state \([^=]+= (\d+) B\)", help_text).groups())
-    axes = dict(a.split("=") for a in case.mesh.split(","))
-    dp, tp = int(axes.get("dp", 1)), int(axes.get("tp", 1))
-    zero = int(case.mesh_flags[case.mesh_flags.index("--zero") + 1]) \
-        if "--zero" in case.mesh_flags else 0
+    dp, tp, zero = layout_of(case)
     blocks = {n: b // (tp if n in case.tp_split else 1)
               for n, b in model_params(case.model).items()}
     moments = 2 if "adamw" in case.flags else 1
@@ -380,10 +378,7 @@ def check_planner(case, compile_, told, stored):
     sequence parallelism and up to ZeRO-1 (the planner counts every
     parameter gathered twice under ZeRO-3, where the compiler gathers
     again only what the backward reads)."""
-    axes = dict(a.split("=") for a in case.mesh.split(","))
-    dp, tp = int(axes.get("dp", 1)), int(axes.get("tp", 1))
-    zero = int(case.mesh_flags[case.mesh_flags.index("--zero") + 1]) \
-        if "--zero" in case.mesh_flags else 0
+    dp, tp, zero = layout_of(case)
     if "--sp" in case.mesh_flags or zero > 1 or "--precision" in case.flags:
         return
     plan = os.path.join(os.path.dirname(compile_), "cleave-plan")
@@ -443,15 +438,13 @@ def main():
         print(f"error: {MPIRUN[0]} is not on PATH")
         return 1
     wanted = set(args.cases)
+    compile_ = os.path.abspath(args.compile)
     for case in cases():
         if wanted and case.name not in wanted:
             continue
-        with tempfile.TemporaryDirectory(prefix=f"cleave-{case.name}-") as work:
-            try:
-                check_case(case, os.path.abspath(args.compile), work)
-            except (AssertionError, RuntimeError) as e:
-                print(f"FAIL {case.name}: {e}")
-                return 1
+        if not distributed.passes(
+                case.name, lambda work: check_case(case, compile_, work)):
+            return 1
     return 0
 
 

@@ -201,6 +201,8 @@ struct CleavePipelineOptions
 
   /// The axes of --mesh as name=size entries (verify() checks them).
   llvm::SmallVector<std::string> meshAxes() const;
+  /// Whether --mesh has the axis `name`.
+  bool hasMeshAxis(llvm::StringRef name) const;
 
   /// The options of the passes, projected out of these.
   MixedPrecisionPassOptions mixedPrecisionOptions() const;

@@ -1,0 +1,237 @@
+//===- DistPasses.td - the distribution passes --------------*- tablegen -*-===//
+//
+// The passes that split a program over a device mesh: the mesh, the
+// strategies, propagation, partitioning, the collectives' optimization and
+// their explanation (docs/partitioning.md). Included by Passes.td, with
+// whose declarations and documentation they are generated.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_TRANSFORMS_DISTPASSES_TD
+#define CLEAVE_TRANSFORMS_DISTPASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def DistAddMeshPass : Pass<"dist-add-mesh", "::mlir::ModuleOp"> {
+  let summary = "Adds the device mesh the distribution passes split over";
+  let description = [{
+    Adds `dist.mesh @mesh` with the given axes, in order (the last axis
+    varies fastest in the rank numbering, so it should be the one with the
+    fastest links: `tp` within a node). An axis of size 1 is kept, so that
+    a strategy on it is a no-op rather than an error.
+
+    ```
+    cleave-opt -dist-add-mesh="axes=dp=2,tp=2"
+    ```
+    adds `dist.mesh @mesh ["dp" = 2, "tp" = 2]`. A module that already has
+    a mesh, an axis named twice, or a size below 1 is an error.
+  }];
+  let options = [
+    ListOption<"axes", "axes", "std::string",
+               "mesh axes as name=size, major to minor (dp=2,tp=2)">
+  ];
+  let dependentDialects = ["::cleave::dist::DistDialect"];
+}
+
+def DistDataParallelPass : Pass<"dist-data-parallel", "::mlir::ModuleOp"> {
+  let summary = "Shards the batch over a mesh axis, and with ZeRO the training state";
+  let description = [{
+    A strategy pass: it only annotates; `-dist-propagate` and
+    `-dist-partition` derive the rest. Run it on the training step after
+    `-cleave-add-optimizer` (the state it shards exists then).
+
+    - Every tensor argument of every function is split along its batch
+      dimension on `axis`: dimension 0, or 1 in a training step with
+      `accumulate` > 1, whose inputs are stacked `[K, B, ...]`. A batch the
+      axis does not divide is an error naming the argument and the sizes;
+      an argument whose layout the user wrote (priority `user`) is kept.
+    - `zero=1` and `zero=2`: the optimizer state (parameters of role
+      `optimizer_state`: Adam's moments, SGD's momentum) is stored split on
+      `axis` along its first dimension the axis divides; each device
+      updates its block of every such parameter from a reduce-scattered
+      gradient and the parameter is all-gathered after the update. In one
+      step of one microbatch the two stages are the same program. With
+      `accumulate` > 1, ZeRO-1 sums the microbatches' gradients unreduced
+      and reduces once; ZeRO-2 reduce-scatters each microbatch's gradient
+      into the block (a `dist.shard` on each term of the sum) and sums the
+      blocks: K times the bytes, no whole gradient on any rank.
+    - `zero=3` (FSDP's full sharding): the trainable parameters are stored
+      split too. Each use of a parameter in the forward and backward
+      reads it and gathers it (`dist.shard` to its layout without `axis`),
+      so the gathered copy lives only until that use and the backward
+      gathers again; the optimizer updates the stored block.
+    A tensor the axis divides along no dimension stays replicated.
+  }];
+  let options = [
+    Option<"axis", "axis", "std::string", /*default=*/"\"dp\"",
+           "the mesh axis to split the batch on">,
+    Option<"zero", "zero", "int64_t", /*default=*/"0",
+           "ZeRO stage: 0 (replicated state), 1, 2 (optimizer state and "
+           "gradients sharded) or 3 (parameters too)">
+  ];
+  let dependentDialects = ["::cleave::dist::DistDialect"];
+}
+
+def DistTensorParallelPass : Pass<"dist-tensor-parallel", "::mlir::ModuleOp"> {
+  let summary = "Splits pairs of projections on a mesh axis, as Megatron-LM does";
+  let description = [{
+    A strategy pass: it only annotates parameters. It finds, in the forward
+    ops (untagged ops count as forward), every *projection*: a
+    `graph.matmul` whose right operand is a parameter (through reads,
+    casts, transposes, size-1 reshapes and whole slices). For each, it
+    follows the projection's output features through the ops that keep
+    them apart (elementwise ops, bias adds, products with other
+    projections' outputs as SwiGLU's gate, reshapes into heads, transposes,
+    whole-feature slices and concatenations such as rotary embeddings,
+    attention by heads) and accepts the projection when every path ends in
+    the contracting dimension of another projection. Then the first
+    projection's weight is split by output features (column-parallel),
+    its bias with it, and the second's weight by input features
+    (row-parallel): the MLP's up (and gate) and down projections; the
+    query, key and value projections, by heads, and the attention's output
+    projection. The optimizer state of a split parameter is split as the
+    parameter. Propagation and partitioning then give one all-reduce of
+    the row-parallel product in the forward and one of the input gradient
+    in the backward, per pair.
+
+    A projection whose features are the classes of a summed cross-entropy
+    (the language-model head) is split by vocabulary, and so is every
+    embedding table looked up by the data's ids (not a position table read
+    at fixed rows): the gathers, their gradients and the loss then run
+    through their partition hooks, which never gather the logits.
+    Projections whose features reach anything else (a norm, a residual)
+    stay whole. Heads or features that
+    `axis` does not divide are an error naming the op and the sizes; so is
+    a model with nothing to split. Run `-cleave-split-projections` before
+    differentiating so that a fused query-key-value projection splits by
+    heads (cleave-compile does with `tp` in `--mesh`).
+  }];
+  let options = [
+    Option<"axis", "axis", "std::string", /*default=*/"\"tp\"",
+           "the mesh axis to split the layers on">
+  ];
+  let dependentDialects = ["::cleave::dist::DistDialect"];
+}
+
+def DistOptimizeCollectivesPass : Pass<"dist-optimize-collectives", "::mlir::ModuleOp"> {
+  let summary = "Rewrites and reorders the collectives of a partitioned program";
+  let description = [{
+    On every `dist.partitioned` function:
+
+    - an all-reduce whose only readers keep this device's block of one
+      dimension (`dist.local_slice` at the `dist.axis_index` of the same
+      axes) becomes a reduce-scatter into that block: (n-1)/n of the bytes
+      instead of 2(n-1)/n, and a block-sized result;
+    - ZeRO-3's gathers of parameter blocks are *prefetched*: each
+      all-gather of a parameter read by layer L (and the read) moves to the
+      start of the layer computed before it, L-1 in the forward and L+1 in
+      the backward, so that, started early by
+      `-cleave-overlap-collectives`, it runs during that layer's compute;
+      the gathered copy lives one layer longer.
+
+    Gradient buckets are `-cleave-bucket-collectives` (`--bucket-bytes`),
+    and the start and wait of every collective
+    `-cleave-overlap-collectives`, which the pipeline runs after this pass.
+  }];
+  let dependentDialects = ["::cleave::dist::DistDialect"];
+}
+
+def DistExplainPass : Pass<"dist-explain", "::mlir::ModuleOp"> {
+  let summary = "Prints each collective of a partitioned program and why it is there";
+  let description = [{
+    For every `dist.partitioned` function, prints to standard output one
+    line per collective, in the order of the step: its place (phase,
+    microbatch and layer of the op it was inserted for), the collective
+    with its axes and type, the bytes each rank sends for it (ring
+    all-reduce 2(n-1)/n of the buffer, all-gather and reduce-scatter and
+    all-to-all (n-1)/n of the whole buffer, for a group of n), and its
+    cause: the layouts it converts between, the op and operand that read
+    it, the annotation the value's layout derives from, and the reader's
+    source location. A summary line gives the bytes per axis and kind, the
+    figure `--comm-stats` counts at run time. The IR is not changed.
+    `cleave-compile --dist-explain` runs it right after partitioning.
+  }];
+}
+
+def DistSequenceParallelPass : Pass<"dist-sequence-parallel", "::mlir::ModuleOp"> {
+  let summary = "Splits the tokens between tensor-parallel regions, as Megatron-LM's sequence parallelism";
+  let description = [{
+    A strategy pass for after `-dist-tensor-parallel`: the output of every
+    forward row-parallel projection (a matmul whose weight is split on
+    `axis` along its input features) is constrained (`dist.shard`, priority
+    `propagated`) to be split on `axis` along its token dimension, the one
+    before the features (its other dimensions open: a data-parallel batch
+    stays split). Propagation carries that layout through the bias
+    and residual adds, norms and dropout up to the next column-parallel
+    projection, whose split weight wins over it there. So the partitioner
+    writes Megatron's sequence parallelism: a reduce-scatter over the
+    tokens in place of each forward all-reduce, an all-gather of the
+    tokens before each column-parallel projection, and the same pair in
+    the backward; the norms and the elementwise work between the regions
+    run on a shard of the tokens. Tokens that `axis` does not divide are an
+    error naming the projection.
+  }];
+  let options = [
+    Option<"axis", "axis", "std::string", /*default=*/"\"tp\"",
+           "the tensor-parallel mesh axis">
+  ];
+  let dependentDialects = ["::cleave::dist::DistDialect"];
+}
+
+def DistPropagatePass : Pass<"dist-propagate", "::mlir::ModuleOp"> {
+  let summary = "Gives every value of the program a sharding, from the annotations";
+  let description = [{
+    Starts from the annotated values: function arguments (`dist.sharding`,
+    replicated when absent), parameters (`graph.param`'s sharding, for
+    every `graph.read_param`), `dist.shard` constraints and op results
+    that already carry `dist.sharding`. It then walks the ops forward and
+    backward until nothing changes: an op whose rule relates an annotated
+    tensor to one without a sharding gives the latter the layout its
+    factors imply (see the rule's split: each sharded dimension proposes
+    its axes for its major factor; the highest priority wins, `user` over
+    `strategy` over `propagated`, then the largest tensor). A value left
+    without a sharding is replicated. Split reduction factors leave results
+    partial, and ops linear in their partial operands keep them partial,
+    so that a sum of partial gradients is reduced once.
+
+    Every op result gets a `dist.sharding` (priority `propagated`, origin
+    the annotation its layout derives from: the strategy pass or
+    constraint whose layout proposed the axes), which `-dist-partition`
+    then follows.
+    Constants are not annotated backward: the partitioner slices them.
+  }];
+  let dependentDialects = ["::cleave::dist::DistDialect"];
+}
+
+def DistPartitionPass : Pass<"dist-partition", "::mlir::ModuleOp"> {
+  let summary = "Turns the global program into one device's program with explicit collectives";
+  let description = [{
+    Every function becomes the program of one device (`dist.partitioned`):
+    arguments, results and op results take the local type of their
+    sharding, `graph.read_param` of a sharded parameter returns this
+    device's block, and every op runs on its blocks. Where an op reads a
+    value in another layout than the value has, the partitioner inserts
+    the collectives that convert it, in this order:
+
+    - a partial value is reduced: `dist.reduce_scatter` over the axes the
+      reader splits a dimension on that the value does not, else
+      `dist.all_reduce` (a reader linear in it keeps it partial);
+    - axes the reader does not split a dimension on: `dist.all_gather`;
+    - axes the reader splits a dimension on in addition: `dist.local_slice`
+      at this device's `dist.axis_index` (no communication).
+
+    One conversion of a value serves every later reader in the same layout.
+    Results of an op whose layout differs from their `dist.sharding` are
+    converted after the op; function results are replicated unless they
+    carry a `dist.sharding`. Splat constants are rebuilt at the local size,
+    other constants are sliced. Each inserted op's location names the op
+    and operand it was inserted for, which `--dist-explain` prints.
+
+    A function result with a `dist.sharding` is returned as this device's
+    block. A partial argument or result, an op with regions, and an op
+    without a sharding rule are errors naming the op.
+  }];
+  let dependentDialects = ["::cleave::dist::DistDialect"];
+}
+
+#endif // CLEAVE_TRANSFORMS_DISTPASSES_TD
