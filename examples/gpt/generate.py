@@ -9,6 +9,8 @@ head tied to the token embedding.
 
 Regenerate from anywhere with:  /usr/bin/python3 examples/gpt/generate.py
 Writes model.onnx, input_idx.npy and expected_logits.npy next to this script.
+`--layers N --out DIR` writes a deeper variant elsewhere (the pipeline tests
+need more layers than stages).
 """
 
 import math
@@ -93,11 +95,19 @@ class GPT(nn.Module):
 
 
 def main():
+    import argparse
+    global LAYERS
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--layers", type=int, default=LAYERS)
+    parser.add_argument("--out", default=HERE)
+    args = parser.parse_args()
+    LAYERS = args.layers
+    os.makedirs(args.out, exist_ok=True)
     torch.manual_seed(0)
     model = GPT().eval()
     make_distinct(model)  # layer norms start at 1 / 0: keep them apart in the export
     idx = torch.randint(0, VOCAB, (BATCH, SEQ), dtype=torch.long)
-    export_example(model, (idx,), ["idx"], ["logits"], HERE)
+    export_example(model, (idx,), ["idx"], ["logits"], args.out)
 
 
 if __name__ == "__main__":

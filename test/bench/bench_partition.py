@@ -208,11 +208,18 @@ def throughput(args, work):
           f"batch {batch}, vocabulary {vocab}; AdamW; {args.steps} steps")
     print(f"{'layout':10} {'ranks':>5} {'threads/rank':>12} {'tokens/s':>10} "
           f"{'per rank':>10} {'ms/step':>8} {'loss 1 rel diff':>16}")
-    runs = [("one", [], 1, "2"), ("dp=2", ["--mesh", "dp=2"], 2, "1"),
-            ("tp=2", ["--mesh", "tp=2"], 2, "1")]
+    # (layout, flags, ranks, threads per rank, microbatches per step): the
+    # pipeline against one device accumulating the same 4 microbatches.
+    runs = [("one", [], 1, "2", 1), ("dp=2", ["--mesh", "dp=2"], 2, "1", 1),
+            ("tp=2", ["--mesh", "tp=2"], 2, "1", 1),
+            ("one x4", ["--accumulate", "4"], 1, "2", 4),
+            ("pp=2 x4", ["--mesh", "pp=2", "--microbatches", "4"], 2, "1", 4)]
     first = None
-    for name, flags, ranks, threads in runs:
-        binary = os.path.join(work, "train-" + name.replace("=", ""))
+    for name, flags, ranks, threads, micro in runs:
+        if micro != 1:
+            first = None
+        binary = os.path.join(work, "train-" + name.replace("=", "")
+                              .replace(" ", ""))
         subprocess.run([args.compile, src, "--train", "--optimizer", "adamw",
                         "--lr", "1e-4", *flags, "-o", binary], check=True,
                        cwd=work)
@@ -228,7 +235,7 @@ def throughput(args, work):
         subprocess.run(cmd, check=True, cwd=work, env=env)
         records = [json.loads(line) for line in open(log)]
         ms = statistics.median(r["ms"] for r in records[1:])
-        rate = batch * seq / (ms / 1000)
+        rate = micro * batch * seq / (ms / 1000)
         loss = records[0]["loss"]
         first = first if first is not None else loss
         print(f"{name:10} {ranks:5} {threads:>12} {rate:10.0f} "

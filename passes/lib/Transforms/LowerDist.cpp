@@ -203,6 +203,12 @@ private:
     rt.call("cleave_comm_recv",
             {comm, rt.arena(), out[0], rt.constI32(r.getSource())});
   }
+  static void build(dist::SendRecvOp sr, Value comm, ArrayRef<Value> in,
+                    ArrayRef<Value> out, RuntimeBuilder &rt, Lowering &) {
+    rt.call("cleave_comm_sendrecv",
+            {comm, rt.arena(), in[0], rt.constI32(sr.getTarget()), out[0],
+             rt.constI32(sr.getSource())});
+  }
 };
 
 /// A bucket: one all_reduce, in place, of the buffer that the memory plan
@@ -297,7 +303,7 @@ void populateDistToRuntimePatterns(RewritePatternSet &patterns,
                                    Lowering &state) {
   addFamily<CollectivePattern, dist::AllReduceOp, dist::AllGatherOp,
             dist::ReduceScatterOp, dist::AllToAllOp, dist::CollectivePermuteOp,
-            dist::BroadcastOp, dist::SendOp, dist::RecvOp>(patterns, converter,
+            dist::BroadcastOp, dist::SendOp, dist::RecvOp, dist::SendRecvOp>(patterns, converter,
                                                            state);
   addFamily<WaitPattern, dist::WaitOp>(patterns, converter, state);
   addFamily<BucketPattern, dist::AllReduceBucketOp>(patterns, converter,

@@ -45,8 +45,11 @@ struct FuncPattern : OpConversionPattern<func::FuncOp> {
     rewriter.setInsertionPointToEnd(state.module.getBody());
     auto runType = LLVM::LLVMFunctionType::get(
         LLVM::LLVMVoidType::get(state.ctx), {state.ptr, state.ptr});
-    auto run = LLVM::LLVMFuncOp::create(rewriter, fn.getLoc(),
-                                        "cleave_program_run", runType);
+    auto run = LLVM::LLVMFuncOp::create(
+        rewriter, fn.getLoc(),
+        state.symbolPrefix.empty() ? "cleave_program_run"
+                                   : state.symbolPrefix + "run",
+        runType);
     rewriter.inlineRegionBefore(fn.getBody(), run.getBody(), run.end());
 
     Block *body = &run.getBody().front();
@@ -102,6 +105,26 @@ Lowering::Lowering(ModuleOp module) : module(module), ctx(module.getContext()) {
     meshes.push_back(m);
   for (auto param : module.getOps<ParamOp>())
     params[param.getSymName()] = param;
+  if (auto stage = module->getAttrOfType<IntegerAttr>(kStageAttr))
+    symbolPrefix = stageSymbolPrefix(stage.getInt());
+}
+
+LogicalResult Lowering::presetGroups() {
+  auto preset = module->getAttrOfType<ArrayAttr>(kGroupsAttr);
+  if (!preset)
+    return success();
+  dist::MeshOp m = mesh();
+  if (!m)
+    return module.emitOpError("has ") << kGroupsAttr << " but no dist.mesh";
+  for (Attribute g : preset) {
+    auto axes = dyn_cast<ArrayAttr>(g);
+    if (!axes || failed(groupOf(module, FlatSymbolRefAttr::get(
+                                            m.getSymNameAttr()),
+                                axes)))
+      return module.emitOpError("has a malformed ")
+             << kGroupsAttr << " entry " << g;
+  }
+  return success();
 }
 
 FailureOr<SmallVector<int64_t>> Lowering::descWords(int64_t offset, Type type) {
@@ -155,7 +178,7 @@ LogicalResult Lowering::run(func::FuncOp fn) {
     return meshes[1].emitOpError("is a second mesh; a program runs on one "
                                  "dist.mesh (@")
            << meshes[0].getSymName() << ")";
-  if (failed(readPlan(fn)))
+  if (failed(presetGroups()) || failed(readPlan(fn)))
     return failure();
   // The metadata is read from the function, which the conversion replaces.
   Location loc = fn.getLoc();

@@ -55,14 +55,37 @@ LogicalResult CleavePipelineOptions::verify(
     if (name.empty() || size.getAsInteger(10, n) || n < 1)
       return emitError("--mesh: '" + axis +
                        "' is not an axis name=size with size >= 1");
-    if (name != "dp" && name != "tp")
+    if (name != "dp" && name != "tp" && name != "pp")
       return emitError("--mesh: unknown axis '" + name +
-                       "' (dp splits the batch, tp the layers)");
+                       "' (dp splits the batch, tp the layers, pp cuts "
+                       "them into pipeline stages)");
     if (llvm::count_if(axes, [&](StringRef a) {
           return a.split('=').first == name;
         }) > 1)
       return emitError("--mesh: axis '" + name + "' appears twice");
   }
+  bool pipeline = hasMeshAxis("pp");
+  if ((microbatches.hasValue() || schedule.hasValue() ||
+       virtualStages.hasValue() || !pipelineSplit.empty() ||
+       pipelineReport || trace.hasValue()) &&
+      !pipeline)
+    return emitError("--microbatches, --schedule, --virtual-stages, "
+                     "--pipeline-split, --pipeline-report and --trace need "
+                     "a pp axis in --mesh");
+  if (pipeline && !train)
+    return emitError("--mesh with pp pipelines the training step: it needs "
+                     "--train");
+  if (microbatches.hasValue() && accumulate.hasValue() &&
+      microbatches != accumulate)
+    return emitError("--microbatches and --accumulate are the same count; "
+                     "give one");
+  if (microbatches < 1)
+    return emitError("--microbatches must be >= 1");
+  if (pipeline && !axes.empty() && axes.front().rfind("pp=", 0) != 0)
+    return emitError("--mesh: put pp first (the stages are the slowest "
+                     "links, across nodes; dp and tp inside a stage)");
+  if (pipeline && bucketBytes > 0)
+    return emitError("--bucket-bytes with a pp axis is not supported yet");
   if (zero < 0 || zero > 3)
     return emitError("--zero must be 0, 1, 2 or 3");
   if (zero.hasValue() && !hasMeshAxis("dp"))
@@ -107,7 +130,7 @@ AddLossPassOptions CleavePipelineOptions::addLossOptions() const {
   options.loss = loss;
   options.ignoreIndex = ignoreIndex;
   if (train)
-    options.accumulate = accumulate;
+    options.accumulate = stepMicrobatches();
   return options;
 }
 
@@ -234,6 +257,19 @@ static void addDistributionPasses(OpPassManager &pm,
   pm.addPass(createDistOptimizeCollectivesPass());
   if (options.distExplain)
     pm.addPass(createDistExplainPass());
+  if (options.hasMeshAxis("pp")) {
+    DistPipelineParallelPassOptions pp;
+    pp.axis = "pp";
+    pp.schedule = options.schedule;
+    pp.virtualStages = options.virtualStages.hasValue() ? options.virtualStages
+                       : options.schedule == "interleaved" ? 2
+                                                           : 1;
+    pp.split.assign(options.pipelineSplit.begin(),
+                    options.pipelineSplit.end());
+    pp.report = options.pipelineReport;
+    pp.trace = options.trace;
+    pm.addPass(createDistPipelineParallelPass(pp));
+  }
 }
 
 /// The updates of the parameters from the gradients, when training, and
@@ -271,7 +307,14 @@ void cleave::buildCleavePipeline(OpPassManager &pm,
   addGradientPasses(pm, options);
   addOptimizerPasses(pm, options);
   addDistributionPasses(pm, options);
-  addLoweringPasses(pm, options);
+  if (!options.hasMeshAxis("pp")) {
+    addLoweringPasses(pm, options);
+    return;
+  }
+  // Each pipeline stage is a program of its own, in a nested module; the
+  // lowered stages are then joined into one program.
+  addLoweringPasses(pm.nest<ModuleOp>(), options);
+  pm.addPass(createLinkStagesPass());
 }
 
 void cleave::registerCleavePipelines() {

@@ -283,14 +283,15 @@ FailureOr<ProgramInfo> Lowering::describeProgram(func::FuncOp fn) {
 void RuntimeBuilder::programInfo(const ProgramInfo &info) {
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToEnd(state.module.getBody());
-  auto infoType = LLVM::LLVMStructType::getLiteral(
-      state.ctx, {i32, i32, i64, i64, i64, ptr, i64, ptr, i64, ptr, ptr, ptr,
-                  i32, ptr, ptr, i64, ptr, ptr});
+  auto infoType = programInfoType(state.ctx);
   DictionaryAttr config = info.trainingConfig;
   StringAttr source = info.sourceModel;
   auto global = LLVM::GlobalOp::create(b, loc, infoType, /*isConstant=*/true,
                                        LLVM::Linkage::External,
-                                       "cleave_program", Attribute());
+                                       state.symbolPrefix.empty()
+                                           ? "cleave_program"
+                                           : state.symbolPrefix + "program",
+                                       Attribute());
   b.setInsertionPointToStart(b.createBlock(&global.getInitializerRegion()));
   Value paramTable = namedTable(info.params);
   Value inputTable = namedTable(info.inputs);
@@ -335,6 +336,11 @@ void RuntimeBuilder::programInfo(const ProgramInfo &info) {
                              : wordsGlobal("cleave.groups", groupWords),
         16);
   field(m ? commEngine() : null(), 17);
+  // Not pipelined (a stage's program is not either): no stages.
+  field(constI64(0), 18);
+  field(constI64(0), 19);
+  field(null(), 20);
+  field(null(), 21);
   LLVM::ReturnOp::create(b, loc, s);
 }
 

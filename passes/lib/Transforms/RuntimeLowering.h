@@ -135,7 +135,40 @@ static_assert(offsetof(cleave_program_info, training_config) ==
                           3 * sizeof(void *) + sizeof(int64_t) +
                           sizeof(void *),
               "cleave_program_info is {i32, i32, i64, i64, i64, ptr, i64, "
-              "ptr, i64, ptr, ptr, ptr, i32, ptr, ptr, i64, ptr, ptr}");
+              "ptr, i64, ptr, ptr, ptr, i32, ptr, ptr, i64, ptr, ptr, i64, "
+              "i64, ptr, ptr}");
+static_assert(offsetof(cleave_program_info, num_stages) ==
+                      offsetof(cleave_program_info, comm) + sizeof(void *) &&
+                  offsetof(cleave_program_info, stage_runs) ==
+                      offsetof(cleave_program_info, num_stages) +
+                          2 * sizeof(int64_t) + sizeof(void *) &&
+                  sizeof(cleave_program_info) ==
+                      offsetof(cleave_program_info, stage_runs) +
+                          sizeof(void *),
+              "cleave_program_info ends {i64, i64, ptr, ptr} (ABI 5)");
+static_assert(offsetof(cleave_program_context, stage) == 2 * sizeof(void *),
+              "cleave_program_context is {ptr, ptr, i64}");
+
+/// The LLVM struct of cleave_program_info.
+inline LLVM::LLVMStructType programInfoType(MLIRContext *ctx) {
+  Type i32 = IntegerType::get(ctx, 32), i64 = IntegerType::get(ctx, 64);
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  return LLVM::LLVMStructType::getLiteral(
+      ctx, {i32, i32, i64, i64, i64, ptr, i64, ptr, i64, ptr, ptr, ptr, i32,
+            ptr, ptr, i64, ptr, ptr, i64, i64, ptr, ptr});
+}
+
+/// The attribute of a pipeline stage's module (-dist-pipeline-parallel):
+/// its stage index; the lowering names the stage's symbols after it.
+constexpr llvm::StringLiteral kStageAttr = dist::DistDialect::getStageAttrName();
+/// The communicator groups of every stage, in one order (an array of
+/// arrays of mesh axis names), which the lowering numbers them by.
+constexpr llvm::StringLiteral kGroupsAttr =
+    dist::DistDialect::getGroupsAttrName();
+/// The prefix of stage `s`'s symbols.
+inline std::string stageSymbolPrefix(int64_t s) {
+  return "cleave_stage" + std::to_string(s) + "_";
+}
 /// The words of a cleave_sharding and of a cleave_group.
 constexpr int64_t kShardingWords =
     2 * CLEAVE_RT_MAX_RANK + CLEAVE_RT_MAX_RANK * CLEAVE_RT_MAX_MESH_RANK;
@@ -180,6 +213,8 @@ public:
 
   /// Replaces `fn` with cleave_program_run and adds `cleave_program`.
   LogicalResult run(func::FuncOp fn);
+  /// Numbers the groups of the module's dist.groups first, in order.
+  LogicalResult presetGroups();
 
   /// The descriptor words of a tensor: offset, dtype | rank << 32, shape;
   /// failure for what the runtime cannot describe.
@@ -236,6 +271,10 @@ public:
   SmallVector<dist::MeshOp> meshes;
   /// The communicator groups, as mesh axis indices, in table order.
   SmallVector<SmallVector<int64_t>> groups;
+  /// What the program's own symbols start with: empty, or a pipeline
+  /// stage's prefix (stageSymbolPrefix), so that the stages' lowered
+  /// modules can be joined.
+  std::string symbolPrefix;
   /// The planned offset of each argument and op result of the function.
   DenseMap<Value, int64_t> offsets;
   /// The handle of each started collective, by its (original) result.
@@ -434,7 +473,7 @@ private:
   }
 
   std::string uniqueName(StringRef prefix) {
-    return (prefix + "." + Twine(state.counter++)).str();
+    return (state.symbolPrefix + prefix + "." + Twine(state.counter++)).str();
   }
 
   DenseElementsAttr i64Array(ArrayRef<int64_t> values) {

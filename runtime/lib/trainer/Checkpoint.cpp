@@ -84,7 +84,7 @@ std::string utcNow() {
 
 /// The training config as JSON: itself when it parses, else as a string.
 std::string trainingConfigJson() {
-  const char *config = cleave_program.training_config;
+  const char *config = program().training_config;
   if (!config)
     return "null";
   JsonValue value;
@@ -95,7 +95,7 @@ std::string trainingConfigJson() {
 
 void writeMeta(const std::string &dir, int64_t step, std::optional<float> loss,
                const std::string &dataOrder) {
-  const cleave_program_info &p = cleave_program;
+  const cleave_program_info &p = program();
   std::string json = "{\n";
   json += "  \"format\": \"cleave\",\n";
   json += std::string("  \"format_version\": ") + kFormatVersion + ",\n";
@@ -107,16 +107,18 @@ void writeMeta(const std::string &dir, int64_t step, std::optional<float> loss,
           (p.source_model ? jsonQuote(p.source_model) : "null") + ",\n";
   json += "  \"training_config\": " + trainingConfigJson() + ",\n";
   json += "  \"data_order\": " + jsonQuote(dataOrder) + ",\n";
-  json +=
-      "  \"num_model_params\": " + std::to_string(p.num_model_params) + ",\n";
+  int64_t numModel = 0;
+  std::vector<const cleave_named_tensor *> params =
+      wholeProgramParams(&numModel);
+  json += "  \"num_model_params\": " + std::to_string(numModel) + ",\n";
   json += "  \"params\": [";
-  for (int64_t i = 0; i < p.num_params; ++i) {
-    const cleave_named_tensor &t = p.params[i];
+  for (size_t i = 0; i < params.size(); ++i) {
+    const cleave_named_tensor &t = *params[i];
     json += std::string(i ? "," : "") +
             "\n    {\"name\": " + jsonQuote(t.name) + ", \"dtype\": \"" +
             safetensorsDtype(t.tensor.dtype) +
             "\", \"shape\": " + shapeString(globalShape(t)) +
-            ", \"model\": " + (i < p.num_model_params ? "true" : "false") +
+            ", \"model\": " + (int64_t(i) < numModel ? "true" : "false") +
             ", \"role\": \"" + cleave_param_role_name(t.role) + "\"}";
   }
   json += "\n  ]\n}\n";
@@ -218,13 +220,12 @@ void readHeader(const std::string &path, FILE *f,
 } // namespace
 
 std::string cleave::rt::trainer::paramFingerprint() {
-  const cleave_program_info &p = cleave_program;
   std::vector<std::string> lines;
-  for (int64_t i = 0; i < p.num_params; ++i) {
+  for (const cleave_named_tensor *param : wholeProgramParams()) {
     // Of the global values, so that every mesh has the same one.
-    const cleave_tensor t = globalTensor(p.params[i]);
+    const cleave_tensor t = globalTensor(*param);
     std::string line =
-        std::string(p.params[i].name) + "\t" + safetensorsDtype(t.dtype) + "\t";
+        std::string(param->name) + "\t" + safetensorsDtype(t.dtype) + "\t";
     for (int d = 0; d < t.rank; ++d)
       line += (d ? "," : "") + std::to_string(t.shape[d]);
     lines.push_back(line + "\n");
@@ -263,12 +264,14 @@ namespace {
 
 /// The __metadata__ every checkpoint file starts with (as JSON members).
 std::string commonMetadata(int64_t step, const std::string &dataOrder) {
-  const cleave_program_info &p = cleave_program;
+  const cleave_program_info &p = program();
+  int64_t numModel = 0;
+  wholeProgramParams(&numModel);
   std::string meta = "\"format\":\"cleave\",\"format_version\":\"" +
                      std::string(kFormatVersion) + "\",\"step\":\"" +
                      std::to_string(step) + "\",\"fingerprint\":\"" +
                      paramFingerprint() + "\",\"num_model_params\":\"" +
-                     std::to_string(p.num_model_params) + "\"";
+                     std::to_string(numModel) + "\"";
   if (p.source_model)
     meta += ",\"source_model\":" + jsonQuote(p.source_model);
   if (p.training_config)
@@ -357,13 +360,15 @@ bool isShardFile(const std::string &name) {
 /// shards have other names) stays whole.
 void saveSharded(const std::string &dir, const Arena &arena, int64_t step,
                  const std::string &dataOrder) {
-  const cleave_program_info &p = cleave_program;
+  const cleave_program_info &p = program();
   const Device &dev = device();
   std::vector<const cleave_named_tensor *> owned;
   std::string blocks = "{";
   for (int64_t i = 0; i < p.num_params; ++i) {
     const cleave_named_tensor &t = p.params[i];
-    if (!ownsBlock(t, dev.coords))
+    // A parameter that several stages hold (a tied embedding): the first
+    // writes it.
+    if (!ownsBlock(t, dev.coords) || firstStageOf(t.name) != dev.stage)
       continue;
     owned.push_back(&t);
     blocks += std::string(owned.size() > 1 ? "," : "") + jsonQuote(t.name) +
@@ -390,8 +395,9 @@ void saveSharded(const std::string &dir, const Arena &arena, int64_t step,
       index += std::string(r ? ", " : "") + "\"" + shardFile(r, dev.size, step) +
                "\"";
     index += "],\n  \"params\": {";
-    for (int64_t i = 0; i < p.num_params; ++i) {
-      const cleave_named_tensor &t = p.params[i];
+    std::vector<const cleave_named_tensor *> params = wholeProgramParams();
+    for (size_t i = 0; i < params.size(); ++i) {
+      const cleave_named_tensor &t = *params[i];
       std::string sharding = "[";
       for (int d = 0; d < t.tensor.rank; ++d) {
         sharding += d ? ", [" : "[";
@@ -444,7 +450,7 @@ void cleave::rt::trainer::saveCheckpoint(const std::string &dir,
       writeMeta(dir, step, loss, dataOrder);
     return;
   }
-  const cleave_program_info &p = cleave_program;
+  const cleave_program_info &p = program();
   std::vector<const cleave_named_tensor *> all;
   for (int64_t i = 0; i < p.num_params; ++i)
     all.push_back(&p.params[i]);
@@ -634,7 +640,7 @@ bool isSplitView(const std::vector<int64_t> &a, const std::vector<int64_t> &b) {
 /// program: its format, its step (returned), and that it holds exactly the
 /// program's parameters with their dtypes and global shapes.
 int64_t openChecked(const std::string &dir, OpenCheckpoint &c) {
-  const cleave_program_info &p = cleave_program;
+  const cleave_program_info &p = program();
   c.dir = dir;
   // A sharded checkpoint, from any mesh, or a one-device one: either is
   // resharded to this program's mesh.
@@ -665,8 +671,8 @@ int64_t openChecked(const std::string &dir, OpenCheckpoint &c) {
   // nothing else: list the first differences.
   std::vector<std::string> diffs;
   std::map<std::string, bool> known;
-  for (int64_t i = 0; i < p.num_params; ++i) {
-    const cleave_named_tensor &param = p.params[i];
+  for (const cleave_named_tensor *whole : wholeProgramParams()) {
+    const cleave_named_tensor &param = *whole;
     known[param.name] = true;
     auto it = c.params.find(param.name);
     std::string mine = describe(globalTensor(param));
@@ -711,19 +717,21 @@ int64_t openChecked(const std::string &dir, OpenCheckpoint &c) {
 
 std::map<std::string, std::vector<char>>
 cleave::rt::trainer::readGlobalModelParams(const std::string &dir) {
-  const cleave_program_info &p = cleave_program;
   OpenCheckpoint c;
   openChecked(dir, c);
   std::map<std::string, std::vector<char>> values;
-  for (int64_t i = 0; i < p.num_model_params; ++i)
-    readGlobal(c, p.params[i].name, values[p.params[i].name]);
+  int64_t numModel = 0;
+  std::vector<const cleave_named_tensor *> params =
+      wholeProgramParams(&numModel);
+  for (int64_t i = 0; i < numModel; ++i)
+    readGlobal(c, params[size_t(i)]->name, values[params[size_t(i)]->name]);
   return values;
 }
 
 int64_t cleave::rt::trainer::loadCheckpoint(const std::string &dir,
                                             Arena &arena,
                                             const std::string &dataOrder) {
-  const cleave_program_info &p = cleave_program;
+  const cleave_program_info &p = program();
   OpenCheckpoint c;
   int64_t step = openChecked(dir, c);
   std::map<std::string, std::string> &metadata = c.metadata;

@@ -83,7 +83,7 @@ namespace {
 /// BatchStaging cuts out).
 const cleave_named_tensor *globalInputs() {
   static const std::vector<cleave_named_tensor> inputs = [] {
-    const cleave_program_info &p = cleave_program;
+    const cleave_program_info &p = program();
     std::vector<cleave_named_tensor> v(p.inputs, p.inputs + p.num_inputs);
     for (cleave_named_tensor &in : v) {
       in.tensor = globalTensor(in);
@@ -97,7 +97,7 @@ const cleave_named_tensor *globalInputs() {
 } // namespace
 
 int64_t cleave::rt::trainer::programBatchDims() {
-  const cleave_program_info &p = cleave_program;
+  const cleave_program_info &p = program();
   if (!p.training_config)
     return 1;
   JsonValue config;
@@ -113,7 +113,7 @@ int64_t cleave::rt::trainer::programBatchDims() {
 }
 
 int64_t cleave::rt::trainer::programBatchSize() {
-  const cleave_program_info &p = cleave_program;
+  const cleave_program_info &p = program();
   const int64_t dims = programBatchDims();
   int64_t batch = -1;
   for (int64_t i = 0; i < p.num_inputs; ++i) {
@@ -142,7 +142,7 @@ int64_t cleave::rt::trainer::programBatchSize() {
 }
 
 BatchStaging::BatchStaging() : batchSize(programBatchSize()) {
-  const cleave_program_info &p = cleave_program;
+  const cleave_program_info &p = program();
   // Per set: each input's global batch, then the blocks of the sharded
   // inputs (what goes to the arena).
   std::vector<size_t> offsets, blockOffsets;
@@ -192,7 +192,7 @@ BatchStaging::~BatchStaging() = default;
 
 void BatchStaging::fill(const Dataset &data, BatchSchedule &schedule,
                         int64_t step, Arena &arena) {
-  const cleave_program_info &p = cleave_program;
+  const cleave_program_info &p = program();
   std::vector<char *> &set = inputs[step & 1];
   // The schedule is a function of the step alone, so every device knows
   // the global batch; it reads the samples its blocks hold (all of them
@@ -308,7 +308,7 @@ bool convertArray(const NpyArray &array, int32_t dtype, std::vector<char> &out,
 class NpyDataset : public Dataset {
 public:
   explicit NpyDataset(const std::vector<std::string> &files) : files(files) {
-    const cleave_program_info &p = cleave_program;
+    const cleave_program_info &p = program();
     if (int64_t(files.size()) != p.num_inputs)
       fail("internal: " + std::to_string(files.size()) + " files for " +
            std::to_string(p.num_inputs) + " inputs");
@@ -392,7 +392,7 @@ public:
   TokenDataset(const std::string &path, const std::string &tokenDtype,
                int64_t seqArg)
       : path(path) {
-    const cleave_program_info &p = cleave_program;
+    const cleave_program_info &p = program();
     if (tokenDtype == "uint16")
       tokenBytes = 2;
     else if (tokenDtype == "uint32")
@@ -464,7 +464,7 @@ public:
 
   void copySample(int64_t sample, int64_t row,
                   char *const *batch) const override {
-    const cleave_program_info &p = cleave_program;
+    const cleave_program_info &p = program();
     for (int64_t i = 0; i < 2; ++i) {
       const cleave_tensor &t = globalInputs()[i].tensor;
       int64_t first = sample * seq + i; // labels are shifted by one token

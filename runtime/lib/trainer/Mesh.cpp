@@ -27,7 +27,7 @@ std::string shapeOfMesh(const cleave_program_info &p) {
 }
 
 void checkSharding(const char *kind, const cleave_named_tensor &t) {
-  const cleave_program_info &p = cleave_program;
+  const cleave_program_info &p = program();
   const cleave_sharding &s = *t.sharding;
   std::string what = std::string("program metadata: ") + kind + " '" +
                      t.name + "'";
@@ -64,7 +64,7 @@ void checkShardings(const char *kind, const cleave_named_tensor *list,
 /// row-major index of its coordinates along the dimension's axes.
 int64_t blockIndex(const cleave_named_tensor &t, int d,
                    const std::vector<int64_t> &coords) {
-  const cleave_program_info &p = cleave_program;
+  const cleave_program_info &p = program();
   int64_t index = 0;
   for (int64_t j = 0; j < t.sharding->num_axes[d]; ++j) {
     int64_t axis = t.sharding->axes[d][j];
@@ -76,7 +76,7 @@ int64_t blockIndex(const cleave_named_tensor &t, int d,
 } // namespace
 
 void cleave::rt::trainer::checkMeshMetadata() {
-  const cleave_program_info &p = cleave_program;
+  const cleave_program_info &p = program();
   if (p.mesh_rank < 0 || p.mesh_rank > CLEAVE_RT_MAX_MESH_RANK)
     fail("program metadata: mesh rank " + std::to_string(p.mesh_rank) +
          " is not in [0, " + std::to_string(CLEAVE_RT_MAX_MESH_RANK) + "]");
@@ -111,7 +111,7 @@ void cleave::rt::trainer::checkMeshMetadata() {
 }
 
 void cleave::rt::trainer::startDevice(int *argc, char ***argv) {
-  const cleave_program_info &p = cleave_program;
+  const cleave_program_info &p = program();
   Device &d = state();
   if (p.mesh_rank == 0)
     return;
@@ -132,6 +132,14 @@ void cleave::rt::trainer::startDevice(int *argc, char ***argv) {
   for (int64_t a = p.mesh_rank - 1, r = d.rank; a >= 0; --a) {
     d.coords[size_t(a)] = r % p.mesh_shape[a];
     r /= p.mesh_shape[a];
+  }
+  if (numStages() > 0) {
+    // Every stage has this mesh and these groups; the device runs the
+    // stage of its coordinate along the stage axis.
+    d.stageAxis = cleave_program.stage_axis;
+    d.stage = d.coords[size_t(d.stageAxis)];
+    d.context.stage = d.stage;
+    selectStage(d.stage);
   }
   for (int64_t g = 0; g < p.num_groups; ++g) {
     const cleave_group &group = p.groups[g];
@@ -201,7 +209,7 @@ bool cleave::rt::trainer::ownsBlock(const cleave_named_tensor &t,
       for (int64_t j = 0; j < t.sharding->num_axes[d]; ++j)
         splits[size_t(t.sharding->axes[d][j])] = true;
   for (size_t a = 0; a < coords.size(); ++a)
-    if (!splits[a] && coords[a] != 0)
+    if (!splits[a] && coords[a] != 0 && int64_t(a) != state().stageAxis)
       return false;
   return true;
 }

@@ -34,6 +34,9 @@ struct Device {
   /// Per group of the metadata: its communicator and this device's index.
   std::vector<int32_t> comms;
   std::vector<int64_t> groupRanks;
+  /// A pipelined program: the mesh axis of the stages and this device's
+  /// stage (-1 and 0 otherwise).
+  int64_t stageAxis = -1, stage = 0;
   cleave_program_context context{};
   /// The engine (null for one device).
   const cleave_comm_api *comm = nullptr;
@@ -75,8 +78,9 @@ void copyRegion(char *global, const std::vector<int64_t> &globalShape,
                 const std::vector<int64_t> &block, size_t elementSize,
                 char *blockBytes, bool toGlobal);
 /// True when the device at `coords` writes `t`'s block to a checkpoint:
-/// its coordinate is 0 along every mesh axis that does not split `t`, so
-/// each block is written once.
+/// its coordinate is 0 along every mesh axis that does not split `t` (but
+/// the pipeline's, whose stages hold different parameters), so each block
+/// is written once.
 bool ownsBlock(const cleave_named_tensor &t,
                const std::vector<int64_t> &coords);
 

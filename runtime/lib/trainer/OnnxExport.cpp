@@ -204,7 +204,7 @@ void inlineGraph(onnx::GraphProto &g, const fs::path &baseDir) {
 } // namespace
 
 std::string cleave::rt::trainer::onnxSourceModel() {
-  const char *source = cleave_program.source_model;
+  const char *source = program().source_model;
   if (!source || !*source)
     fail("--export-onnx: the program has no source ONNX model (it was "
          "compiled from MLIR)");
@@ -229,7 +229,7 @@ void cleave::rt::trainer::exportOnnx(
     const std::string &out,
     const std::function<void(const cleave_named_tensor &,
                              std::vector<char> &)> &globalValue) {
-  const cleave_program_info &p = cleave_program;
+  const cleave_program_info &p = program();
   std::string source = onnxSourceModel();
   std::ifstream in(source, std::ios::binary);
   std::stringstream buffer;
@@ -250,15 +250,20 @@ void cleave::rt::trainer::exportOnnx(
 
   // The global view of each parameter (a partitioned program's are
   // blocks).
-  std::vector<cleave_named_tensor> global(p.params,
-                                          p.params + p.num_model_params);
+  // (Of every stage of a pipelined program.)
+  int64_t numModel = 0;
+  std::vector<const cleave_named_tensor *> whole =
+      wholeProgramParams(&numModel);
+  std::vector<cleave_named_tensor> global;
+  for (int64_t i = 0; i < numModel; ++i)
+    global.push_back(*whole[size_t(i)]);
   for (cleave_named_tensor &g : global) {
     g.tensor = globalTensor(g);
     g.sharding = nullptr;
   }
   std::map<std::string, const cleave_named_tensor *> params;
-  for (int64_t i = 0; i < p.num_model_params; ++i)
-    params[p.params[i].name] = &global[size_t(i)];
+  for (int64_t i = 0; i < numModel; ++i)
+    params[global[size_t(i)].name] = &global[size_t(i)];
   std::set<std::string> done;
   std::vector<char> host; // one parameter at a time, reused
   for (onnx::TensorProto &init :
@@ -275,7 +280,7 @@ void cleave::rt::trainer::exportOnnx(
            describe(param.tensor) + ") has " +
            std::to_string(numElements(param.tensor)) +
            " elements, its initializer " + std::to_string(count));
-    globalValue(p.params[&param - global.data()], host);
+    globalValue(*whole[size_t(&param - global.data())], host);
     std::string data = encode(param, host.data(), init.data_type());
     clearData(init);
     init.set_raw_data(std::move(data));

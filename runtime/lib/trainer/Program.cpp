@@ -9,11 +9,13 @@
 
 #include "Mesh.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <set>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -132,13 +134,122 @@ struct FileCloser {
 
 } // namespace
 
+namespace {
+const cleave_program_info *selected = nullptr;
+} // namespace
+
+int64_t cleave::rt::trainer::numStages() {
+  return cleave_program.abi_version == CLEAVE_RT_ABI_VERSION &&
+                 cleave_program.num_stages > 0 && cleave_program.stages
+             ? cleave_program.num_stages
+             : 0;
+}
+
+const cleave_program_info &cleave::rt::trainer::stageProgram(int64_t s) {
+  return *cleave_program.stages[s];
+}
+
+void cleave::rt::trainer::selectStage(int64_t s) {
+  selected = &stageProgram(s);
+}
+
+const cleave_program_info &cleave::rt::trainer::program() {
+  if (!selected)
+    selected = numStages() > 0 ? &stageProgram(0) : &cleave_program;
+  return *selected;
+}
+
+std::vector<const cleave_named_tensor *>
+cleave::rt::trainer::wholeProgramParams(int64_t *numModel) {
+  std::vector<const cleave_named_tensor *> model, state;
+  std::set<std::string> seen;
+  int64_t stages = std::max<int64_t>(numStages(), 1);
+  for (int64_t s = 0; s < stages; ++s) {
+    const cleave_program_info &p =
+        numStages() > 0 ? stageProgram(s) : program();
+    for (int64_t i = 0; i < p.num_params; ++i)
+      if (seen.insert(p.params[i].name).second)
+        (i < p.num_model_params ? model : state).push_back(&p.params[i]);
+  }
+  if (numModel)
+    *numModel = int64_t(model.size());
+  model.insert(model.end(), state.begin(), state.end());
+  return model;
+}
+
+int64_t cleave::rt::trainer::firstStageOf(const char *name) {
+  for (int64_t s = 0; s < numStages(); ++s) {
+    const cleave_program_info &p = stageProgram(s);
+    for (int64_t i = 0; i < p.num_params; ++i)
+      if (std::strcmp(p.params[i].name, name) == 0)
+        return s;
+  }
+  return 0;
+}
+
+namespace {
+
+/// The stages of a pipelined program: well formed, one mesh and one group
+/// list for all.
+void checkStages() {
+  const cleave_program_info &top = cleave_program;
+  if (top.num_stages == 0)
+    return;
+  if (top.num_stages < 0 || !top.stages || !top.stage_runs)
+    fail("program metadata: bad pipeline stage list");
+  for (int64_t s = 0; s < top.num_stages; ++s) {
+    const cleave_program_info *p = top.stages[s];
+    if (!p || p->abi_version != CLEAVE_RT_ABI_VERSION || p->num_stages != 0 ||
+        p->kind != top.kind)
+      fail("program metadata: pipeline stage " + std::to_string(s) +
+           " is not a program of this ABI and kind");
+  }
+  const cleave_program_info &first = *top.stages[0];
+  if (top.stage_axis < 0 || top.stage_axis >= first.mesh_rank ||
+      first.mesh_shape[top.stage_axis] != top.num_stages)
+    fail("program metadata: " + std::to_string(top.num_stages) +
+         " pipeline stages do not match the mesh's stage axis " +
+         std::to_string(top.stage_axis));
+  for (int64_t s = 1; s < top.num_stages; ++s) {
+    const cleave_program_info &p = *top.stages[s];
+    bool same = p.mesh_rank == first.mesh_rank &&
+                p.num_groups == first.num_groups;
+    for (int32_t a = 0; same && a < p.mesh_rank; ++a)
+      same = p.mesh_shape[a] == first.mesh_shape[a] &&
+             std::strcmp(p.mesh_axis_names[a], first.mesh_axis_names[a]) == 0;
+    for (int64_t g = 0; same && g < p.num_groups; ++g)
+      same = std::memcmp(&p.groups[g], &first.groups[g],
+                         sizeof(cleave_group)) == 0;
+    if (!same)
+      fail("program metadata: pipeline stage " + std::to_string(s) +
+           " has another mesh or other communicator groups than stage 0");
+  }
+}
+
+void checkOneProgram();
+
+} // namespace
+
 void cleave::rt::trainer::checkProgram() {
-  const cleave_program_info &p = cleave_program;
-  if (p.abi_version != CLEAVE_RT_ABI_VERSION)
+  const cleave_program_info &top = cleave_program;
+  if (top.abi_version != CLEAVE_RT_ABI_VERSION)
     fail("the program was compiled for runtime ABI version " +
-         std::to_string(p.abi_version) + " but this runtime implements " +
+         std::to_string(top.abi_version) + " but this runtime implements " +
          std::to_string(CLEAVE_RT_ABI_VERSION) +
          ": compile it again with the cleave-compile of this runtime");
+  checkStages();
+  if (numStages() == 0)
+    return checkOneProgram();
+  for (int64_t s = 0; s < numStages(); ++s) {
+    selectStage(s);
+    checkOneProgram();
+  }
+  selectStage(0);
+}
+
+namespace {
+void checkOneProgram() {
+  const cleave_program_info &p = program();
   if (p.kind != CLEAVE_PROGRAM_INFERENCE && p.kind != CLEAVE_PROGRAM_TRAINING)
     fail("program metadata: unknown program kind " + std::to_string(p.kind));
   if (p.arena_bytes < 0)
@@ -152,10 +263,11 @@ void cleave::rt::trainer::checkProgram() {
   checkRoles(p);
   checkMeshMetadata();
 }
+} // namespace
 
 const cleave_named_tensor *
 cleave::rt::trainer::findParam(cleave_param_role role) {
-  const cleave_program_info &p = cleave_program;
+  const cleave_program_info &p = program();
   for (int64_t i = 0; i < p.num_params; ++i)
     if (p.params[i].role == role)
       return &p.params[i];
@@ -188,7 +300,7 @@ cleave::rt::trainer::resolveBesideExecutable(const std::string &file) {
 }
 
 void cleave::rt::trainer::initParams(Arena &arena) {
-  const cleave_program_info &p = cleave_program;
+  const cleave_program_info &p = program();
   std::vector<char> host;  // one file-backed value at a time, reused
   std::vector<char> block; // this device's block of a sharded one
   const std::vector<int64_t> &coords = device().coords;

@@ -52,11 +52,31 @@ std::string shapeString(const std::vector<int64_t> &shape);
 /// "f32 [2, 3]".
 std::string describe(const cleave_tensor &t);
 
+/// The program this process runs: `cleave_program`, or for a pipelined
+/// program (ABI 5) the stage of this device, stage 0 until startDevice
+/// has chosen it. Every stage has the same mesh and groups.
+const cleave_program_info &program();
+/// Pipelined programs: the number of stages (0 for any other program),
+/// stage `s`'s own program, and the choice of this device's.
+int64_t numStages();
+const cleave_program_info &stageProgram(int64_t s);
+void selectStage(int64_t s);
+/// The parameters of the whole program: of every stage, each name once
+/// (from the first stage that holds it), the model's parameters first;
+/// program()'s own for any other program. `numModel` gets how many are
+/// the model's.
+std::vector<const cleave_named_tensor *> wholeProgramParams(
+    int64_t *numModel = nullptr);
+/// The first stage whose program holds parameter `name`: the one that
+/// writes it to a checkpoint (0 when not pipelined).
+int64_t firstStageOf(const char *name);
+
 /// Checks the ABI version first (the rest of the struct is only meaningful
 /// when it matches), then the kind, the counts, that every tensor is well
 /// formed and inside the arena, and the parameters' roles: the model's
 /// parameters first, known roles, one step counter in a training program
 /// and at most one loss scale and growth tracker, each of its fixed type.
+/// A pipelined program: every stage, and that they share one mesh.
 void checkProgram();
 
 /// The parameter of `role` (one of the roles a program has at most once:

@@ -174,7 +174,7 @@ after the current step, saving a checkpoint with --save.
 )";
 
 void printUsage(const char *argv0) {
-  const cleave_program_info &p = cleave_program;
+  const cleave_program_info &p = program();
   std::printf(kUsage, argv0, argv0);
   int64_t modelBytes = 0, stateBytes = 0;
   for (int64_t i = 0; i < p.num_params; ++i)
@@ -225,7 +225,7 @@ int64_t parseCount(const std::string &flag, const std::string &text,
 /// in `positional`. The longest input name before an '=' wins.
 void assignInput(const std::string &spec, std::vector<std::string> &files,
                  std::vector<std::string> &positional) {
-  const cleave_program_info &p = cleave_program;
+  const cleave_program_info &p = program();
   int64_t match = -1;
   size_t matchLen = 0;
   for (int64_t in = 0; in < p.num_inputs; ++in) {
@@ -252,7 +252,7 @@ void assignInput(const std::string &spec, std::vector<std::string> &files,
 /// The training program's own contract (cleave_rt.h): inputs, then the
 /// target, and the f32 scalar loss as output 0.
 void checkTrainingProgram() {
-  const cleave_program_info &p = cleave_program;
+  const cleave_program_info &p = program();
   if (p.num_inputs < 1)
     fail("program metadata: a training program needs at least the loss "
          "target as an input");
@@ -267,7 +267,7 @@ void checkTrainingProgram() {
 }
 
 TrainOptions parseArgs(int argc, char **argv) {
-  const cleave_program_info &p = cleave_program;
+  const cleave_program_info &p = program();
   TrainOptions o;
   std::vector<std::string> files(size_t(p.num_inputs)), positional;
   bool haveInputs = false;
@@ -426,7 +426,7 @@ struct FileCloser {
 /// DIR/comm-rank<R>.json: this rank's byte counters per communicator group
 /// of the program and collective kind (those called), over `steps` steps.
 void writeCommStats(const std::string &dir, int64_t steps) {
-  const cleave_program_info &p = cleave_program;
+  const cleave_program_info &p = program();
   const Device &dev = device();
   std::string json = "{\"rank\": " + std::to_string(dev.rank) +
                      ", \"ranks\": " + std::to_string(dev.size) +
@@ -469,7 +469,7 @@ void writeCommStats(const std::string &dir, int64_t steps) {
 } // namespace
 
 int cleave::rt::trainer::runTraining(int argc, char **argv) {
-  const cleave_program_info &p = cleave_program;
+  const cleave_program_info &p = program();
   TrainOptions o = parseArgs(argc, argv);
   int64_t batch = programBatchSize();
   const cleave_named_tensor &target = p.inputs[p.num_inputs - 1];

@@ -52,7 +52,7 @@ void printUsage(const char *argv0) {
       "                      median and fastest forward time\n"
       "  --help              this message\n",
       argv0);
-  const cleave_program_info &p = cleave_program;
+  const cleave_program_info &p = program();
   std::printf("\ninputs:\n");
   for (int64_t i = 0; i < p.num_inputs; ++i)
     std::printf("  %s  %s\n", p.inputs[i].name,
@@ -70,7 +70,7 @@ struct Options {
 };
 
 Options parseArgs(int argc, char **argv) {
-  const cleave_program_info &p = cleave_program;
+  const cleave_program_info &p = program();
   Options opts;
   opts.inputFiles.resize(size_t(p.num_inputs));
   std::vector<std::string> positional;
@@ -159,7 +159,7 @@ std::string outputFileName(const char *name, int64_t index) {
 
 /// Runs an inference program once (and --repeat times more).
 int runInference(int argc, char **argv) {
-  const cleave_program_info &p = cleave_program;
+  const cleave_program_info &p = program();
   Options opts = parseArgs(argc, argv);
   Arena arena(p.arena_bytes);
   initParams(arena);
@@ -240,7 +240,7 @@ int main(int argc, char **argv) {
     // A partitioned program's engine first: from here on an error on one
     // rank ends every rank.
     startDevice(&argc, &argv);
-    int rc = cleave_program.kind == CLEAVE_PROGRAM_TRAINING
+    int rc = program().kind == CLEAVE_PROGRAM_TRAINING
                  ? runTraining(argc, argv)
                  : runInference(argc, argv);
     stopDevice();

@@ -358,6 +358,38 @@ func.func @recv_source() {
 
 // -----
 
+dist.mesh @m ["pp" = 2]
+func.func @send_recv_source(%x: tensor<8xf32>) {
+  // expected-error @+1 {{source 2 is outside the group of 2}}
+  %0 = dist.send_recv %x on @m ["pp"] to 1 from 2 : tensor<8xf32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+dist.mesh @m ["pp" = 2]
+func.func @send_recv_target(%x: tensor<8xf32>) {
+  // expected-error @+1 {{target 3 is outside the group of 2}}
+  %0 = dist.send_recv %x on @m ["pp"] to 3 from 0 : tensor<8xf32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+// The stage attributes belong on a module.
+// expected-error @+1 {{'dist.stage' is an index >= 0 on a pipeline stage's module}}
+func.func @stage_on_function() attributes {dist.stage = 0 : i64} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'dist.groups' is a list of mesh axis name lists on a module}}
+module attributes {dist.groups = [[]]} {
+}
+
+// -----
+
 dist.mesh @m ["dp" = 2]
 func.func @mean_of_integers(%x: tensor<8xi64>) {
   // expected-error @+1 {{a mean needs a float element type, got 'i64'}}

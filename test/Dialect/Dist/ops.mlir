@@ -94,6 +94,15 @@ func.func @stage1() -> tensor<4x16xf32> {
   return %0 : tensor<4x16xf32>
 }
 
+// A grouped send and receive: the activation out, a gradient of another
+// shape in.
+// CHECK-LABEL: func.func @stage_send_recv
+func.func @stage_send_recv(%act: tensor<4x16xf32>) -> tensor<2x16xf32> {
+  // CHECK: dist.send_recv %{{.*}} on @pipe ["pp"] to 1 from 1 : tensor<4x16xf32> -> tensor<2x16xf32>
+  %g = dist.send_recv %act on @pipe ["pp"] to 1 from 1 : tensor<4x16xf32> -> tensor<2x16xf32>
+  return %g : tensor<2x16xf32>
+}
+
 // Open dimensions, sub-axes, priority and origin.
 // CHECK-LABEL: func.func @sharding_details
 // CHECK-SAME: {dist.sharding = #dist.sharding<@mesh, [{"dp", ?}, {?}]>}

@@ -448,6 +448,32 @@ def check_chain(compile_, work):
                    "and one device (5-6)", one, got, list(range(1, 7)))
 
 
+def run_cases(description, cases, check_case, mpirun):
+    """The main of a check over cases: --compile, --mpirun (set into the
+    list `mpirun`, the caller's command prefix) and the case names to run
+    (all by default); check_case(case, compile_, work) per case. Returns
+    the exit status."""
+    import argparse
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--compile", required=True, help="cleave-compile")
+    parser.add_argument("--mpirun", default="mpirun", help="mpirun")
+    parser.add_argument("cases", nargs="*", help="cases to run (all)")
+    args = parser.parse_args()
+    mpirun[0] = args.mpirun
+    if shutil.which(mpirun[0]) is None:
+        print(f"error: {mpirun[0]} is not on PATH")
+        return 1
+    wanted = set(args.cases)
+    compile_ = os.path.abspath(args.compile)
+    for case in cases:
+        if wanted and case.name not in wanted:
+            continue
+        if not passes(case.name,
+                      lambda work: check_case(case, compile_, work)):
+            return 1
+    return 0
+
+
 def passes(name, check):
     """Runs check(work) in a fresh directory: False, after a FAIL line, when
     a check or a command failed."""

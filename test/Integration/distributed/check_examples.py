@@ -36,7 +36,6 @@ import importlib.util
 import json
 import os
 import re
-import shutil
 import sys
 
 import numpy as np
@@ -427,25 +426,8 @@ def check_planner(case, compile_, told, stored):
 
 
 def main():
-    import argparse
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--compile", required=True, help="cleave-compile")
-    parser.add_argument("--mpirun", default="mpirun", help="mpirun")
-    parser.add_argument("cases", nargs="*", help="cases to run (all)")
-    args = parser.parse_args()
-    MPIRUN[0] = args.mpirun
-    if shutil.which(MPIRUN[0]) is None:
-        print(f"error: {MPIRUN[0]} is not on PATH")
-        return 1
-    wanted = set(args.cases)
-    compile_ = os.path.abspath(args.compile)
-    for case in cases():
-        if wanted and case.name not in wanted:
-            continue
-        if not distributed.passes(
-                case.name, lambda work: check_case(case, compile_, work)):
-            return 1
-    return 0
+    return distributed.run_cases(__doc__.splitlines()[0], cases(), check_case,
+                                 MPIRUN)
 
 
 if __name__ == "__main__":

@@ -234,4 +234,77 @@ def DistPartitionPass : Pass<"dist-partition", "::mlir::ModuleOp"> {
   let dependentDialects = ["::cleave::dist::DistDialect"];
 }
 
+def DistPipelineParallelPass : Pass<"dist-pipeline-parallel", "::mlir::ModuleOp"> {
+  let summary = "Cuts a partitioned training step into pipeline stage programs";
+  let description = [{
+    Runs on one device's training step (after `-dist-partition`) whose
+    microbatches are unrolled (`-cleave-add-loss{accumulate=M}`), on a mesh
+    with the pipeline axis `axis`. The layers (the `graph.layer` tags) are
+    cut into `stages` x `virtual` chunks of consecutive layers, balanced by
+    an estimate of each layer's forward FLOPs in which the embedding weighs
+    on the first chunk and the LM head and loss on the last; chunk `c` runs
+    on stage `c mod stages`. `split` gives the first layer of every chunk
+    after the first instead (a plan file's layer ranges).
+
+    Each op goes to the chunk of its layer; an untagged op to the latest
+    chunk among its operands'; an op that reads only parameters, inputs and
+    constants (a parameter read, the embedding of the ids) is copied into
+    every stage that uses it, and an assignment into every stage that
+    reads the parameter, so a tied embedding stays one value on the first
+    and the last stage. The ops of each stage are ordered by `schedule`
+    (`gpipe`, `1f1b`, `interleaved`), unrolled into each stage's order of
+    forward and backward microbatch-chunks, with the optimizer after the
+    last; a value that another stage reads is sent right after it is
+    computed (`dist.send` on `axis`) and received before its first reader,
+    in the order it was sent. A send followed by a receive becomes one
+    `dist.send_recv` (as a 1F1B stage sends an activation and receives a
+    gradient), and the pass proves, by running every stage's sends and
+    receives as if each waited for its peer, that the stages cannot
+    deadlock. The step's results (the loss) are sent from the last stage
+    to the others, so every rank reports them.
+
+    The result is one nested `builtin.module @stage<s>` per stage (its
+    `dist.stage`), each a complete partitioned program with the mesh and
+    the parameters its function uses, and the communicator groups of all
+    stages in one order (`dist.groups`), so that every rank creates them
+    alike; the lowering runs on each and `-cleave-link-stages` makes one
+    program of them. With `report`, it prints the stages' layers, the
+    schedule's bubble against the closed form and each stage's activations
+    in flight; `trace=FILE` writes the planned timeline as a Chrome trace.
+
+    More chunks than layers, a schedule that needs microbatches the step
+    does not have, and a step that is not partitioned or not microbatched
+    are errors that name the numbers.
+  }];
+  let options = [
+    Option<"axis", "axis", "std::string", "\"pp\"", "the pipeline mesh axis">,
+    Option<"schedule", "schedule", "std::string", "\"1f1b\"",
+           "gpipe, 1f1b or interleaved">,
+    Option<"virtualStages", "virtual", "int64_t", "1",
+           "model chunks per stage (interleaved)">,
+    ListOption<"split", "split", "int64_t",
+               "the first layer of each chunk after the first">,
+    Option<"report", "report", "bool", "false",
+           "print the stages, the bubble and the activations in flight">,
+    Option<"trace", "trace", "std::string", "\"\"",
+           "write the planned schedule as a Chrome trace to this file">
+  ];
+  let dependentDialects = ["::cleave::dist::DistDialect"];
+}
+
+def LinkStagesPass : Pass<"cleave-link-stages", "::mlir::ModuleOp"> {
+  let summary = "Makes one program of lowered pipeline stage programs";
+  let description = [{
+    Runs after `-cleave-lower-to-runtime` has lowered every nested stage
+    module of `-dist-pipeline-parallel`. It moves each stage's code and
+    data into the outer module (stage `s`'s symbols prefixed
+    `cleave_stage<s>_`, external declarations shared) and adds the
+    program's `cleave_program`, which lists the stages' own metadata and
+    run functions (ABI 5), and a `cleave_program_run` that runs the stage
+    of `context->stage`. The runtime's main picks the stage from the rank's
+    coordinate along the pipeline axis.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // CLEAVE_TRANSFORMS_DISTPASSES_TD

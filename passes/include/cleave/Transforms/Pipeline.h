@@ -149,7 +149,9 @@ struct CleavePipelineOptions
                      "to minor: dp=2,tp=2 (one rank per device, launched by "
                      "mpirun -np <product>). `dp` splits the batch "
                      "(-dist-data-parallel); `tp` splits the layers "
-                     "(-dist-tensor-parallel)"),
+                     "(-dist-tensor-parallel); `pp` cuts them into "
+                     "pipeline stages (-dist-pipeline-parallel), put it "
+                     "first"),
       llvm::cl::value_desc("axis=size,...")};
 
   PassOptions::Option<int64_t> zero{
@@ -166,6 +168,42 @@ struct CleavePipelineOptions
                      "tokens between the tensor-parallel regions split over "
                      "tp, reduce-scatter and all-gather in place of each "
                      "all-reduce (-dist-sequence-parallel)")};
+
+  PassOptions::Option<int64_t> microbatches{
+      *this, "microbatches",
+      llvm::cl::desc("Microbatches per step for the pipeline (--mesh "
+                     "pp=N): the same as --accumulate, the inputs [M, B, "
+                     "...]; at least the stages to fill the pipeline"),
+      llvm::cl::init(1)};
+
+  PassOptions::Option<std::string> schedule{
+      *this, "schedule",
+      llvm::cl::desc("The pipeline schedule of the pp axis: gpipe, 1f1b "
+                     "(the default: at most p microbatches in flight) or "
+                     "interleaved (--virtual-stages chunks per stage)"),
+      llvm::cl::init("1f1b")};
+
+  PassOptions::Option<int64_t> virtualStages{
+      *this, "virtual-stages",
+      llvm::cl::desc("Model chunks per pipeline stage of the interleaved "
+                     "schedule (default 2 with --schedule interleaved)"),
+      llvm::cl::init(1)};
+
+  PassOptions::ListOption<int64_t> pipelineSplit{
+      *this, "pipeline-split",
+      llvm::cl::desc("The first layer of each pipeline chunk after the "
+                     "first (default: balanced by estimated FLOPs)")};
+
+  PassOptions::Option<bool> pipelineReport{
+      *this, "pipeline-report",
+      llvm::cl::desc("Print the pipeline's stages, the schedule's bubble "
+                     "and the activations each stage holds")};
+
+  PassOptions::Option<std::string> trace{
+      *this, "trace",
+      llvm::cl::desc("Write the planned pipeline schedule as a Chrome trace "
+                     "(Perfetto, chrome://tracing) to this file"),
+      llvm::cl::value_desc("schedule.json")};
 
   PassOptions::Option<bool> distExplain{
       *this, "dist-explain",
@@ -201,6 +239,11 @@ struct CleavePipelineOptions
 
   /// The axes of --mesh as name=size entries (verify() checks them).
   llvm::SmallVector<std::string> meshAxes() const;
+  /// Microbatches per step: --microbatches, else --accumulate.
+  int64_t stepMicrobatches() const {
+    return microbatches.hasValue() ? int64_t(microbatches)
+                                   : int64_t(accumulate);
+  }
   /// Whether --mesh has the axis `name`.
   bool hasMeshAxis(llvm::StringRef name) const;
 

@@ -437,6 +437,8 @@ typedef struct cleave_named_tensor {
  * is the scalar f32 "loss" (the mean over the batch); the optimizer update
  * writes the parameters and their state in place. */
 
+struct cleave_program_context;
+
 typedef struct cleave_program_info {
   int32_t abi_version; /* CLEAVE_RT_ABI_VERSION */
   int32_t kind;        /* enum cleave_program_kind */
@@ -476,6 +478,19 @@ typedef struct cleave_program_info {
    * cleave_comm_engine), through which the main starts it; NULL for a
    * program for one device. */
   const struct cleave_comm_api *comm;
+  /* Pipelined programs (ABI 5): num_stages > 0 stage programs, stages[s]
+   * (each a complete program of its own, num_stages 0) run by
+   * stage_runs[s] on the devices whose coordinate along mesh axis
+   * stage_axis is s; the mesh of stages[0] is the whole mesh, and every
+   * stage has the same communicator groups in the same order. The fields
+   * above are then empty but for abi_version and kind, and
+   * cleave_program_run runs stage context->stage. 0 for any other
+   * program. */
+  int64_t num_stages;
+  int64_t stage_axis;
+  const struct cleave_program_info *const *stages;
+  void (*const *stage_runs)(char *arena,
+                            const struct cleave_program_context *context);
 } cleave_program_info;
 
 /* What cleave_program_run needs to know about its device, set up once by
@@ -485,6 +500,8 @@ typedef struct cleave_program_info {
 typedef struct cleave_program_context {
   const int32_t *comms;
   const int64_t *group_ranks;
+  /* Pipelined programs: the stage this device runs (0 otherwise). */
+  int64_t stage;
 } cleave_program_context;
 
 /* Defined by the compiled object. The CPU runtime's main checks

@@ -32,7 +32,7 @@
  * 3: each parameter carries its role (cleave_named_tensor.role).
  * 4: partitioned programs: the device mesh, the communicator groups, each
  *    tensor's sharding, and the context argument of cleave_program_run. */
-#define CLEAVE_RT_ABI_VERSION 4
+#define CLEAVE_RT_ABI_VERSION 5
 
 /* The most dimensions a cleave_tensor describes. */
 #define CLEAVE_RT_MAX_RANK 8

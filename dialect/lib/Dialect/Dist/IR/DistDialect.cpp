@@ -391,6 +391,29 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
              << attr.getValue();
     return success();
   }
+  if (attr.getName() == getStageAttrName() ||
+      attr.getName() == getStageAxisAttrName()) {
+    auto index = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!isa<ModuleOp>(op) || !index || index.getInt() < 0)
+      return op->emitOpError("'")
+             << attr.getName().getValue()
+             << "' is an index >= 0 on a pipeline stage's module";
+    return success();
+  }
+  if (attr.getName() == getGroupsAttrName()) {
+    auto groups = dyn_cast<ArrayAttr>(attr.getValue());
+    bool ok = groups && isa<ModuleOp>(op);
+    for (Attribute g : ok ? groups.getValue() : ArrayRef<Attribute>{}) {
+      auto axes = dyn_cast<ArrayAttr>(g);
+      ok = ok && axes && !axes.empty() &&
+           llvm::all_of(axes, [](Attribute a) { return isa<StringAttr>(a); });
+    }
+    if (!ok)
+      return op->emitOpError("'")
+             << getGroupsAttrName()
+             << "' is a list of mesh axis name lists on a module";
+    return success();
+  }
   if (attr.getName() != getShardingAttrName())
     return op->emitOpError("unknown dist attribute '")
            << attr.getName().getValue() << "'";

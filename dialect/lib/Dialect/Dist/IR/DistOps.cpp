@@ -269,6 +269,7 @@ DIST_COLLECTIVE_SYMBOL_USES(CollectivePermuteOp)
 DIST_COLLECTIVE_SYMBOL_USES(BroadcastOp)
 DIST_COLLECTIVE_SYMBOL_USES(SendOp)
 DIST_COLLECTIVE_SYMBOL_USES(RecvOp)
+DIST_COLLECTIVE_SYMBOL_USES(SendRecvOp)
 #undef DIST_COLLECTIVE_SYMBOL_USES
 
 /// Checks a result type that equals the input's except at `dims`, where the
@@ -444,6 +445,12 @@ LogicalResult SendOp::verifyGroupSize(int64_t n) {
 }
 
 LogicalResult RecvOp::verifyGroupSize(int64_t n) {
+  return checkGroupIndex(*this, "source", getSource(), n);
+}
+
+LogicalResult SendRecvOp::verifyGroupSize(int64_t n) {
+  if (failed(checkGroupIndex(*this, "target", getTarget(), n)))
+    return failure();
   return checkGroupIndex(*this, "source", getSource(), n);
 }
 

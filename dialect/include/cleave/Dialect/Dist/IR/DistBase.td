@@ -52,6 +52,18 @@ def Dist_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getPartitionedAttrName() {
       return ::llvm::StringLiteral("dist.partitioned");
     }
+    /// On the module of one pipeline stage (-dist-pipeline-parallel): its
+    /// index, the mesh axis of the stages, and the communicator groups of
+    /// every stage in one order (an array of arrays of axis names).
+    static constexpr ::llvm::StringLiteral getStageAttrName() {
+      return ::llvm::StringLiteral("dist.stage");
+    }
+    static constexpr ::llvm::StringLiteral getStageAxisAttrName() {
+      return ::llvm::StringLiteral("dist.stage_axis");
+    }
+    static constexpr ::llvm::StringLiteral getGroupsAttrName() {
+      return ::llvm::StringLiteral("dist.groups");
+    }
   }];
 }
 

@@ -275,6 +275,29 @@ def Dist_RecvOp : Dist_CollectiveOp<"recv"> {
   }];
 }
 
+def Dist_SendRecvOp : Dist_CollectiveOp<"send_recv"> {
+  let summary = "sends to one group member and receives from another at once";
+  let description = [{
+    Sends `input` to the device at group index `target` and receives the
+    result from the one at `source` as one grouped operation, so that two
+    neighbours that each send to the other before receiving cannot wait on
+    each other (the pipeline's send of an activation and receive of a
+    gradient). Each half matches the peer's `dist.send`, `dist.recv` or
+    `dist.send_recv` in program order per pair of devices.
+
+    ```mlir
+    %g = dist.send_recv %act on @mesh ["pp"] to 1 from 1 : tensor<4x16xf32> -> tensor<4x16xf32>
+    ```
+  }];
+  let arguments = (ins Dist_Tensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, I64Attr:$target, I64Attr:$source);
+  let results = (outs Dist_Tensor:$result);
+  let assemblyFormat = [{
+    $input `on` $mesh $axes `to` $target `from` $source attr-dict `:`
+    type($input) `->` type($result)
+  }];
+}
+
 def Dist_WaitOp : Dist_Op<"wait", [Dist_CommEffects,
     AllTypesMatch<["input", "result"]>]> {
   let summary = "completes a started collective: its result, now valid";
