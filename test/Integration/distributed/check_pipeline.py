@@ -15,7 +15,8 @@ token corpus (check_examples.py's) and the check is:
 - the bytes each rank sent over the pp axis per step, counted by the
   runtime, equal the analytical figure: each stage but the last sends the
   activation of every microbatch forward (b*s*h*4 bytes, b the microbatch's
-  rows on its dp group), each stage but the first its gradient back; the
+  rows on its dp group, divided by tp under --sp), each stage but the
+  first its gradient back; the
   last stage sends the loss (4 B) to every other; gpt ties its embedding
   to the LM head, so the first stage sends its embedding gradient of each
   microbatch (V*h*4) to the last, which sends the updated table back;
@@ -89,7 +90,10 @@ def cases():
              ["--zero", "1"]),
         Case("gpt-pp2-dp2-zero3", "gpt", "pp=2,dp=2", 2, SGD,
              ["--zero", "3"]),
+        Case("gpt-pp2-dp2-zero2", "gpt", "pp=2,dp=2", 2, SGD,
+             ["--zero", "2"]),
         Case("gpt-pp2-tp2", "gpt", "pp=2,tp=2", 2, SGD),
+        Case("gpt-pp2-tp2-sp", "gpt", "pp=2,tp=2", 2, SGD, ["--sp"]),
         Case("gpt4-pp4-1f1b", "gpt4", "pp=4", 4, ADAMW),
         Case("gpt4-pp2-interleaved", "gpt4", "pp=2", 4, ADAMW,
              ["--schedule", "interleaved", "--virtual-stages", "2"]),
@@ -154,8 +158,10 @@ def pipeline_bytes(case, stage):
     p, dp, tp = axes["pp"], axes.get("dp", 1), axes.get("tp", 1)
     m = case.microbatches
     # An activation of one microbatch on this rank: its rows of the dp
-    # group, whole over tp (Megatron's layer boundary is replicated).
-    act = (BATCH // dp) * SEQ * HIDDEN * 4
+    # group, whole over tp (Megatron's layer boundary is replicated), or
+    # its tokens' block with sequence parallelism.
+    act = (BATCH // dp) * SEQ * HIDDEN * 4 // (
+        tp if "--sp" in case.pipeline_flags else 1)
     chunks = 2 if "interleaved" in case.pipeline_flags else 1
     sent = 0
     # Per chunk boundary: forward from every chunk but the last, backward
@@ -170,15 +176,17 @@ def pipeline_bytes(case, stage):
         sent += 4 * (p - 1)  # the loss to every other stage
     if case.model.startswith("gpt"):
         table = VOCAB * HIDDEN * 4 // tp  # wte, split by vocabulary on tp
+        flags = case.pipeline_flags
+        zero = int(flags[flags.index("--zero") + 1]) if "--zero" in flags \
+            else 0
         if stage == 0:
-            sent += m * table  # its gradients, to the last stage
+            # Its gradient of each microbatch, to the last stage: ZeRO-2
+            # reduce-scatters each into its dp block first.
+            sent += m * table // (dp if zero == 2 else 1)
         if stage == p - 1:
             # The updated table, back: with ZeRO-3 the block this rank
-            # stores (the gradients are whole until the optimizer's
-            # reduce-scatter).
-            zero3 = "--zero" in case.pipeline_flags and \
-                case.pipeline_flags[case.pipeline_flags.index("--zero") + 1] == "3"
-            sent += table // (dp if zero3 else 1)
+            # stores.
+            sent += table // (dp if zero == 3 else 1)
     return sent
 
 
