@@ -27,6 +27,7 @@
 
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
@@ -177,8 +178,11 @@ private:
     Operation *d = v.getDefiningOp();
     return !d || free.contains(d);
   }
-  /// The stage of a non-free value's producer.
-  int64_t stageOf(Value v) const { return stage.lookup(v.getDefiningOp()); }
+  /// The stage of an op that is not free, and of its results.
+  int64_t stageOf(Operation *op) const {
+    return stageOfChunk(chunk.lookup(op));
+  }
+  int64_t stageOf(Value v) const { return stageOf(v.getDefiningOp()); }
   /// The block of schedule step (backward, microbatch, local chunk) of
   /// stage s; the optimizer's is the stage's number of steps.
   int64_t blockOf(int64_t s, bool backward, int64_t mb, int64_t k) const;
@@ -199,9 +203,14 @@ private:
   SmallVector<Operation *> body; // the step's ops, in order
   DenseMap<Operation *, int64_t> indexOf;
   DenseSet<Operation *> free;
-  DenseMap<Operation *, int64_t> chunk; // non-free ops but assignments
-  DenseMap<Operation *, int64_t> stage; // non-free ops but assignments
+  /// The chunk of every op that is not free, but assignments of free
+  /// values (placed by assignStages).
+  DenseMap<Operation *, int64_t> chunk;
   DenseMap<Operation *, int64_t> blockAt;
+  /// Per stage, the index in its order of each (backward, microbatch,
+  /// local chunk) step.
+  std::vector<std::map<std::tuple<bool, int64_t, int64_t>, int64_t>>
+      stepIndex;
   /// Assignments: the stages that store the parameter.
   DenseMap<Operation *, SmallVector<int64_t>> assignStages;
   std::vector<std::vector<Item>> items; // per stage, in order
@@ -209,11 +218,8 @@ private:
 
 int64_t PipelineSplit::blockOf(int64_t s, bool backward, int64_t mb,
                                int64_t k) const {
-  const std::vector<pl::Step> &order = orders[s];
-  for (auto [i, st] : llvm::enumerate(order))
-    if (st.backward == backward && st.microbatch == mb && st.chunk == k)
-      return int64_t(i);
-  return int64_t(order.size());
+  auto it = stepIndex[s].find({backward, mb, k});
+  return it != stepIndex[s].end() ? it->second : int64_t(orders[s].size());
 }
 
 LogicalResult PipelineSplit::chooseChunks() {
@@ -251,6 +257,10 @@ LogicalResult PipelineSplit::chooseChunks() {
                    << " (graph.layer tags)";
   if (std::string err = pl::unroll(kind, p, m, v, orders); !err.empty())
     return error() << err;
+  stepIndex.assign(p, {});
+  for (int64_t s = 0; s < p; ++s)
+    for (auto [i, st] : llvm::enumerate(orders[s]))
+      stepIndex[s][{st.backward, st.microbatch, st.chunk}] = int64_t(i);
 
   // The forward work of one microbatch per layer, and that before and
   // after the layers (the embedding, the head and the loss).
@@ -341,24 +351,26 @@ LogicalResult PipelineSplit::placeOps() {
                             "computes; ")
              << kPass << " cannot place it";
     chunk[&op] = c;
-    stage[&op] = stageOfChunk(c);
   }
 
   // The free ops each stage needs, and so the parameters it reads; an
   // assignment goes to every stage that reads its parameter, which may
   // need more free ops (its value), until nothing changes.
   std::vector<DenseSet<Operation *>> needed(p);
+  std::vector<llvm::StringSet<>> reads(p); // the parameters each reads
   std::function<void(Value, int64_t)> need = [&](Value x, int64_t s) {
     Operation *d = x.getDefiningOp();
     if (!d || !free.contains(d) || !needed[s].insert(d).second)
       return;
+    if (auto read = dyn_cast<ReadParamOp>(d))
+      reads[s].insert(read.getParam());
     for (Value y : d->getOperands())
       need(y, s);
   };
   for (Operation *op : body)
-    if (stage.count(op))
+    if (chunk.count(op))
       for (Value x : op->getOperands())
-        need(x, stage[op]);
+        need(x, stageOf(op));
   Operation *ret = step.getBody().front().getTerminator();
   for (Value x : ret->getOperands())
     for (int64_t s = 0; s < p; ++s)
@@ -372,13 +384,10 @@ LogicalResult PipelineSplit::placeOps() {
         continue;
       SmallVector<int64_t> stages;
       for (int64_t s = 0; s < p; ++s)
-        if (llvm::any_of(needed[s], [&](Operation *d) {
-              auto read = dyn_cast<ReadParamOp>(d);
-              return read && read.getParam() == assign.getParam();
-            }))
+        if (reads[s].contains(assign.getParam()))
           stages.push_back(s);
       if (stages.empty())
-        stages.push_back(stage.count(op) ? stage[op] : 0);
+        stages.push_back(chunk.count(op) ? stageOf(op) : 0);
       if (assignStages[op] != stages) {
         assignStages[op] = stages;
         changed = true;
@@ -414,8 +423,8 @@ LogicalResult PipelineSplit::orderStages() {
     if (auto it = assignStages.find(op); it != assignStages.end()) {
       for (int64_t s : it->second)
         places.push_back({s, chunk.count(op) ? chunk[op] : s});
-    } else if (stage.count(op)) {
-      places.push_back({stage[op], chunk[op]});
+    } else if (chunk.count(op)) {
+      places.push_back({stageOf(op), chunk[op]});
     }
     for (auto [s, c] : places) {
       int64_t block = naturalBlock(op, s, c);
@@ -424,10 +433,7 @@ LogicalResult PipelineSplit::orderStages() {
           block = std::max(block, blockAt.lookup(x.getDefiningOp()));
       if (!assignStages.count(op))
         blockAt[op] = block;
-      Item item;
-      item.op = op;
-      item.key = {block, indexOf[op], 0, 0};
-      items[s].push_back(item);
+      items[s].push_back({Item::Compute, Key{block, indexOf[op], 0, 0}, op});
     }
   }
 
@@ -454,18 +460,6 @@ LogicalResult PipelineSplit::orderStages() {
       tr.recv = use;
     }
   };
-  // A value the receiver reads only in its optimizer step (a tied
-  // embedding's gradient of each microbatch) is sent in the sender's:
-  // sent at once, it would make the receiver take it, in the order of
-  // the pair's messages, before its own microbatches.
-  auto deferSends = [&]() {
-    for (auto &entry : transfers) {
-      Transfer &tr = entry.second;
-      int64_t last = int64_t(orders[tr.from].size());
-      if (tr.recv.block == int64_t(orders[tr.to].size()) && tr.send.block < last)
-        tr.send = Key{last, tr.send.index, 1, 0};
-    }
-  };
   for (int64_t t = 0; t < p; ++t)
     for (const Item &item : items[t])
       for (Value x : item.op->getOperands())
@@ -476,7 +470,16 @@ LogicalResult PipelineSplit::orderStages() {
       addUse(x, t,
              Key{int64_t(orders[t].size()), int64_t(body.size()), -1, 0});
 
-  deferSends();
+  // A value the receiver reads only in its optimizer step (a tied
+  // embedding's gradient of each microbatch) is sent in the sender's:
+  // sent at once, it would make the receiver take it, in the order of
+  // the pair's messages, before its own microbatches.
+  for (auto &entry : transfers) {
+    Transfer &tr = entry.second;
+    int64_t last = int64_t(orders[tr.from].size());
+    if (tr.recv.block == int64_t(orders[tr.to].size()) && tr.send.block < last)
+      tr.send = Key{last, tr.send.index, 1, 0};
+  }
   std::map<std::pair<int64_t, int64_t>, SmallVector<Transfer *>> pairs;
   for (auto &entry : transfers)
     pairs[{entry.second.from, entry.second.to}].push_back(&entry.second);
@@ -491,18 +494,10 @@ LogicalResult PipelineSplit::orderStages() {
         list[i]->recv = list[i + 1]->recv;
     for (Transfer *tr : list) {
       tr->send.seq = tr->recv.seq = ++seq;
-      Item send;
-      send.kind = Item::Send;
-      send.key = tr->send;
-      send.value = tr->value;
-      send.peer = tr->to;
-      items[tr->from].push_back(send);
-      Item recv;
-      recv.kind = Item::Recv;
-      recv.key = tr->recv;
-      recv.value = tr->value;
-      recv.peer = tr->from;
-      items[tr->to].push_back(recv);
+      items[tr->from].push_back(
+          {Item::Send, tr->send, nullptr, tr->value, tr->to});
+      items[tr->to].push_back(
+          {Item::Recv, tr->recv, nullptr, tr->value, tr->from});
     }
   }
   for (std::vector<Item> &list : items)
@@ -623,6 +618,8 @@ LogicalResult PipelineSplit::pairTransfers() {
 }
 
 void PipelineSplit::report() {
+  if (!options.report && options.trace.empty())
+    return;
   pl::Timeline timeline;
   std::string err = pl::simulate(orders, v, m, 1.0, 2.0, timeline);
   if (options.report) {
@@ -695,7 +692,6 @@ LogicalResult PipelineSplit::emit(ModuleOp module) {
   OpBuilder b(ctx);
   auto meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
   ArrayAttr axes = b.getStrArrayAttr({axis});
-  std::vector<func::FuncOp> fns;
   std::vector<ModuleOp> stageModules;
   int64_t axisIndex =
       llvm::find(mesh.getAxisNames().getValue(), b.getStringAttr(axis)) -
@@ -714,13 +710,8 @@ LogicalResult PipelineSplit::emit(ModuleOp module) {
     sb.clone(*mesh);
     func::FuncOp fn = step.cloneWithoutRegions();
     sb.insert(fn);
-    fn.addEntryBlock();
+    Block &entry = *fn.addEntryBlock();
     stageModules.push_back(sub);
-    fns.push_back(fn);
-  }
-  for (int64_t s = 0; s < p; ++s) {
-    func::FuncOp fn = fns[s];
-    Block &entry = fn.getBody().front();
     Block &old = step.getBody().front();
     IRMapping map;
     for (auto [a, n] : llvm::zip(old.getArguments(), entry.getArguments()))
@@ -812,8 +803,8 @@ LogicalResult PipelineSplit::emit(ModuleOp module) {
       groups.push_back(g);
   };
   addGroup(axes);
-  for (func::FuncOp fn : fns)
-    fn.walk([&](Operation *op) {
+  for (ModuleOp sub : stageModules)
+    sub.walk([&](Operation *op) {
       if (auto g = op->getAttrOfType<ArrayAttr>("axes"))
         if (isa<dist::DistDialect>(op->getDialect()))
           addGroup(g);

@@ -108,7 +108,7 @@ void writeMeta(const std::string &dir, int64_t step, std::optional<float> loss,
   json += "  \"training_config\": " + trainingConfigJson() + ",\n";
   json += "  \"data_order\": " + jsonQuote(dataOrder) + ",\n";
   int64_t numModel = 0;
-  std::vector<const cleave_named_tensor *> params =
+  const std::vector<const cleave_named_tensor *> &params =
       wholeProgramParams(&numModel);
   json += "  \"num_model_params\": " + std::to_string(numModel) + ",\n";
   json += "  \"params\": [";
@@ -395,7 +395,8 @@ void saveSharded(const std::string &dir, const Arena &arena, int64_t step,
       index += std::string(r ? ", " : "") + "\"" + shardFile(r, dev.size, step) +
                "\"";
     index += "],\n  \"params\": {";
-    std::vector<const cleave_named_tensor *> params = wholeProgramParams();
+    const std::vector<const cleave_named_tensor *> &params =
+        wholeProgramParams();
     for (size_t i = 0; i < params.size(); ++i) {
       const cleave_named_tensor &t = *params[i];
       std::string sharding = "[";
@@ -721,7 +722,7 @@ cleave::rt::trainer::readGlobalModelParams(const std::string &dir) {
   openChecked(dir, c);
   std::map<std::string, std::vector<char>> values;
   int64_t numModel = 0;
-  std::vector<const cleave_named_tensor *> params =
+  const std::vector<const cleave_named_tensor *> &params =
       wholeProgramParams(&numModel);
   for (int64_t i = 0; i < numModel; ++i)
     readGlobal(c, params[size_t(i)]->name, values[params[size_t(i)]->name]);

@@ -252,7 +252,7 @@ void cleave::rt::trainer::exportOnnx(
   // blocks).
   // (Of every stage of a pipelined program.)
   int64_t numModel = 0;
-  std::vector<const cleave_named_tensor *> whole =
+  const std::vector<const cleave_named_tensor *> &whole =
       wholeProgramParams(&numModel);
   std::vector<cleave_named_tensor> global;
   for (int64_t i = 0; i < numModel; ++i)

@@ -14,8 +14,8 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <memory>
-#include <set>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -159,32 +159,47 @@ const cleave_program_info &cleave::rt::trainer::program() {
   return *selected;
 }
 
-std::vector<const cleave_named_tensor *>
+namespace {
+
+/// The whole program's parameters, each name once, and the first stage
+/// holding each: built once, the metadata being constant.
+struct WholeParams {
+  std::vector<const cleave_named_tensor *> params; // the model's first
+  int64_t numModel = 0;
+  std::map<std::string, int64_t> firstStage;
+};
+
+const WholeParams &wholeParams() {
+  static const WholeParams whole = [] {
+    WholeParams w;
+    std::vector<const cleave_named_tensor *> state;
+    int64_t stages = std::max<int64_t>(numStages(), 1);
+    for (int64_t s = 0; s < stages; ++s) {
+      const cleave_program_info &p =
+          numStages() > 0 ? stageProgram(s) : program();
+      for (int64_t i = 0; i < p.num_params; ++i)
+        if (w.firstStage.emplace(p.params[i].name, s).second)
+          (i < p.num_model_params ? w.params : state).push_back(&p.params[i]);
+    }
+    w.numModel = int64_t(w.params.size());
+    w.params.insert(w.params.end(), state.begin(), state.end());
+    return w;
+  }();
+  return whole;
+}
+
+} // namespace
+
+const std::vector<const cleave_named_tensor *> &
 cleave::rt::trainer::wholeProgramParams(int64_t *numModel) {
-  std::vector<const cleave_named_tensor *> model, state;
-  std::set<std::string> seen;
-  int64_t stages = std::max<int64_t>(numStages(), 1);
-  for (int64_t s = 0; s < stages; ++s) {
-    const cleave_program_info &p =
-        numStages() > 0 ? stageProgram(s) : program();
-    for (int64_t i = 0; i < p.num_params; ++i)
-      if (seen.insert(p.params[i].name).second)
-        (i < p.num_model_params ? model : state).push_back(&p.params[i]);
-  }
   if (numModel)
-    *numModel = int64_t(model.size());
-  model.insert(model.end(), state.begin(), state.end());
-  return model;
+    *numModel = wholeParams().numModel;
+  return wholeParams().params;
 }
 
 int64_t cleave::rt::trainer::firstStageOf(const char *name) {
-  for (int64_t s = 0; s < numStages(); ++s) {
-    const cleave_program_info &p = stageProgram(s);
-    for (int64_t i = 0; i < p.num_params; ++i)
-      if (std::strcmp(p.params[i].name, name) == 0)
-        return s;
-  }
-  return 0;
+  auto it = wholeParams().firstStage.find(name);
+  return it != wholeParams().firstStage.end() ? it->second : 0;
 }
 
 namespace {

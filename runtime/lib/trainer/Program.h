@@ -65,8 +65,8 @@ void selectStage(int64_t s);
 /// (from the first stage that holds it), the model's parameters first;
 /// program()'s own for any other program. `numModel` gets how many are
 /// the model's.
-std::vector<const cleave_named_tensor *> wholeProgramParams(
-    int64_t *numModel = nullptr);
+const std::vector<const cleave_named_tensor *> &
+wholeProgramParams(int64_t *numModel = nullptr);
 /// The first stage whose program holds parameter `name`: the one that
 /// writes it to a checkpoint (0 when not pipelined).
 int64_t firstStageOf(const char *name);

@@ -44,12 +44,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 RTOL = 1e-5
 STEPS = 8
-MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe"]
 
 _spec = importlib.util.spec_from_file_location(
     "check_distributed", os.path.join(HERE, "check_distributed.py"))
 distributed = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(distributed)
+MPIRUN = distributed.MPIRUN  # --mpirun sets it for both
 
 # The examples' sizes: batch 2 x 8 tokens, hidden 32, 2 layers, f32.
 BATCH, SEQ, HIDDEN, LAYERS = 2, 8, 32, 2
@@ -244,6 +244,45 @@ def layout_of(case):
 run = distributed.run
 
 
+def write_corpus(work):
+    """This repository's README.md as a token file in `work`, by
+    characters (examples/gpt/make_corpus.py); returns its path."""
+    corpus = os.path.join(work, "corpus.bin")
+    run(["/usr/bin/python3", os.path.join(ROOT, "examples", "gpt",
+                                          "make_corpus.py"),
+         os.path.join(ROOT, "README.md"), corpus])
+    return corpus
+
+
+def compare_final_states(name, work, rtol):
+    """The final parameters and optimizer state of work/mesh-ck, put
+    together by numpy, against work/one-ck: within rtol of each tensor's
+    largest magnitude."""
+    a = distributed.read_checkpoint(os.path.join(work, "one-ck"))
+    b = distributed.read_checkpoint(os.path.join(work, "mesh-ck"))
+    assert sorted(a) == sorted(b), (sorted(a), sorted(b))
+    for param in a:
+        # A fused projection is [3 * h, k] on one device and [3, h, k]
+        # split by heads: the same elements in the same order.
+        x, y = a[param].astype(np.float64).ravel(), b[param].ravel()
+        if param.endswith("attn.qkv.bias"):
+            # The key bias's gradient is zero in exact arithmetic (a
+            # softmax does not change when every score of a query moves by
+            # the same amount); in floats it is rounding noise, which
+            # AdamW scales to full steps, different on every layout. The
+            # losses do not depend on it.
+            keep = np.ones(x.size, bool)
+            keep[x.size // 3: 2 * x.size // 3] = False
+            x, y = x[keep], y[keep]
+        scale = max(float(np.max(np.abs(x))), 1e-30)
+        err = float(np.max(np.abs(x - y)))
+        if err > rtol * scale:
+            raise AssertionError(f"{name}: final {param} differs by {err} "
+                                 f"(largest magnitude {scale})")
+    print(f"ok {name}: final values of {len(a)} parameters and states "
+          f"within {rtol} of one device")
+
+
 def check_case(case, compile_, work):
     model = os.path.join(ROOT, "examples", case.model, "model.onnx")
     flags = ["--train", *case.flags]
@@ -251,10 +290,7 @@ def check_case(case, compile_, work):
     run([compile_, model, *flags, "-o", one])
     explained = run([compile_, model, *flags, "--mesh", case.mesh,
                      *case.mesh_flags, "--dist-explain", "-o", mesh]).stdout
-    corpus = os.path.join(work, "corpus.bin")
-    run(["/usr/bin/python3", os.path.join(ROOT, "examples", "gpt",
-                                          "make_corpus.py"),
-         os.path.join(ROOT, "README.md"), corpus])
+    corpus = write_corpus(work)
     data = ["--tokens", corpus, "--steps", str(STEPS), "--shuffle", "--seed",
             "1", "--quiet"]
     run([one, *data, "--log-json", "one.jsonl", "--save", "one-ck"], cwd=work)
@@ -268,29 +304,7 @@ def check_case(case, compile_, work):
         distributed.losses(os.path.join(work, "mesh.jsonl")),
         list(range(1, STEPS + 1)))
 
-    a = distributed.read_checkpoint(os.path.join(work, "one-ck"))
-    b = distributed.read_checkpoint(os.path.join(work, "mesh-ck"))
-    assert sorted(a) == sorted(b), (sorted(a), sorted(b))
-    for name in a:
-        # A fused projection is [3 * h, k] on one device and [3, h, k]
-        # split by heads: the same elements in the same order.
-        x, y = a[name].astype(np.float64).ravel(), b[name].ravel()
-        if name.endswith("attn.qkv.bias"):
-            # The key bias's gradient is zero in exact arithmetic (a
-            # softmax does not change when every score of a query moves by
-            # the same amount); in floats it is rounding noise, which
-            # AdamW scales to full steps, different on every layout. The
-            # losses do not depend on it.
-            keep = np.ones(x.size, bool)
-            keep[x.size // 3: 2 * x.size // 3] = False
-            x, y = x[keep], y[keep]
-        scale = max(float(np.max(np.abs(x))), 1e-30)
-        err = float(np.max(np.abs(x - y)))
-        if err > case.rtol * scale:
-            raise AssertionError(f"{case.name}: final {name} differs by {err} "
-                                 f"(largest magnitude {scale})")
-    print(f"ok {case.name}: final values of {len(a)} parameters and states "
-          f"within {case.rtol} of one device")
+    compare_final_states(case.name, work, case.rtol)
 
     # Each rank stores its blocks: the parameters split on tp, and on dp
     # with ZeRO-3; the optimizer state (AdamW's two moments, SGD's

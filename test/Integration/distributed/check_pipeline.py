@@ -41,21 +41,19 @@ import sys
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
-RTOL = 1e-5
 STEPS = 6
-MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe"]
 
+# check_examples.py's examples, corpus, optimizers and final-state check.
 _spec = importlib.util.spec_from_file_location(
-    "check_distributed", os.path.join(HERE, "check_distributed.py"))
-distributed = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(distributed)
-run = distributed.run
-
+    "check_examples", os.path.join(HERE, "check_examples.py"))
+examples = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(examples)
+distributed = examples.distributed
+run, ROOT, RTOL, MPIRUN = distributed.run, examples.ROOT, examples.RTOL, \
+    distributed.MPIRUN
+ADAMW, SGD = examples.ADAMW, examples.SGD
 # The examples: microbatch 2 x 8 tokens, hidden 32, vocabulary 64.
-BATCH, SEQ, HIDDEN, VOCAB = 2, 8, 32, 64
-ADAMW = ["--optimizer", "adamw", "--lr", "3e-3"]
-SGD = ["--optimizer", "sgd", "--momentum", "0.9", "--lr", "0.05"]
+BATCH, SEQ, HIDDEN, VOCAB = examples.BATCH, examples.SEQ, examples.HIDDEN, 64
 
 
 @dataclasses.dataclass
@@ -200,11 +198,8 @@ def check_case(case, compile_, work):
     report = run([compile_, model, "--train", *case.flags, "--mesh",
                   case.mesh, "--microbatches", m, *case.pipeline_flags,
                   "--pipeline-report", "--trace", trace, "-o", mesh]).stdout
-    corpus = os.path.join(work, "corpus.bin")
-    run(["/usr/bin/python3", os.path.join(ROOT, "examples", "gpt",
-                                          "make_corpus.py"),
-         os.path.join(ROOT, "README.md"), corpus])
-    data = ["--tokens", corpus, "--shuffle", "--seed", "1", "--quiet"]
+    data = ["--tokens", examples.write_corpus(work), "--shuffle", "--seed",
+            "1", "--quiet"]
     n = str(case.ranks())
 
     def train(binary, on_mesh, tag, steps, extra):
@@ -221,23 +216,7 @@ def check_case(case, compile_, work):
     distributed.compare_losses(f"{case.name} on {n} ranks", ref, got,
                                list(range(1, STEPS + 1)))
 
-    a = distributed.read_checkpoint(os.path.join(work, "one-ck"))
-    b = distributed.read_checkpoint(os.path.join(work, "mesh-ck"))
-    assert sorted(a) == sorted(b), (sorted(a), sorted(b))
-    for name in a:
-        x, y = a[name].astype(np.float64).ravel(), b[name].ravel()
-        if name.endswith("attn.qkv.bias"):
-            # The key bias's gradient is rounding noise (check_examples.py).
-            keep = np.ones(x.size, bool)
-            keep[x.size // 3: 2 * x.size // 3] = False
-            x, y = x[keep], y[keep]
-        scale = max(float(np.max(np.abs(x))), 1e-30)
-        err = float(np.max(np.abs(x - y)))
-        if err > RTOL * scale:
-            raise AssertionError(f"{case.name}: final {name} differs by {err} "
-                                 f"(largest magnitude {scale})")
-    print(f"ok {case.name}: final values of {len(a)} parameters and states "
-          f"within {RTOL} of one device")
+    examples.compare_final_states(case.name, work, RTOL)
 
     axes = case.axes()
     p = axes["pp"]
