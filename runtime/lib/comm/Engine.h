@@ -1,11 +1,12 @@
 //===- Engine.h - the communication engine interface ------------*- C++ -*-===//
 //
-// What the C ABI of cleave_comm.h (Comm.cpp) shares with the two engines:
-// the communicator groups (each with its MPI communicator, which the MPI
-// engine uses for data and the NCCL engine for bootstrap and barriers), the
+// What the C ABI of cleave_comm.h (Comm.cpp, Collectives.cpp) shares with
+// the two engines: the communicator groups (each with its MPI
+// communicator, which the MPI engine uses for data and the NCCL engine for
+// bootstrap and barriers), the
 // engine interface that moves the bytes, and the watchdog that turns a
 // collective that does not complete in time into an error on every rank.
-// Comm.cpp checks every descriptor and counts bytes before it calls an
+// Collectives.cpp checks every descriptor and counts bytes before it calls an
 // engine, so engines see only valid calls, and it keeps the handles of the
 // nonblocking collectives: each is an engine Operation until its wait.
 //
@@ -82,7 +83,7 @@ double timeoutSeconds();
 int64_t tensorBytes(const cleave_tensor &t);
 
 /// A collective between its start and its wait: what a handle of
-/// cleave_comm_*_start stands for (Comm.cpp), and how a blocking call
+/// cleave_comm_*_start stands for (Collectives.cpp), and how a blocking call
 /// completes (start, then wait at once).
 class Operation {
 public:
