@@ -9,6 +9,8 @@
 
 #include "Program.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 
@@ -158,6 +160,33 @@ void cleave::rt::trainer::stopDevice() {
     return;
   d.comm->finalize();
   d.distributed = false;
+}
+
+void cleave::rt::trainer::onEveryRank(const std::function<void()> &work) {
+  Device &d = state();
+  if (!d.distributed)
+    return work();
+  std::string error;
+  try {
+    work();
+  } catch (const Error &e) {
+    error = e.what();
+  }
+  if (d.comm->host_max(CLEAVE_COMM_WORLD, error.empty() ? 0 : 1) == 0)
+    return;
+  // Every rank has its line out before the job ends; no rank aborts the
+  // others.
+  std::string line =
+      "error: " +
+      (error.empty() ? std::string("another rank failed (its error above)")
+                     : error) +
+      "\n";
+  std::fflush(stdout);
+  std::fwrite(line.data(), 1, line.size(), stderr);
+  std::fflush(stderr);
+  d.comm->barrier(CLEAVE_COMM_WORLD);
+  stopDevice();
+  std::exit(1);
 }
 
 const Device &cleave::rt::trainer::device() { return state(); }

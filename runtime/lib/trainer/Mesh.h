@@ -18,6 +18,7 @@
 #include "cleave/Runtime/cleave_rt.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,12 @@ void checkMeshMetadata();
 void startDevice(int *argc, char ***argv);
 /// Ends the engine (after the last collective), if it was started.
 void stopDevice();
+/// Runs `work`, which every rank of a partitioned program runs alike (the
+/// checks of a checkpoint to resume). When it fails on any rank, every
+/// rank says so (its own error, or that another rank failed) before the
+/// job ends with status 1: a problem every rank sees is reported by each,
+/// not only by the first to abort the others.
+void onEveryRank(const std::function<void()> &work);
 const Device &device();
 /// The context argument of cleave_program_run.
 const cleave_program_context *programContext();

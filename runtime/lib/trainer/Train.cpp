@@ -510,7 +510,7 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
   initParams(arena);
   int64_t first = 1;
   if (!o.resume.empty())
-    first = loadCheckpoint(o.resume, arena, dataOrder) + 1;
+    onEveryRank([&] { first = loadCheckpoint(o.resume, arena, dataOrder) + 1; });
   int64_t last = o.steps >= 0 ? o.steps : first - 1;
   if (last < first - 1)
     fail("--steps " + std::to_string(last) +
