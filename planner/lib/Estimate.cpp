@@ -146,7 +146,8 @@ Estimate estimate(const ModelSpec &m, const TrainingConfig &training,
   const bool fullRecompute = layout.recompute == Recompute::Full;
   const ParamCounts P = m.params();
   const StateBytes bytes = stateBytes(training);
-  est.stageLayers = splitLayers(m.layers, p);
+  est.pipeline = pipelineShape(m, layout);
+  est.stageLayers = est.pipeline.stageLayers;
 
   // Groups, with ranks ordered tp, cp, [ep,] dp, pp from the innermost.
   const int64_t denseShards = c * D;
@@ -205,8 +206,18 @@ Estimate estimate(const ModelSpec &m, const TrainingConfig &training,
     if (last && tiedCopy)
       s.denseParams += double(P.tokenEmbedding) / double(t);
     s.expertParams = double(P.experts) * frac / double(t * e);
-    ModelStates dense = modelStates(s.denseParams, bytes, layout.zero,
-                                    denseShards, training.offload);
+    // A tied embedding is stored on the first and the last stage and
+    // updated on the last, where its two gradients meet (the first sends
+    // its gradient and receives the updated table): the first stage holds
+    // the table's parameters only.
+    const double tiedOnly =
+        first && tiedCopy ? double(P.tokenEmbedding) / double(t) : 0.0;
+    ModelStates dense = modelStates(s.denseParams - tiedOnly, bytes,
+                                    layout.zero, denseShards,
+                                    training.offload);
+    dense.params += modelStates(tiedOnly, bytes, layout.zero, denseShards,
+                                training.offload)
+                        .params;
     ModelStates experts = modelStates(s.expertParams, bytes, layout.zero,
                                       expertShards, training.offload);
     s.memory.stage = i;
@@ -219,8 +230,7 @@ Estimate estimate(const ModelSpec &m, const TrainingConfig &training,
 
     // Activations of the microbatches in flight, plus under full
     // recomputation the one layer being recomputed.
-    double inFlight =
-        inFlightMicrobatches(layout.schedule, p, i, mb, layout.virtualStages);
+    double inFlight = est.pipeline.inFlight[i];
     double acts = inFlight * double(layers) * perLayer;
     if (fullRecompute && layers > 0)
       acts += workingLayer;
@@ -299,6 +309,8 @@ Estimate estimate(const ModelSpec &m, const TrainingConfig &training,
       slowStage = i;
   }
   est.memory = stages[memStage].memory;
+  for (const StageCost &stage : stages)
+    est.stageMemory.push_back(stage.memory);
   const StageCost &s = stages[slowStage];
   const double nmb = double(mb);
 
@@ -356,7 +368,7 @@ Estimate estimate(const ModelSpec &m, const TrainingConfig &training,
   est.time.cp = nmb * s.cpExposed;
   est.time.ep = nmb * s.epTime;
   est.time.pp = nmb * s.ppTime;
-  est.bubble = bubbleFraction(layout.schedule, p, mb, layout.virtualStages);
+  est.bubble = est.pipeline.bubble;
   est.time.bubble = double(p - 1) / double(v) * s.perMicrobatch();
   est.tpTimeIntraNode = nmb * s.tpTimeIntra;
 

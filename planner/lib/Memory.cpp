@@ -8,6 +8,8 @@
 
 #include "cleave/Planner/Estimate.h"
 
+#include "cleave/Transforms/PipelineSchedule.h"
+
 #include <algorithm>
 
 namespace cleave::planner {
@@ -70,6 +72,39 @@ double activationBytesPerLayer(const ModelSpec &m, const ActivationShape &a) {
   return sp ? (outside + inside) / t : outside + inside / t;
 }
 
+namespace {
+
+pipeline::ScheduleKind kindOf(Schedule schedule) {
+  switch (schedule) {
+  case Schedule::GPipe:
+    return pipeline::ScheduleKind::GPipe;
+  case Schedule::OneFOneB:
+    return pipeline::ScheduleKind::OneFOneB;
+  case Schedule::Interleaved:
+    return pipeline::ScheduleKind::Interleaved;
+  }
+  return pipeline::ScheduleKind::OneFOneB;
+}
+
+/// The schedule of `l` unrolled and run with equal stages: fills `inFlight`
+/// and `bubble` (left at m and 0 when validateSchedule() would reject it).
+void runSchedule(const Layout &l, PipelineShape &shape) {
+  const int64_t p = std::max<int64_t>(l.pp, 1), v = l.chunks();
+  shape.inFlight.assign(p, double(std::max<int64_t>(l.microbatches, 1)));
+  pipeline::Orders orders;
+  pipeline::Timeline timeline;
+  if (!pipeline::unroll(kindOf(l.schedule), p, l.microbatches, v, orders)
+           .empty() ||
+      !pipeline::simulate(orders, v, l.microbatches, 1.0, 2.0, timeline)
+           .empty())
+    return;
+  shape.bubble = timeline.bubble;
+  for (int64_t s = 0; s < p; ++s)
+    shape.inFlight[s] = double(timeline.peakInFlight[s]) / double(v);
+}
+
+} // namespace
+
 std::vector<int64_t> splitLayers(int64_t layers, int64_t stages) {
   stages = std::max<int64_t>(stages, 1);
   std::vector<int64_t> split(stages, layers / stages);
@@ -78,34 +113,55 @@ std::vector<int64_t> splitLayers(int64_t layers, int64_t stages) {
   return split;
 }
 
+std::vector<int64_t> balanceLayers(const ModelSpec &m, int64_t chunks) {
+  chunks = std::clamp<int64_t>(chunks, 1, std::max<int64_t>(m.layers, 1));
+  if (m.layers < 1)
+    return {0};
+  const ParamCounts P = m.params();
+  const double h = double(m.hidden), V = double(m.vocab);
+  const double layerParams =
+      (double(P.layers) +
+       (m.isMoE() ? double(P.experts) * double(m.topK) / double(m.experts)
+                  : 0.0)) /
+      double(m.layers);
+  std::vector<double> cost(m.layers,
+                           2 * layerParams + 4.0 * double(m.seq) * h);
+  return pipeline::balance(cost, chunks, /*first=*/2 * h,
+                           /*last=*/2 * V * h + 4 * V);
+}
+
+PipelineShape pipelineShape(const ModelSpec &m, const Layout &l) {
+  PipelineShape shape;
+  const int64_t p = std::max<int64_t>(l.pp, 1), v = l.chunks();
+  shape.chunkStarts = balanceLayers(m, p * v);
+  shape.stageLayers.assign(p, 0);
+  shape.chunkLayers.assign(shape.chunkStarts.size(), 0);
+  for (size_t c = 0; c < shape.chunkStarts.size(); ++c) {
+    int64_t end = c + 1 < shape.chunkStarts.size() ? shape.chunkStarts[c + 1]
+                                                    : m.layers;
+    shape.chunkLayers[c] = end - shape.chunkStarts[c];
+    shape.stageLayers[c % p] += shape.chunkLayers[c];
+  }
+  runSchedule(l, shape);
+  return shape;
+}
+
 double inFlightMicrobatches(Schedule schedule, int64_t pp, int64_t stage,
                             int64_t microbatches, int64_t virtualStages) {
-  const double m = double(microbatches);
-  switch (schedule) {
-  case Schedule::GPipe:
-    return m;
-  case Schedule::OneFOneB:
-    return std::min(m, double(pp - stage));
-  case Schedule::Interleaved: {
-    // Megatron's interleaved warm-up: (p - i - 1) * 2 + (v - 1) * p model
-    // chunks of L / (p v) layers each run forward before the first
-    // backward, and one more is in flight in the steady state.
-    const double v = double(std::max<int64_t>(virtualStages, 1));
-    double chunks = double((pp - stage - 1) * 2) + (v - 1) * double(pp) + 1;
-    return std::min(m, chunks / v);
-  }
-  }
-  return m;
+  Layout l;
+  l.pp = pp;
+  l.schedule = schedule;
+  l.microbatches = microbatches;
+  l.virtualStages = virtualStages;
+  PipelineShape shape;
+  runSchedule(l, shape);
+  return shape.inFlight.at(stage);
 }
 
 double bubbleFraction(Schedule schedule, int64_t pp, int64_t microbatches,
                       int64_t virtualStages) {
-  if (pp <= 1 || microbatches <= 0)
-    return 0;
-  double v = schedule == Schedule::Interleaved
-                 ? double(std::max<int64_t>(virtualStages, 1))
-                 : 1.0;
-  return double(pp - 1) / (v * double(microbatches));
+  return pipeline::closedFormBubble(kindOf(schedule), pp, microbatches,
+                                    virtualStages);
 }
 
 } // namespace cleave::planner

@@ -140,6 +140,22 @@ void writeEstimate(llvm::json::OStream &j, const Estimate &est) {
       number(j, "dp", c.dp.total() / 1e9);
     });
     number(j, "bubble", est.bubble);
+    // Each pipeline stage's layers and memory, in bytes (what
+    // cleave-compile --pipeline-report prints for the same layout).
+    j.attributeArray("stages", [&] {
+      for (size_t i = 0; i < est.stageMemory.size(); ++i) {
+        const MemoryEstimate &s = est.stageMemory[i];
+        j.object([&] {
+          j.attribute("stage", int64_t(i));
+          j.attribute("layers", est.stageLayers[i]);
+          number(j, "microbatches_in_flight", est.pipeline.inFlight[i]);
+          j.attribute("params_bytes", int64_t(s.params));
+          j.attribute("grads_bytes", int64_t(s.grads));
+          j.attribute("optimizer_bytes", int64_t(s.optimizer));
+          j.attribute("activations_bytes", int64_t(s.activations));
+        });
+      }
+    });
     number(j, "step_time_s", est.stepTime);
     number(j, "tflops_per_gpu", est.tflopsPerGpu);
     number(j, "mfu", est.mfu);
@@ -233,6 +249,17 @@ std::string formatEstimate(const Estimate &e, const ClusterSpec &c) {
   if (m.offloaded > 0)
     s += "; " + size(m.offloaded) + " of optimizer state in host memory";
   s += "\n";
+  if (l.pp > 1)
+    for (size_t i = 0; i < e.stageMemory.size(); ++i) {
+      const MemoryEstimate &st = e.stageMemory[i];
+      s += "          stage " + std::to_string(i) + ": " +
+           std::to_string(e.stageLayers[i]) + " layers, " +
+           fixed(e.pipeline.inFlight[i], 2) +
+           " microbatches in flight; params " + size(st.params) +
+           " + grads " + size(st.grads) + " + optimizer " +
+           size(st.optimizer) + " + activations " + size(st.activations) +
+           " = " + size(st.total()) + "\n";
+    }
 
   auto link = [](const char *name, const CommEstimate &comm, bool intra) {
     std::string parts;
@@ -261,7 +288,7 @@ std::string formatEstimate(const Estimate &e, const ClusterSpec &c) {
     if (v > 0)
       parts += std::string(" + ") + name + " " + secs(v);
   s += "time      " + parts + " = " + secs(e.stepTime) +
-       " s per step (bubble fraction " + fixed(e.bubble, 3) + ")\n";
+       " s per step (bubble " + fixed(e.bubble, 3) + " of the step)\n";
   s += "speed     " + grouped(e.tokensPerSecond) + " tokens/s, " +
        fixed(e.tflopsPerGpu, 1) + " TFLOP/s per GPU, MFU " +
        fixed(100 * e.mfu, 1) + "%\n";
@@ -348,10 +375,8 @@ std::string planFileJson(const ModelSpec &m, const TrainingConfig &t,
       // Chunk k of p * v holds the k-th run of layers and runs on stage k
       // mod p.
       const int64_t v = l.chunks();
-      std::vector<int64_t> chunks = splitLayers(m.layers, l.pp * v);
-      std::vector<int64_t> starts(chunks.size() + 1, 0);
-      for (size_t k = 0; k < chunks.size(); ++k)
-        starts[k + 1] = starts[k] + chunks[k];
+      std::vector<int64_t> starts = est.pipeline.chunkStarts;
+      starts.push_back(m.layers);
       j.attributeArray("stages", [&] {
         for (int64_t stage = 0; stage < l.pp; ++stage)
           oneLine(j, [&](llvm::json::OStream &row) {

@@ -166,7 +166,7 @@ std::vector<Diagnostic> validateSchedule(const ModelSpec &m,
                      fixed(bubbleFraction(l.schedule, l.pp, l.microbatches,
                                           l.virtualStages),
                            2) +
-                     " of the busy time"});
+                     " of the step"});
   if (l.zero > 0 && l.denseDp() * l.cp == 1)
     d.push_back({Severity::Note, "zero=" + std::to_string(l.zero) +
                                      " has no effect with one data-parallel "
@@ -206,7 +206,10 @@ std::vector<Diagnostic> validateLayout(const ModelSpec &m,
                      fixed(est.tpTimeIntraNode, 2) + " s"});
   }
   if (m.layers % l.pp) {
-    int64_t most = est.stageLayers.front(), least = est.stageLayers.back();
+    int64_t most = *std::max_element(est.stageLayers.begin(),
+                                     est.stageLayers.end());
+    int64_t least = *std::min_element(est.stageLayers.begin(),
+                                      est.stageLayers.end());
     double slower = double(most) * double(l.pp) / double(m.layers) - 1.0;
     d.push_back({Severity::Warning,
                  "pp=" + str(l.pp) + " does not divide the " + str(m.layers) +

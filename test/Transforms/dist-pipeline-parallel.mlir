@@ -5,6 +5,7 @@
 // stage of context->stage.
 // RUN: cleave-opt %s --pass-pipeline='builtin.module(dist-pipeline-parallel,builtin.module(cleave-plan-memory,cleave-lower-to-runtime),cleave-link-stages)' | FileCheck %s --check-prefix=LINK
 // LINK-DAG: llvm.func @cleave_comm_sendrecv(i32, !llvm.ptr, !llvm.ptr, i32, !llvm.ptr, i32)
+// LINK-DAG: llvm.func @cleave_comm_trace_phase(i32, i32, i32)
 // LINK-DAG: llvm.func @cleave_stage0_run(
 // LINK-DAG: llvm.func @cleave_stage1_run(
 // LINK-DAG: llvm.mlir.global external constant @cleave_stage0_program()
@@ -31,7 +32,12 @@
 // 1F1B).
 // CHECK: dist-pipeline-parallel: @train_step over "pp": 2 stages, 2 microbatches, 1f1b
 // CHECK-NEXT: stage 0: layers 0-0 (and the ops before them: the embedding), 44.9% of the forward FLOPs, activations of at most 2 microbatch-chunks held
+// Each stage's memory: its weights (64 B each), no optimizer state (the
+// update is a plain add here), and the forward values its backward reads
+// (stage 1's layer-2 output, 64 B, of one microbatch at a time).
+// CHECK-NEXT: stage 0 memory: parameters 64 B, gradients 0 B, optimizer state 0 B, saved activations at most 0 B
 // CHECK-NEXT: stage 1: layers 1-2 (and the ops after them: the head, the loss), 55.1% of the forward FLOPs, activations of at most 1 microbatch-chunk held
+// CHECK-NEXT: stage 1 memory: parameters 128 B, gradients 0 B, optimizer state 0 B, saved activations at most 64 B
 // CHECK-NEXT: bubble 0.3333 of the step with equal stages (closed form (p-1)/(m+p-1) = 0.3333)
 
 // Stage 0: its weight only; 1F1B's order F0 F1 B0 B1 with the
@@ -41,14 +47,20 @@
 // CHECK-NEXT: dist.mesh @mesh ["pp" = 2]
 // CHECK-NEXT: graph.param @w0
 // CHECK-NOT: graph.param
+// Each schedule step begins with its mark (the measured timeline).
 // CHECK: func.func @train_step(%{{.*}}: tensor<2x4x4xf32>) -> tensor<f32> attributes {cleave.training_config = {accumulate = 2 : i64, {{.*}}}, dist.partitioned}
+// CHECK-NEXT: dist.pipeline_step "forward"{{$}}
 // CHECK: %[[H00:.*]] = graph.matmul {{.*}}graph.layer = 0 : i64, graph.microbatch = 0
 // CHECK: dist.send %[[H00]] on @mesh ["pp"] to 1
+// CHECK-NEXT: dist.pipeline_step "forward" microbatch 1{{$}}
 // CHECK: %[[H10:.*]] = graph.matmul {{.*}}graph.layer = 0 : i64, graph.microbatch = 1
 // CHECK: %[[G01:.*]] = dist.send_recv %[[H10]] on @mesh ["pp"] to 1 from 1 {{.*}}: tensor<4x4xf32> -> tensor<4x4xf32>
+// CHECK-NEXT: dist.pipeline_step "backward"{{$}}
 // CHECK: graph.matmul %[[G01]], {{.*}}graph.layer = 0 : i64, graph.microbatch = 0 : i64, graph.phase = #graph<phase backward>
+// CHECK-NEXT: dist.pipeline_step "backward" microbatch 1{{$}}
 // CHECK: dist.recv on @mesh ["pp"] from 1 {{.*}}graph.microbatch = 1
-// CHECK: graph.add
+// CHECK: dist.pipeline_step "optimizer"
+// CHECK-NEXT: graph.add
 // CHECK-NEXT: graph.assign @w0
 // CHECK: %[[L:.*]] = dist.recv on @mesh ["pp"] from 1 {{.*}}: tensor<f32>
 // CHECK: return %[[L]] : tensor<f32>

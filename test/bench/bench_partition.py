@@ -213,7 +213,9 @@ def throughput(args, work):
     runs = [("one", [], 1, "2", 1), ("dp=2", ["--mesh", "dp=2"], 2, "1", 1),
             ("tp=2", ["--mesh", "tp=2"], 2, "1", 1),
             ("one x4", ["--accumulate", "4"], 1, "2", 4),
-            ("pp=2 x4", ["--mesh", "pp=2", "--microbatches", "4"], 2, "1", 4)]
+            ("pp=2 x4", ["--mesh", "pp=2", "--microbatches", "4"], 2, "1", 4),
+            ("one x8", ["--accumulate", "8"], 1, "2", 8),
+            ("pp=2 x8", ["--mesh", "pp=2", "--microbatches", "8"], 2, "1", 8)]
     first = None
     for name, flags, ranks, threads, micro in runs:
         if micro != 1:
@@ -228,6 +230,11 @@ def throughput(args, work):
         log = os.path.join(work, name + ".jsonl")
         cmd = [binary, "--tokens", "tokens.bin", "--steps", str(args.steps),
                "--quiet", "--log-json", log]
+        pipelined = "pp=" in " ".join(flags)
+        if pipelined:
+            # The measured timeline: each rank's idle share of the step.
+            cmd += ["--trace", "timeline.json", "--trace-steps",
+                    str(args.steps)]
         if ranks > 1:
             cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np",
                    str(ranks), "-x", "OMP_NUM_THREADS", "-x",
@@ -238,8 +245,16 @@ def throughput(args, work):
         rate = micro * batch * seq / (ms / 1000)
         loss = records[0]["loss"]
         first = first if first is not None else loss
+        idle = ""
+        if pipelined:
+            other = json.load(open(os.path.join(work, "timeline.json")))[
+                "otherData"]
+            idle = (f"  measured idle {other['idle_fraction']:.3f} of the "
+                    f"step (transfers {other['transfer_fraction']:.3f}; "
+                    f"closed form {other['closed_form_bubble']:.3f})")
         print(f"{name:10} {ranks:5} {threads:>12} {rate:10.0f} "
-              f"{rate / ranks:10.0f} {ms:8.1f} {abs(loss - first) / first:16.1e}")
+              f"{rate / ranks:10.0f} {ms:8.1f} "
+              f"{abs(loss - first) / first:16.1e}{idle}")
 
 
 def main():

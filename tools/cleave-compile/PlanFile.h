@@ -14,7 +14,9 @@
 
 namespace cleave {
 
-/// Sets --mesh, --zero, --sp and --precision from the plan file at `path`.
+/// Sets --mesh, --zero, --sp and --precision from the plan file at `path`,
+/// and with pp > 1 --microbatches, --schedule, --virtual-stages and
+/// --pipeline-split (the planner's layer ranges).
 /// Returns an error message naming the problem (a missing or malformed
 /// file, another format or version, a layout this compiler cannot build,
 /// a flag given on the command line as well), or "" on success.

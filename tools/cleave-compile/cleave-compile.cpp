@@ -106,9 +106,10 @@ static cl::OptionCategory distCategory(
 
 static cl::opt<std::string> planFile(
     "plan",
-    cl::desc("Take the mesh, the ZeRO stage, sequence parallelism and the "
-             "precision from a plan file of cleave-plan --out "
-             "(docs/planner.md)"),
+    cl::desc("Take the mesh, the ZeRO stage, sequence parallelism, the "
+             "precision and the pipeline (microbatches, schedule, virtual "
+             "stages, each stage's layers) from a plan file of cleave-plan "
+             "--out (docs/planner.md)"),
     cl::value_desc("plan.json"), cl::cat(distCategory));
 
 /// The pipeline's flags (--train, --lr, --precision, --no-fusion...), bound

@@ -1,7 +1,8 @@
 //===- DistOptimizeCollectives.cpp - fewer bytes, earlier gathers ---------===//
 //
 // -dist-optimize-collectives: all_reduce + local_slice into reduce_scatter,
-// and ZeRO-3's parameter gathers moved one layer ahead (see Passes.td).
+// ZeRO-3's parameter gathers merged into one per step (gather-once) and
+// moved one layer ahead (see DistPasses.td).
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +13,9 @@
 #include "cleave/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <map>
+#include <tuple>
 
 namespace cleave {
 #define GEN_PASS_DEF_DISTOPTIMIZECOLLECTIVESPASS
@@ -105,15 +109,60 @@ void prefetchGathers(func::FuncOp fn) {
   }
 }
 
+/// The first gather of each parameter block by a layer (or by the ops
+/// outside the layers) serves that layer's later gathers of the block in
+/// the step, those before the parameter's update: they gather the same
+/// value. Returns the gathers removed.
+int64_t gatherOncePerStep(func::FuncOp fn) {
+  Block &body = fn.getBody().front();
+  DenseMap<StringAttr, Operation *> firstAssign;
+  for (Operation &op : body)
+    if (auto assign = dyn_cast<graph::AssignOp>(op))
+      firstAssign.try_emplace(assign.getParamAttr().getAttr(), &op);
+  // (parameter, layer or -1, gather axes, dim, result type) -> the first.
+  using Key = std::tuple<const void *, int64_t, const void *, int64_t,
+                         const void *>;
+  std::map<Key, AllGatherOp> first;
+  SmallVector<AllGatherOp> gathers;
+  for (Operation &op : body)
+    if (auto gather = dyn_cast<AllGatherOp>(op))
+      gathers.push_back(gather);
+  int64_t merged = 0;
+  for (AllGatherOp gather : gathers) {
+    auto read = gather.getInput().getDefiningOp<graph::ReadParamOp>();
+    if (!read)
+      continue;
+    StringAttr param = read.getParamAttr().getAttr();
+    Operation *assign = firstAssign.lookup(param);
+    if (assign && assign->isBeforeInBlock(gather))
+      continue;
+    Key key{param.getAsOpaquePointer(), layerOf(gather).value_or(-1),
+            gather.getAxes().getAsOpaquePointer(), int64_t(gather.getDim()),
+            gather.getType().getAsOpaquePointer()};
+    auto [it, inserted] = first.try_emplace(key, gather);
+    if (inserted)
+      continue;
+    gather.getResult().replaceAllUsesWith(it->second.getResult());
+    gather->erase();
+    if (read->use_empty())
+      read->erase();
+    ++merged;
+  }
+  return merged;
+}
+
 struct DistOptimizeCollectivesPass
     : public cleave::impl::DistOptimizeCollectivesPassBase<
           DistOptimizeCollectivesPass> {
+  using DistOptimizeCollectivesPassBase::DistOptimizeCollectivesPassBase;
   void runOnOperation() override {
     for (auto fn : getOperation().getOps<func::FuncOp>()) {
       if (!fn->hasAttr(DistDialect::getPartitionedAttrName()) ||
           !fn.getBody().hasOneBlock())
         continue;
       reduceScatterSlices(fn);
+      if (gatherOnce)
+        numGathersMerged += gatherOncePerStep(fn);
       prefetchGathers(fn);
     }
   }

@@ -18,6 +18,7 @@
 #include "cleave/Dialect/Cleave/IR/CleaveDialect.h"
 #include "cleave/Dialect/Dist/IR/DistOps.h"
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
+#include "cleave/Transforms/MemoryPlan.h"
 #include "cleave/Transforms/PipelineSchedule.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -35,6 +36,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <optional>
 #include <limits>
 #include <tuple>
 
@@ -85,51 +87,6 @@ double estimateFlops(Operation *op) {
   return out;
 }
 
-/// Splits `cost` (one per layer) into `chunks` runs of consecutive layers,
-/// each at least one layer, minimizing the largest run's cost with
-/// `first` added to the first run and `last` to the last. Returns the
-/// first layer of each run.
-std::vector<int64_t> balance(ArrayRef<double> cost, int64_t chunks,
-                             double first, double last) {
-  int64_t n = int64_t(cost.size());
-  std::vector<double> prefix(n + 1, 0.0);
-  for (int64_t i = 0; i < n; ++i)
-    prefix[i + 1] = prefix[i] + cost[i];
-  auto runCost = [&](int64_t c, int64_t from, int64_t to) {
-    double x = prefix[to] - prefix[from];
-    if (c == 0)
-      x += first;
-    if (c == chunks - 1)
-      x += last;
-    return x;
-  };
-  const double inf = std::numeric_limits<double>::infinity();
-  // best[c][i]: the least largest cost of layers [0, i) in chunks [0, c].
-  std::vector<std::vector<double>> best(chunks, std::vector<double>(n + 1, inf));
-  std::vector<std::vector<int64_t>> from(chunks,
-                                         std::vector<int64_t>(n + 1, 0));
-  for (int64_t i = 1; i <= n; ++i)
-    best[0][i] = runCost(0, 0, i);
-  for (int64_t c = 1; c < chunks; ++c)
-    for (int64_t i = c + 1; i <= n; ++i)
-      for (int64_t j = c; j < i; ++j) {
-        double x = std::max(best[c - 1][j], runCost(c, j, i));
-        // Ties go to the earlier cut: the earlier chunks, which hold more
-        // microbatches' activations under 1F1B, get fewer layers.
-        if (x < best[c][i] * (1 - 1e-12)) {
-          best[c][i] = x;
-          from[c][i] = j;
-        }
-      }
-  std::vector<int64_t> starts(chunks, 0);
-  int64_t end = n;
-  for (int64_t c = chunks - 1; c > 0; --c) {
-    starts[c] = from[c][end];
-    end = starts[c];
-  }
-  return starts;
-}
-
 //===----------------------------------------------------------------------===//
 // The split
 //===----------------------------------------------------------------------===//
@@ -169,6 +126,7 @@ private:
   LogicalResult placeOps();
   LogicalResult orderStages();
   LogicalResult pairTransfers();
+  void measureSavedActivations();
   void report();
   LogicalResult emit(ModuleOp module);
 
@@ -214,6 +172,11 @@ private:
   /// Assignments: the stages that store the parameter.
   DenseMap<Operation *, SmallVector<int64_t>> assignStages;
   std::vector<std::vector<Item>> items; // per stage, in order
+  /// Per stage, the most bytes of saved activations held at once.
+  std::vector<int64_t> savedPeak;
+  std::vector<ModuleOp> stageModules; // made by emit
+  std::string stepName;
+  std::optional<Location> stepLoc;
 };
 
 int64_t PipelineSplit::blockOf(int64_t s, bool backward, int64_t mb,
@@ -301,7 +264,7 @@ LogicalResult PipelineSplit::chooseChunks() {
       chunkStarts.push_back(s);
     }
   } else {
-    chunkStarts = balance(cost, chunks, before, after);
+    chunkStarts = pl::balance(cost, chunks, before, after);
   }
   chunkCost.assign(chunks, 0.0);
   for (int64_t c = 0; c < chunks; ++c) {
@@ -617,6 +580,40 @@ LogicalResult PipelineSplit::pairTransfers() {
   }
 }
 
+/// The activations of a microbatch-chunk: the values a forward op computes
+/// (or the stage receives) that a backward op of the stage reads, held from
+/// the chunk's forward step to its backward step. The most bytes held at
+/// once, over the stage's order, is what the schedule costs in memory.
+void PipelineSplit::measureSavedActivations() {
+  std::vector<std::map<std::pair<int64_t, int64_t>, int64_t>> saved(p);
+  for (Operation *op : body) {
+    if (free.contains(op) ||
+        phaseOf(op).value_or(Phase::Forward) != Phase::Forward)
+      continue;
+    int64_t mb = microbatchOf(op).value_or(0);
+    for (Value x : op->getResults()) {
+      llvm::SmallDenseSet<int64_t, 4> counted;
+      for (Operation *user : x.getUsers()) {
+        auto it = chunk.find(user);
+        if (it == chunk.end() || phaseOf(user) != Phase::Backward)
+          continue;
+        int64_t s = stageOfChunk(it->second);
+        if (counted.insert(s).second)
+          saved[s][{mb, localChunk(it->second)}] += getTensorBytes(x.getType());
+      }
+    }
+  }
+  savedPeak.assign(p, 0);
+  for (int64_t s = 0; s < p; ++s) {
+    int64_t live = 0;
+    for (const pl::Step &st : orders[s]) {
+      int64_t bytes = saved[s][{st.microbatch, st.chunk}];
+      live += st.backward ? -bytes : bytes;
+      savedPeak[s] = std::max(savedPeak[s], live);
+    }
+  }
+}
+
 void PipelineSplit::report() {
   if (!options.report && options.trace.empty())
     return;
@@ -624,7 +621,7 @@ void PipelineSplit::report() {
   std::string err = pl::simulate(orders, v, m, 1.0, 2.0, timeline);
   if (options.report) {
     llvm::raw_ostream &os = llvm::outs();
-    os << "dist-pipeline-parallel: @" << step.getSymName() << " over \""
+    os << "dist-pipeline-parallel: @" << stepName << " over \""
        << axis << "\": " << p << " stages";
     if (v > 1)
       os << " x " << v << " chunks";
@@ -653,11 +650,28 @@ void PipelineSplit::report() {
            << " microbatch-chunk"
            << (timeline.peakInFlight[s] == 1 ? "" : "s") << " held";
       os << "\n";
+      // What the stage's rank stores: its parameters and optimizer state,
+      // the gradients its updates consume, the activations it keeps.
+      int64_t params = 0, state = 0, grads = 0;
+      for (auto param : stageModules[s].getOps<ParamOp>()) {
+        cleave_param_role role = getParamRole(param);
+        if (role == CLEAVE_PARAM_MODEL)
+          params += getTensorBytes(param.getType());
+        else if (role == CLEAVE_PARAM_OPTIMIZER_STATE)
+          state += getTensorBytes(param.getType());
+      }
+      stageModules[s].walk([&](Operation *op) {
+        if (auto adamw = dyn_cast<AdamwOp>(op))
+          grads += getTensorBytes(adamw.getGrad().getType());
+        else if (auto sgd = dyn_cast<SgdOp>(op))
+          grads += getTensorBytes(sgd.getGrad().getType());
+      });
+      os << "  stage " << s << " memory: parameters " << params
+         << " B, gradients " << grads << " B, optimizer state " << state
+         << " B, saved activations at most " << savedPeak[s] << " B\n";
     }
     if (err.empty()) {
-      double closed = kind == pl::ScheduleKind::Interleaved
-                          ? double(p - 1) / double(v * m + p - 1)
-                          : double(p - 1) / double(m + p - 1);
+      double closed = pl::closedFormBubble(kind, p, m, v);
       os << llvm::format("  bubble %.4f of the step with equal stages "
                          "(closed form %s = %.4f)\n",
                          timeline.bubble,
@@ -671,7 +685,7 @@ void PipelineSplit::report() {
     std::error_code ec;
     llvm::raw_fd_ostream out(options.trace, ec);
     if (ec)
-      step.emitWarning() << "cannot write the schedule trace '"
+      emitWarning(*stepLoc) << "cannot write the schedule trace '"
                          << options.trace << "': " << ec.message();
     else
       out << pl::chromeTrace(timeline);
@@ -683,8 +697,15 @@ LogicalResult PipelineSplit::run(ModuleOp module) {
     return failure();
   if (failed(pairTransfers()))
     return failure();
+  if (options.report)
+    measureSavedActivations();
+  // emit replaces the step by the stages; the report names it.
+  stepName = step.getSymName().str();
+  stepLoc = step.getLoc();
+  if (failed(emit(module)))
+    return failure();
   report();
-  return emit(module);
+  return success();
 }
 
 LogicalResult PipelineSplit::emit(ModuleOp module) {
@@ -692,7 +713,6 @@ LogicalResult PipelineSplit::emit(ModuleOp module) {
   OpBuilder b(ctx);
   auto meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
   ArrayAttr axes = b.getStrArrayAttr({axis});
-  std::vector<ModuleOp> stageModules;
   int64_t axisIndex =
       llvm::find(mesh.getAxisNames().getValue(), b.getStringAttr(axis)) -
       mesh.getAxisNames().getValue().begin();
@@ -733,7 +753,22 @@ LogicalResult PipelineSplit::emit(ModuleOp module) {
       comm->setLoc(NameLoc::get(
           b.getStringAttr((Twine("pipeline ") + what).str()), x.getLoc()));
     };
+    // Each schedule step, and the optimizer's after the last, begins with
+    // its mark (the trainer's measured timeline).
+    int64_t marked = -1;
+    auto markUpTo = [&](int64_t block) {
+      for (; marked < block; ++marked) {
+        int64_t next = marked + 1;
+        bool optimizer = next >= int64_t(orders[s].size());
+        pl::Step st = optimizer ? pl::Step() : orders[s][next];
+        dist::PipelineStepOp::create(
+            fb, step.getLoc(),
+            optimizer ? "optimizer" : st.backward ? "backward" : "forward",
+            st.microbatch, st.chunk);
+      }
+    };
     for (const Item &item : items[s]) {
+      markUpTo(item.key.block);
       switch (item.kind) {
       case Item::Compute: {
         for (Value x : item.op->getOperands())
@@ -774,6 +809,7 @@ LogicalResult PipelineSplit::emit(ModuleOp module) {
       }
       }
     }
+    markUpTo(int64_t(orders[s].size()));
     Operation *ret = old.getTerminator();
     SmallVector<Value> results;
     for (Value x : ret->getOperands())

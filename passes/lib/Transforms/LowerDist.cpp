@@ -283,6 +283,23 @@ private:
   }
 };
 
+/// The start of a pipeline schedule step: the engine records it in the
+/// timeline while the trainer traces (cleave_comm_trace_phase).
+template <typename Op> struct PipelineStepPattern : RuntimePattern<Op> {
+  using RuntimePattern<Op>::RuntimePattern;
+  LogicalResult lower(Op op, ArrayRef<Value>, ArrayRef<Value>,
+                      RuntimeBuilder &rt) const override {
+    StringRef phase = op.getPhase();
+    int32_t kind = phase == "forward"    ? CLEAVE_COMM_TRACE_FORWARD
+                   : phase == "backward" ? CLEAVE_COMM_TRACE_BACKWARD
+                                         : CLEAVE_COMM_TRACE_OPTIMIZER;
+    rt.call("cleave_comm_trace_phase",
+            {rt.constI32(kind), rt.constI32(op.getMicrobatch()),
+             rt.constI32(op.getChunk())});
+    return success();
+  }
+};
+
 /// The ops of a program before partitioning (sharding annotations, manual
 /// regions), which one device's program no longer has.
 template <typename Op> struct UnpartitionedPattern : RuntimePattern<Op> {
@@ -310,6 +327,8 @@ void populateDistToRuntimePatterns(RewritePatternSet &patterns,
                                                     state);
   addFamily<DeviceIndexPattern, dist::AxisIndexOp, dist::LocalSliceOp>(
       patterns, converter, state);
+  addFamily<PipelineStepPattern, dist::PipelineStepOp>(patterns, converter,
+                                                      state);
   addFamily<UnpartitionedPattern, dist::ShardOp, dist::ManualComputationOp>(
       patterns, converter, state);
 }

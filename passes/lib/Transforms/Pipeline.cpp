@@ -84,8 +84,6 @@ LogicalResult CleavePipelineOptions::verify(
   if (pipeline && !axes.empty() && axes.front().rfind("pp=", 0) != 0)
     return emitError("--mesh: put pp first (the stages are the slowest "
                      "links, across nodes; dp and tp inside a stage)");
-  if (pipeline && bucketBytes > 0)
-    return emitError("--bucket-bytes with a pp axis is not supported yet");
   if (zero < 0 || zero > 3)
     return emitError("--zero must be 0, 1, 2 or 3");
   if (zero.hasValue() && !hasMeshAxis("dp"))
@@ -96,6 +94,9 @@ LogicalResult CleavePipelineOptions::verify(
     return emitError("--dist-explain needs --mesh");
   if (zero > 0 && !train)
     return emitError("--zero shards the training state: it needs --train");
+  if (zero3GatherOnce && zero != 3)
+    return emitError("--zero3-gather-once keeps ZeRO-3's gathered "
+                     "parameters for the step: it needs --zero 3");
   if (!axes.empty() && loss.hasValue() && !train)
     return emitError("--mesh with --loss needs --train (the gradient "
                      "program returns whole gradients)");
@@ -254,7 +255,9 @@ static void addDistributionPasses(OpPassManager &pm,
   pm.addPass(createDistPartitionPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
-  pm.addPass(createDistOptimizeCollectivesPass());
+  DistOptimizeCollectivesPassOptions collectives;
+  collectives.gatherOnce = options.zero3GatherOnce;
+  pm.addPass(createDistOptimizeCollectivesPass(collectives));
   if (options.distExplain)
     pm.addPass(createDistExplainPass());
   if (options.hasMeshAxis("pp")) {

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CommState.h"
+#include "Trace.h"
 
 #include "../cpu/Tensor.h"
 
@@ -358,7 +359,10 @@ extern "C" void cleave_comm_send(int32_t comm, char *arena,
   checkTensor(fn, "t", t);
   checkPeer(fn, "peer", g, peer, true);
   checkNotInFlight(fn, arena, "t", t, nullptr, nullptr);
-  state().engine->send(g, arena, *t, peer);
+  {
+    TraceTransfer traced(CLEAVE_COMM_TRACE_SEND, peer, fn);
+    state().engine->send(g, arena, *t, peer);
+  }
   int64_t bytes = tensorBytes(*t);
   count(g, CLEAVE_COMM_SEND, bytes, bytes);
 }
@@ -371,7 +375,10 @@ extern "C" void cleave_comm_recv(int32_t comm, char *arena,
   checkTensor(fn, "t", t);
   checkPeer(fn, "peer", g, peer, true);
   checkNotInFlight(fn, arena, nullptr, nullptr, "t", t);
-  state().engine->recv(g, arena, *t, peer);
+  {
+    TraceTransfer traced(CLEAVE_COMM_TRACE_RECV, peer, fn);
+    state().engine->recv(g, arena, *t, peer);
+  }
   count(g, CLEAVE_COMM_RECV, tensorBytes(*t), 0);
 }
 
@@ -401,9 +408,15 @@ extern "C" void cleave_comm_sendrecv(int32_t comm, char *arena,
     cleave_rt_fail("%s: send and recv overlap", fn);
   checkNotInFlight(fn, arena, "send", sendPeer != -1 ? send : nullptr, "recv",
                    recvPeer != -1 ? recv : nullptr);
-  state().engine->sendRecv(g, arena, sendPeer != -1 ? send : nullptr,
-                           sendPeer, recvPeer != -1 ? recv : nullptr, recvPeer,
-                           fn);
+  {
+    TraceTransfer traced(sendPeer == -1   ? CLEAVE_COMM_TRACE_RECV
+                         : recvPeer == -1 ? CLEAVE_COMM_TRACE_SEND
+                                          : CLEAVE_COMM_TRACE_SENDRECV,
+                         sendPeer == -1 ? recvPeer : sendPeer, fn);
+    state().engine->sendRecv(g, arena, sendPeer != -1 ? send : nullptr,
+                             sendPeer, recvPeer != -1 ? recv : nullptr,
+                             recvPeer, fn);
+  }
   if (sendPeer != -1) {
     int64_t bytes = tensorBytes(*send);
     count(g, CLEAVE_COMM_SEND, bytes, sendPeer == g.rank ? 0 : bytes);

@@ -339,7 +339,9 @@ extern "C" const cleave_comm_api cleave_comm_engine = {
     cleave_comm_size,        cleave_comm_barrier,
     cleave_comm_host_max,    cleave_comm_get_counter,
     cleave_comm_reset_counters, cleave_comm_print_stats,
-    cleave_comm_kind_name};
+    cleave_comm_kind_name,   cleave_comm_host_gather,
+    cleave_comm_trace_start, cleave_comm_trace_stop,
+    cleave_comm_trace_step,  cleave_comm_trace_events};
 
 //===----------------------------------------------------------------------===//
 // Counters

@@ -145,6 +145,10 @@ public:
   /// its deadline. Called at every collective and wait of the ABI and, by
   /// the NCCL engine's wait hook, while the host waits for the device.
   virtual void poll() = 0;
+  /// Waits for the work called so far to end on the device, so that the
+  /// host's clock sees it (the measured timeline); the MPI engine's calls
+  /// have completed when they return.
+  virtual void settle(const char *fn) { (void)fn; }
   /// Makes every pending operation of the engine give up, without waiting
   /// (before the job is aborted). Must not call cleave_rt_fail.
   virtual void abort() {}

@@ -289,6 +289,12 @@ public:
     waitRequests(1, &request, MPI_STATUS_IGNORE, watchdog);
   }
 
+  void settle(const char *fn) override {
+    // The compute and communication streams' work so far (the timeline).
+    if (!comms.empty() && comms[0].group)
+      drain(fn, *comms[0].group);
+  }
+
   void poll() override {
     while (!pending.empty()) {
       Pending &p = pending.front();

@@ -19,6 +19,7 @@
 #include "Mesh.h"
 #include "OnnxExport.h"
 #include "Program.h"
+#include "Timeline.h"
 
 #include <chrono>
 #include <csignal>
@@ -45,8 +46,8 @@ struct TrainOptions {
   bool shuffle = false;
   uint64_t seed = 0;
   int64_t steps = -1; // -1: not given
-  std::string save, resume, exportOnnx, logJson, commStats;
-  int64_t saveEvery = 0, logEvery = 1;
+  std::string save, resume, exportOnnx, logJson, commStats, trace;
+  int64_t saveEvery = 0, logEvery = 1, traceSteps = 20;
   bool quiet = false;
   bool overlap = true;
 };
@@ -146,6 +147,17 @@ output:
                       bytes and bytes sent (a ring's, see cleave_comm.h)
                       of each collective kind on each of the program's
                       communicators over the steps of this run
+  --trace FILE        a pipelined program (--mesh pp=...): record the
+                      first --trace-steps steps of every rank (each
+                      schedule step its stage runs, each transfer and
+                      the time it waits) and write them to FILE as one
+                      Chrome trace, one row per rank, the format of
+                      cleave-compile --trace's planned schedule (open
+                      both in Perfetto or chrome://tracing); rank 0
+                      prints the measured idle share of the step
+                      against the schedule's bubble
+  --trace-steps N     the steps --trace records (default 20); the first
+                      is left out of the idle figures when N > 1
   --help              this message
 
 progress line:
@@ -356,6 +368,12 @@ TrainOptions parseArgs(int argc, char **argv) {
       o.logJson = next();
     } else if (flag == "--comm-stats") {
       o.commStats = next();
+    } else if (flag == "--trace") {
+      o.trace = next();
+      if (o.trace.empty())
+        fail("--trace expects a file");
+    } else if (flag == "--trace-steps") {
+      o.traceSteps = parseCount(flag, next(), 1);
     } else {
       fail("unknown argument '" + arg + "' (see --help)");
     }
@@ -485,6 +503,8 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
   // Everything that can fail before training does.
   if (!o.save.empty())
     prepareCheckpointDir(o.save);
+  RunTimeline timeline(o.trace, o.traceSteps);
+  timeline.check();
   if (!o.commStats.empty() && !device().distributed)
     fail("--comm-stats: the program runs on one device and communicates "
          "with no one");
@@ -657,9 +677,12 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
                             : mine) != 0;
     return stop;
   };
+  timeline.start();
   for (int64_t step = first; step <= last && !stopRequested(); ++step) {
     staging->fill(*data, *schedule, step, arena);
+    timeline.beforeStep(step);
     cleave_program_run(arena.base(), programContext());
+    timeline.afterStep(step);
     arena.readAsync(lossOut.tensor, &slotOf(step)->loss);
     if (lossScale) {
       arena.readAsync(lossScale->tensor, &slotOf(step)->scale);
@@ -728,6 +751,7 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
   }
   if (!o.commStats.empty())
     writeCommStats(o.commStats, done - first + 1);
+  timeline.finish(o.quiet);
   if (!o.quiet) {
     if (done >= first) {
       std::printf("trained steps %lld..%lld in %.1f s, final loss %s\n",

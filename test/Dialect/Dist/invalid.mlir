@@ -615,3 +615,27 @@ func.func @bucket_results(%x: tensor<4xf32>) -> tensor<8xf32> {
   %0 = dist.all_reduce_bucket %x on @m ["dp"] sum : tensor<4xf32> -> tensor<8xf32>
   return %0 : tensor<8xf32>
 }
+
+// -----
+
+func.func @pipeline_step_phase() {
+  // expected-error @+1 {{expects phase forward, backward or optimizer, got 'warmup'}}
+  dist.pipeline_step "warmup"
+  return
+}
+
+// -----
+
+func.func @pipeline_step_negative() {
+  // expected-error @+1 {{expects a microbatch and a chunk >= 0, got -1 and 0}}
+  dist.pipeline_step "forward" microbatch -1
+  return
+}
+
+// -----
+
+func.func @pipeline_step_optimizer() {
+  // expected-error @+1 {{marks the optimizer step, which has no microbatch or chunk}}
+  dist.pipeline_step "optimizer" microbatch 2
+  return
+}

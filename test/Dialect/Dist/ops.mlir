@@ -103,6 +103,18 @@ func.func @stage_send_recv(%act: tensor<4x16xf32>) -> tensor<2x16xf32> {
   return %g : tensor<2x16xf32>
 }
 
+// The marks of a stage's schedule steps.
+// CHECK-LABEL: func.func @pipeline_steps
+func.func @pipeline_steps() {
+  // CHECK: dist.pipeline_step "forward"
+  // CHECK-NEXT: dist.pipeline_step "backward" microbatch 3 chunk 1
+  // CHECK-NEXT: dist.pipeline_step "optimizer"
+  dist.pipeline_step "forward" microbatch 0 chunk 0
+  dist.pipeline_step "backward" microbatch 3 chunk 1
+  dist.pipeline_step "optimizer"
+  return
+}
+
 // Open dimensions, sub-axes, priority and origin.
 // CHECK-LABEL: func.func @sharding_details
 // CHECK-SAME: {dist.sharding = #dist.sharding<@mesh, [{"dp", ?}, {?}]>}

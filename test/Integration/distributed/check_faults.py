@@ -20,7 +20,9 @@ every rank within seconds:
 - bad-shard: a truncated shard and a missing shard: --resume fails on
   every rank naming the file, and the directory is left as it was;
 - other-model: an index edited to another shape, and the checkpoint of
-  a wider model: --resume fails on every rank with "from another model".
+  a wider model: --resume fails on every rank with "from another model";
+- trace-flags: --trace on this program, which has no pipeline, and
+  --trace-steps 0: every rank fails naming the flag.
 
 Every job runs under a timeout, so that a hang fails its check instead of
 blocking the test. Prints one "ok" line per check, "FAIL" for each that
@@ -590,6 +592,21 @@ def check_other_model(fx):
         rf"f32 \[16, 32\] in this program[^\n]*")
 
 
+def check_trace_flags(fx):
+    """--trace is a pipelined program's: on this dp program, and with a bad
+    --trace-steps, every rank fails before training, naming the flag."""
+    for tag, flags, pattern in (
+            ("trace-no-pipeline", ["--trace", "run.json"],
+             r"error: [^\n]*--trace run\.json: the measured timeline is of "
+             r"a pipelined program's stages[^\n]*"),
+            ("trace-steps", ["--trace-steps", "0"],
+             r"error: [^\n]*--trace-steps[^\n]*")):
+        job = fx.launch(tag, [*fx.data, "--steps", "2", "--quiet", *flags])
+        rc, took, line = expect_failure(job, tag, pattern, fx.ranks)
+        print(f"ok {tag}: every rank fails in {took:.1f} s (mpirun exit "
+              f"{rc}): {line[:200]}")
+
+
 CHECKS = {
     "rank-count": check_rank_count,
     "rank-killed": check_rank_killed,
@@ -597,6 +614,7 @@ CHECKS = {
     "sigterm": check_sigterm,
     "bad-shard": check_bad_shard,
     "other-model": check_other_model,
+    "trace-flags": check_trace_flags,
 }
 
 

@@ -23,7 +23,10 @@ token corpus (check_examples.py's) and the check is:
 - the checkpoint of the mesh at the middle step resumed on one device
   gives the losses of the uninterrupted run (pipeline layouts reshard);
 - `--pipeline-report`'s bubble equals the closed form, and `--trace`
-  writes a Chrome trace with one row per stage.
+  writes a Chrome trace with one row per stage;
+- the trainer's measured timeline (`--trace run.json`) has one row per
+  rank, and in every step each rank runs its stage's planned order of
+  forward and backward steps, then the optimizer, waiting in transfers.
 
 The 2-layer examples fill 2 stages; the 4-stage and interleaved cases use
 a 4-layer gpt made from the example by repeating its second block
@@ -59,7 +62,7 @@ BATCH, SEQ, HIDDEN, VOCAB = examples.BATCH, examples.SEQ, examples.HIDDEN, 64
 @dataclasses.dataclass
 class Case:
     name: str
-    model: str  # "gpt", "llama" or "gpt4" (deepen())
+    model: str  # "gpt", "llama" or "gpt<N>" (deepen() to N layers)
     mesh: str
     microbatches: int
     flags: list  # of both programs
@@ -90,6 +93,12 @@ def cases():
              ["--zero", "3"]),
         Case("gpt-pp2-dp2-zero2", "gpt", "pp=2,dp=2", 2, SGD,
              ["--zero", "2"]),
+        # ZeRO-3 gathering each parameter once per step, not per use.
+        Case("gpt-pp2-dp2-zero3-once", "gpt", "pp=2,dp=2", 2, SGD,
+             ["--zero", "3", "--zero3-gather-once"]),
+        # dp's gradient all-reduces in buckets, inside each stage.
+        Case("gpt-pp2-dp2-buckets", "gpt", "pp=2,dp=2", 2, SGD,
+             ["--bucket-bytes", "4096"]),
         Case("gpt-pp2-tp2", "gpt", "pp=2,tp=2", 2, SGD),
         Case("gpt-pp2-tp2-sp", "gpt", "pp=2,tp=2", 2, SGD, ["--sp"]),
         Case("gpt4-pp4-1f1b", "gpt4", "pp=4", 4, ADAMW),
@@ -142,11 +151,13 @@ def deepen(source, out, layers):
 
 
 def model_path(case, work):
-    if case.model != "gpt4":
+    """The example, or for "gpt<N>" the gpt example deepened to N layers."""
+    if case.model in ("gpt", "llama"):
         return os.path.join(ROOT, "examples", case.model, "model.onnx")
-    path = os.path.join(work, "gpt4.onnx")
+    path = os.path.join(work, case.model + ".onnx")
     if not os.path.exists(path):
-        deepen(os.path.join(ROOT, "examples", "gpt", "model.onnx"), path, 4)
+        deepen(os.path.join(ROOT, "examples", "gpt", "model.onnx"), path,
+               int(case.model[len("gpt"):]))
     return path
 
 
@@ -211,7 +222,9 @@ def check_case(case, compile_, work):
 
     ref = train(one, False, "one", STEPS, ["--save", "one-ck"])
     got = train(mesh, True, "mesh", STEPS, ["--save", "mesh-ck",
-                                            "--comm-stats", "stats"])
+                                            "--comm-stats", "stats",
+                                            "--trace", "run.json",
+                                            "--trace-steps", str(STEPS)])
     distributed.RTOL = RTOL
     distributed.compare_losses(f"{case.name} on {n} ranks", ref, got,
                                list(range(1, STEPS + 1)))
@@ -263,6 +276,59 @@ def check_case(case, compile_, work):
                              f"{p} stages")
     print(f"ok {case.name}: --pipeline-report's bubble {closed:.4f} is the "
           f"closed form; the trace has one row per stage")
+    check_measured_timeline(case, events, os.path.join(work, "run.json"),
+                            closed)
+
+
+def check_measured_timeline(case, planned_events, path, closed):
+    """The trainer's --trace: one row per rank; every step of every rank
+    runs its stage's planned order of forward and backward steps, then the
+    optimizer, inside the step; each rank waits in its transfers; the
+    measured idle share is a fraction (printed beside the closed form:
+    how close it comes is the benchmark's, not a test's)."""
+    planned = {}
+    for e in sorted((e for e in planned_events if e.get("ph") == "X"),
+                    key=lambda e: e["ts"]):
+        planned.setdefault(e["tid"], []).append(e["name"])
+    trace = json.load(open(path))
+    events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
+    inner = case.ranks() // case.axes()["pp"]
+    for rank in range(case.ranks()):
+        mine = sorted((e for e in events if e["tid"] == rank),
+                      key=lambda e: e["ts"])
+        steps = {e["args"]["step"]: e for e in mine if e["cat"] == "step"}
+        if sorted(steps) != list(range(1, STEPS + 1)):
+            raise AssertionError(f"{case.name}: rank {rank}'s timeline has "
+                                 f"steps {sorted(steps)}")
+        for k, step in steps.items():
+            inside = [e for e in mine if e["args"]["step"] == k and
+                      e["cat"] != "step"]
+            order = [e["name"] for e in inside
+                     if e["cat"] in ("forward", "backward")]
+            if order != planned[rank // inner]:
+                raise AssertionError(
+                    f"{case.name}: rank {rank} ran {order} in step {k}, its "
+                    f"stage's planned order is {planned[rank // inner]}")
+            if [e["name"] for e in inside if e["cat"] == "optimizer"] != \
+                    ["optimizer"]:
+                raise AssertionError(f"{case.name}: rank {rank}'s step {k} "
+                                     f"has no single optimizer step")
+            end = step["ts"] + step["dur"] + 0.01
+            if any(e["ts"] < step["ts"] or e["ts"] + e["dur"] > end
+                   for e in inside):
+                raise AssertionError(f"{case.name}: rank {rank}'s step {k} "
+                                     f"does not hold its events")
+            if not any(e["cat"] == "transfer" for e in inside):
+                raise AssertionError(f"{case.name}: rank {rank}'s step {k} "
+                                     f"has no transfer")
+    idle = trace["otherData"]["idle_fraction"]
+    if not 0 <= idle < 1 or trace["otherData"]["stages"] != \
+            case.axes()["pp"]:
+        raise AssertionError(f"{case.name}: the timeline's summary is "
+                             f"{trace['otherData']}")
+    print(f"ok {case.name}: the measured timeline (--trace) has every rank "
+          f"run its stage's planned order in each of {STEPS} steps; measured "
+          f"idle {idle:.3f} of the step (closed form {closed:.3f})")
 
 
 def main():

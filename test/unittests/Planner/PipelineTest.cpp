@@ -2,25 +2,50 @@
 //
 // Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on
 // GPU Clusters Using Megatron-LM", sections 2.2.1 and 2.2.2: the bubble
-// fraction (p - 1) / m of GPipe and 1F1B, (p - 1) / (v m) interleaved; and
-// how many microbatches each stage keeps in flight.
+// (p - 1) / m of GPipe and 1F1B, (p - 1) / (v m) interleaved, relative to
+// the busy time, which the planner reports as the compiler does, as a
+// fraction of the step: (p - 1) / (m + p - 1), (p - 1) / (v m + p - 1); how
+// many microbatches each stage keeps in flight; and the stages' layers,
+// balanced as -dist-pipeline-parallel balances them.
 //
 //===----------------------------------------------------------------------===//
 
 #include "cleave/Planner/Estimate.h"
+#include "cleave/Transforms/PipelineSchedule.h"
 
 #include <gtest/gtest.h>
+
+#include <tuple>
 
 using namespace cleave::planner;
 
 namespace {
 
 TEST(PipelineTest, BubbleFraction) {
-  EXPECT_DOUBLE_EQ(bubbleFraction(Schedule::GPipe, 8, 64, 1), 7.0 / 64);
-  EXPECT_DOUBLE_EQ(bubbleFraction(Schedule::OneFOneB, 8, 64, 1), 7.0 / 64);
-  EXPECT_DOUBLE_EQ(bubbleFraction(Schedule::Interleaved, 8, 64, 2), 7.0 / 128);
-  EXPECT_DOUBLE_EQ(bubbleFraction(Schedule::Interleaved, 4, 8, 4), 3.0 / 32);
+  EXPECT_DOUBLE_EQ(bubbleFraction(Schedule::GPipe, 8, 64, 1), 7.0 / 71);
+  EXPECT_DOUBLE_EQ(bubbleFraction(Schedule::OneFOneB, 8, 64, 1), 7.0 / 71);
+  EXPECT_DOUBLE_EQ(bubbleFraction(Schedule::Interleaved, 8, 64, 2), 7.0 / 135);
+  EXPECT_DOUBLE_EQ(bubbleFraction(Schedule::Interleaved, 4, 8, 4), 3.0 / 35);
   EXPECT_EQ(bubbleFraction(Schedule::OneFOneB, 1, 16, 1), 0);
+}
+
+// The estimate's bubble is the schedule's simulated with equal stages (the
+// compiler's report), which the closed form matches.
+TEST(PipelineTest, SimulatedBubbleIsTheClosedForm) {
+  for (auto [schedule, p, m, v] :
+       {std::tuple{Schedule::GPipe, 4, 8, 1}, {Schedule::OneFOneB, 4, 8, 1},
+        {Schedule::OneFOneB, 2, 3, 1}, {Schedule::Interleaved, 4, 8, 2},
+        {Schedule::Interleaved, 2, 4, 3}}) {
+    ModelSpec model = findModelPreset("llama3-8b")->spec;
+    Layout l;
+    l.pp = p;
+    l.microbatches = m;
+    l.schedule = schedule;
+    l.virtualStages = v;
+    EXPECT_NEAR(pipelineShape(model, l).bubble,
+                bubbleFraction(schedule, p, m, v), 1e-12)
+        << p << " stages, " << m << " microbatches, " << v << " chunks";
+  }
 }
 
 TEST(PipelineTest, InFlightMicrobatches) {
@@ -35,6 +60,39 @@ TEST(PipelineTest, InFlightMicrobatches) {
                    8 + 7.0 / 2);
   EXPECT_DOUBLE_EQ(inFlightMicrobatches(Schedule::Interleaved, 8, 7, 64, 2),
                    (0 + 8 + 1) / 2.0);
+}
+
+// Balanced by FLOPs: Llama 3 8B's LM head (2 V h per token, about 1.8
+// layers) makes the last of three stages hold fewer layers; where the
+// costs tie, the earlier stage gets the fewer layers.
+TEST(PipelineTest, BalanceLayers) {
+  ModelSpec llama = findModelPreset("llama3-8b")->spec;
+  Layout l;
+  l.pp = 3;
+  l.microbatches = 6;
+  PipelineShape shape = pipelineShape(llama, l);
+  EXPECT_EQ(shape.stageLayers, (std::vector<int64_t>{11, 11, 10}));
+  EXPECT_EQ(shape.chunkStarts, (std::vector<int64_t>{0, 11, 22}));
+
+  // Three layers on two stages: the head, however light, is more than the
+  // embedding, so the first stage takes two.
+  ModelSpec small = llama;
+  small.layers = 3;
+  small.vocab = 8;
+  EXPECT_EQ(balanceLayers(small, 2), (std::vector<int64_t>{0, 2}));
+  // Equal costs tie; the earlier cut wins.
+  EXPECT_EQ(cleave::pipeline::balance({1, 1, 1}, 2, 0, 0),
+            (std::vector<int64_t>{0, 1}));
+
+  // Interleaved: chunk c on stage c mod p.
+  l.pp = 2;
+  l.schedule = Schedule::Interleaved;
+  l.virtualStages = 2;
+  l.microbatches = 4;
+  shape = pipelineShape(llama, l);
+  ASSERT_EQ(shape.chunkLayers.size(), 4u);
+  EXPECT_EQ(shape.stageLayers[0], shape.chunkLayers[0] + shape.chunkLayers[2]);
+  EXPECT_EQ(shape.stageLayers[1], shape.chunkLayers[1] + shape.chunkLayers[3]);
 }
 
 TEST(PipelineTest, SplitLayers) {
@@ -55,7 +113,7 @@ TEST(PipelineTest, StepTimeIncludesTheBubble) {
   l.pp = 4;
   l.microbatches = 32;
   Estimate e = estimate(m, t, c, l);
-  EXPECT_DOUBLE_EQ(e.bubble, 3.0 / 32);
+  EXPECT_DOUBLE_EQ(e.bubble, 3.0 / 35);
   double perMicrobatch = e.time.bubble / 3;
   EXPECT_NEAR(e.time.compute + e.time.pp, 32 * perMicrobatch,
               1e-9 * e.stepTime);

@@ -61,7 +61,8 @@ TEST(ReportTest, JsonSchema) {
   EXPECT_EQ(
       keysAtDepth(json, 1),
       (std::vector<std::string>{"layout", "memory_gb", "comm_gb", "bubble",
-                                "step_time_s", "tflops_per_gpu", "mfu"}));
+                                "stages", "step_time_s", "tflops_per_gpu",
+                                "mfu"}));
   EXPECT_NE(json.find("\"layout\": {\n    \"dp\": 2,\n    \"tp\": 2,\n    "
                       "\"pp\": 4,\n    \"cp\": 1,\n    \"ep\": 1,\n    "
                       "\"zero\": 1,\n    \"microbatches\": 8,\n    "
@@ -87,11 +88,15 @@ TEST(ReportTest, PlanFile) {
   EXPECT_NE(plan.find("\"version\": 1"), std::string::npos);
   EXPECT_NE(plan.find("{\"axis\":\"pp\",\"size\":4}"), std::string::npos);
   EXPECT_NE(plan.find("{\"axis\":\"tp\",\"size\":2}"), std::string::npos);
-  // 32 layers in 8 chunks of 4: stage 0 runs chunks 0 and 4.
+  // 32 layers in 8 chunks balanced by FLOPs: stage 0 runs chunks 0 and 4;
+  // the last chunk, with the LM head, takes 3 layers, the one before 5.
   EXPECT_NE(plan.find("{\"stage\":0,\"layers\":[[0,4],[16,20]]}"),
             std::string::npos)
       << plan;
-  EXPECT_NE(plan.find("{\"stage\":3,\"layers\":[[12,16],[28,32]]}"),
+  EXPECT_NE(plan.find("{\"stage\":2,\"layers\":[[8,12],[24,29]]}"),
+            std::string::npos)
+      << plan;
+  EXPECT_NE(plan.find("{\"stage\":3,\"layers\":[[12,16],[29,32]]}"),
             std::string::npos);
 }
 

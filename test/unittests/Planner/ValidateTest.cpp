@@ -187,8 +187,8 @@ TEST_F(ValidateTest, FewMicrobatchesWarn) {
   std::vector<std::string> warnings = messages(l, Severity::Warning);
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_EQ(warnings.front(),
-            "2 microbatches for 4 pipeline stages: bubble 1.50 of the busy "
-            "time");
+            "2 microbatches for 4 pipeline stages: bubble 0.60 of the "
+            "step");
 }
 
 TEST_F(ValidateTest, MemoryMustFit) {

@@ -129,10 +129,28 @@ def DistOptimizeCollectivesPass : Pass<"dist-optimize-collectives", "::mlir::Mod
       `-cleave-overlap-collectives`, it runs during that layer's compute;
       the gathered copy lives one layer longer.
 
+    - with `gather-once`, ZeRO-3 gathers each parameter block once per
+      step: the first gather of a parameter (by a layer, or by the ops
+      outside the layers) serves every later reader of that layer in the
+      step, every microbatch's forward and backward, instead of a gather
+      before each use. Fewer gathers (one per parameter instead of 2M for
+      M microbatches), more memory: the gathered copies live from the
+      first microbatch's forward to the last one's backward, so the
+      parameters are whole for the whole step, as under ZeRO-2.
+
     Gradient buckets are `-cleave-bucket-collectives` (`--bucket-bytes`),
     and the start and wait of every collective
     `-cleave-overlap-collectives`, which the pipeline runs after this pass.
   }];
+  let options = [
+    Option<"gatherOnce", "gather-once", "bool", /*default=*/"false",
+           "ZeRO-3: gather each parameter block once per step and keep it "
+           "for every microbatch, instead of before each use">
+  ];
+  let statistics = [
+    Statistic<"numGathersMerged", "num-gathers-merged",
+              "Parameter gathers served by an earlier gather of the step">
+  ];
   let dependentDialects = ["::cleave::dist::DistDialect"];
 }
 

@@ -162,6 +162,14 @@ struct CleavePipelineOptions
                      "use, as FSDP)"),
       llvm::cl::init(0)};
 
+  PassOptions::Option<bool> zero3GatherOnce{
+      *this, "zero3-gather-once",
+      llvm::cl::desc("With --zero 3 and several microbatches: gather each "
+                     "parameter block once per step and keep it for every "
+                     "microbatch (one gather per parameter instead of two "
+                     "per microbatch; the parameters are whole for the "
+                     "whole step, as under ZeRO-2)")};
+
   PassOptions::Option<bool> sp{
       *this, "sp",
       llvm::cl::desc("Megatron sequence parallelism on the tp axis: the "

@@ -3,9 +3,11 @@
 // The microbatch schedules of pipeline parallelism (GPipe, 1F1B, interleaved
 // 1F1B), unrolled into each stage's order of forward and backward steps, and
 // their timeline under given step times: the bubble, the activations each
-// stage holds at most, and a Chrome-trace view, all before anything runs.
-// The first piece of pipeline parallelism (issue 20); the stage split that
-// will run these orders is to come.
+// stage holds at most, and a Chrome-trace view, all before anything runs;
+// and the balance of layers over the stages. Plain C++ (library
+// CleavePipelineSchedule), shared by -dist-pipeline-parallel and the
+// planner, so that cleave-plan and cleave-compile report the same split,
+// bubble and activations for a layout.
 //
 //===----------------------------------------------------------------------===//
 
@@ -64,6 +66,22 @@ struct Timeline {
 std::string simulate(const Orders &orders, int64_t virtualStages,
                      int64_t microbatches, double forward, double backward,
                      Timeline &timeline);
+
+/// The bubble of `kind` with equal stages, as a fraction of the step:
+/// (p - 1) / (m + p - 1) for GPipe and 1F1B, (p - 1) / (v m + p - 1)
+/// interleaved (Narayanan et al., 2021, section 2.2, whose (p - 1) / m is
+/// the same idle time relative to the busy time instead).
+double closedFormBubble(ScheduleKind kind, int64_t stages,
+                        int64_t microbatches, int64_t virtualStages);
+
+/// Splits `cost` (one per layer) into `chunks` runs of consecutive layers,
+/// each at least one layer, minimizing the largest run's cost with `first`
+/// added to the first run (the embedding) and `last` to the last (the head
+/// and the loss). A tie goes to the earlier cut, so that the earlier
+/// stages, which hold more microbatches under 1F1B, get fewer layers.
+/// Returns the first layer of each run; needs 1 <= chunks <= cost.size().
+std::vector<int64_t> balance(const std::vector<double> &cost, int64_t chunks,
+                             double first, double last);
 
 /// The timeline as Chrome trace JSON (one row per stage; opens in
 /// Perfetto or chrome://tracing), times in microseconds of `unit` each.

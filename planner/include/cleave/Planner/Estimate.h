@@ -73,20 +73,43 @@ struct ActivationShape {
 double activationBytesPerLayer(const ModelSpec &model,
                                const ActivationShape &shape);
 
-/// Layers per pipeline stage: as even as possible, earlier stages taking the
-/// remainder.
+/// Layers per stage, as even as possible, earlier stages taking the
+/// remainder (what a layer count says before any cost is known).
 std::vector<int64_t> splitLayers(int64_t layers, int64_t stages);
 
-/// Microbatches whose activations stage `stage` holds at once, in units of a
-/// full stage. GPipe: all m. 1F1B: min(m, p - stage). Interleaved with v
-/// chunks: Megatron's warm-up, ((p - stage - 1) * 2 + (v - 1) p + 1) / v
-/// (p + (p - 1) / v on the first stage: Korthikanti's `1 + (p - 1) / p v`
-/// factor over L layers), at most m.
+/// The first layer of each of `chunks` runs of consecutive layers, balanced
+/// by forward FLOPs as -dist-pipeline-parallel balances them (the same
+/// pipeline::balance): 2 x parameters + 4 s h per token and layer, the
+/// embedding on the first run and the LM head and the loss (2 V h + 4 V)
+/// on the last; ties to the earlier cut.
+std::vector<int64_t> balanceLayers(const ModelSpec &model, int64_t chunks);
+
+/// A layout's pipeline as the compiler builds it: the chunks (chunk c of p
+/// v on stage c mod p), and the schedule unrolled and run with equal
+/// stages (pipeline::unroll and pipeline::simulate, backward twice the
+/// forward).
+struct PipelineShape {
+  std::vector<int64_t> chunkStarts; ///< p v first layers
+  std::vector<int64_t> chunkLayers; ///< p v layer counts
+  std::vector<int64_t> stageLayers; ///< p layer counts
+  /// Microbatches whose activations each stage holds at most, in units of
+  /// a full stage (microbatch-chunks / v). GPipe: m. 1F1B: min(m, p - s).
+  /// Interleaved: Megatron's warm-up ((p - s - 1) 2 + (v - 1) p + 1) / v,
+  /// that is p + (p - 1) / v on the first stage (Korthikanti et al.'s
+  /// `1 + (p - 1) / p v` factor over L layers).
+  std::vector<double> inFlight;
+  double bubble = 0; ///< idle time over all stages' time
+};
+PipelineShape pipelineShape(const ModelSpec &model, const Layout &layout);
+
+/// pipelineShape()'s in-flight microbatches of one stage, for an even split.
 double inFlightMicrobatches(Schedule schedule, int64_t pp, int64_t stage,
                             int64_t microbatches, int64_t virtualStages);
 
-/// The idle fraction of a pipeline relative to its busy time
-/// (Narayanan et al. 2021): (p - 1) / m, and (p - 1) / (v m) interleaved.
+/// The bubble as a fraction of the step with equal stages, as the compiler
+/// reports it: (p - 1) / (m + p - 1), and (p - 1) / (v m + p - 1)
+/// interleaved. (Narayanan et al. 2021 give the same idle time relative to
+/// the busy time instead: (p - 1) / m and (p - 1) / (v m).)
 double bubbleFraction(Schedule schedule, int64_t pp, int64_t microbatches,
                       int64_t virtualStages);
 
@@ -147,11 +170,13 @@ struct TimeBreakdown {
 struct Estimate {
   Layout layout;
   int64_t microBatch = 0; ///< sequences per microbatch
-  std::vector<int64_t> stageLayers;
+  PipelineShape pipeline;
+  std::vector<int64_t> stageLayers;       ///< pipeline.stageLayers
+  std::vector<MemoryEstimate> stageMemory; ///< of every stage
   MemoryEstimate memory; ///< of the stage that needs the most
   CommEstimate comm;     ///< of the slowest stage
   TimeBreakdown time;
-  double bubble = 0; ///< bubbleFraction() of the layout
+  double bubble = 0; ///< pipeline.bubble: idle over all stages' time
   double stepTime = 0;
   double tokensPerSecond = 0;
   double modelFlopsPerStep = 0; ///< without recomputation

@@ -271,6 +271,58 @@ void cleave_comm_reset_counters(void);
  * collective kind that was called, and a total. */
 void cleave_comm_print_stats(FILE *out);
 
+/* The measured timeline of a pipelined program (the trainer's --trace).
+ * The compiled stage program calls cleave_comm_trace_phase where each step
+ * of its schedule begins (-dist-pipeline-parallel's dist.pipeline_step);
+ * the trainer brackets each run of the program with cleave_comm_trace_step.
+ * While tracing is on (cleave_comm_trace_start .. cleave_comm_trace_stop),
+ * the engine records, in seconds since the start:
+ * - a STEP event per run of the program (`step` the training step);
+ * - a FORWARD, BACKWARD or OPTIMIZER event per schedule step, from its
+ *   mark to the next mark or the end of the run (microbatch, chunk);
+ * - a SEND, RECV or SENDRECV event per point-to-point transfer, from its
+ *   call to its return (`peer` the group rank sent to, or received from
+ *   for a recv; a sendrecv's send peer), the time the rank waits.
+ * The NCCL engine waits for the device at each mark and transfer while
+ * tracing, so that the host's clock sees when the work ended (tracing
+ * slows it); the MPI engine's calls complete when they return. Nothing is
+ * recorded, and the calls cost a test, while tracing is off. */
+enum cleave_comm_trace_kind {
+  CLEAVE_COMM_TRACE_FORWARD = 0,
+  CLEAVE_COMM_TRACE_BACKWARD,
+  CLEAVE_COMM_TRACE_OPTIMIZER,
+  CLEAVE_COMM_TRACE_SEND,
+  CLEAVE_COMM_TRACE_RECV,
+  CLEAVE_COMM_TRACE_SENDRECV,
+  CLEAVE_COMM_TRACE_STEP,
+};
+typedef struct cleave_comm_trace_event {
+  double start, end; /* seconds since cleave_comm_trace_start */
+  int32_t kind;      /* enum cleave_comm_trace_kind */
+  int32_t step;      /* the training step (of the enclosing run) */
+  int32_t microbatch, chunk; /* FORWARD, BACKWARD; else 0 */
+  int32_t peer;              /* SEND, RECV, SENDRECV; else -1 */
+  int32_t pad;
+} cleave_comm_trace_event;
+/* Clears the events and starts the clock; stop ends an open event. */
+void cleave_comm_trace_start(void);
+void cleave_comm_trace_stop(void);
+/* The trainer, around each cleave_program_run: begin = 1 before, 0 after. */
+void cleave_comm_trace_step(int32_t step, int32_t begin);
+/* The compiled program: a schedule step of `kind` (FORWARD, BACKWARD or
+ * OPTIMIZER) begins. */
+void cleave_comm_trace_phase(int32_t kind, int32_t microbatch, int32_t chunk);
+/* The events recorded, in order of their start; valid until the next
+ * cleave_comm_trace_start. */
+int64_t cleave_comm_trace_events(const cleave_comm_trace_event **events);
+
+/* Gathers `bytes` bytes of host memory from every rank of `comm` into
+ * `out` on group rank 0 (size * bytes, in group rank order; ignored on the
+ * other ranks), under the watchdog. Not a collective of the program: not
+ * counted. */
+void cleave_comm_host_gather(int32_t comm, const void *data, int64_t bytes,
+                             void *out);
+
 /* The engine's entry points that a program's main uses, as one table: a
  * partitioned program's metadata points at it (cleave_program_info.comm),
  * so linking the program pulls in the engine, and the main, linked into
@@ -294,6 +346,12 @@ typedef struct cleave_comm_api {
   void (*reset_counters)(void);
   void (*print_stats)(FILE *out);
   const char *(*kind_name)(int32_t kind);
+  void (*host_gather)(int32_t comm, const void *data, int64_t bytes,
+                      void *out);
+  void (*trace_start)(void);
+  void (*trace_stop)(void);
+  void (*trace_step)(int32_t step, int32_t begin);
+  int64_t (*trace_events)(const cleave_comm_trace_event **events);
 } cleave_comm_api;
 extern const cleave_comm_api cleave_comm_engine;
 

@@ -455,6 +455,26 @@ LogicalResult SendRecvOp::verifyGroupSize(int64_t n) {
 }
 
 //===----------------------------------------------------------------------===//
+// PipelineStepOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult PipelineStepOp::verify() {
+  StringRef phase = getPhase();
+  if (phase != "forward" && phase != "backward" && phase != "optimizer")
+    return emitOpError("expects phase forward, backward or optimizer, got '")
+           << phase << "'";
+  int64_t microbatch = getMicrobatchAttr().getInt(),
+          chunk = getChunkAttr().getInt();
+  if (microbatch < 0 || chunk < 0)
+    return emitOpError("expects a microbatch and a chunk >= 0, got ")
+           << microbatch << " and " << chunk;
+  if (phase == "optimizer" && (microbatch != 0 || chunk != 0))
+    return emitOpError("marks the optimizer step, which has no microbatch "
+                       "or chunk");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // AxisIndexOp, LocalSliceOp
 //===----------------------------------------------------------------------===//
 

@@ -322,6 +322,32 @@ def Dist_WaitOp : Dist_Op<"wait", [Dist_CommEffects,
   let hasVerifier = 1;
 }
 
+def Dist_PipelineStepOp : Dist_Op<"pipeline_step", [Dist_CommEffects]> {
+  let summary = "marks where a stage's schedule step begins (measured timeline)";
+  let description = [{
+    `-dist-pipeline-parallel` puts one at the start of every step of a
+    stage's schedule: the forward or backward of microbatch `microbatch`
+    through the stage's model chunk `chunk`, or the optimizer step after the
+    last. It computes nothing; the lowering calls the engine's
+    `cleave_comm_trace_phase`, which, when the trainer records a timeline
+    (`--trace run.json`), closes the step before and opens this one. Its
+    communication effects keep it in order with the stage's transfers.
+
+    ```mlir
+    dist.pipeline_step "forward" microbatch 0 chunk 0
+    dist.pipeline_step "backward" microbatch 3 chunk 1
+    dist.pipeline_step "optimizer"
+    ```
+  }];
+  let arguments = (ins StrAttr:$phase,
+                       DefaultValuedAttr<I64Attr, "0">:$microbatch,
+                       DefaultValuedAttr<I64Attr, "0">:$chunk);
+  let assemblyFormat = [{
+    $phase (`microbatch` $microbatch^)? (`chunk` $chunk^)? attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Rank-aware ops: what a partitioned program computes per device
 //===----------------------------------------------------------------------===//

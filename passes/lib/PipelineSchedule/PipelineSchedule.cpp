@@ -161,6 +161,57 @@ std::string simulate(const Orders &orders, int64_t virtualStages,
   return "";
 }
 
+double closedFormBubble(ScheduleKind kind, int64_t stages,
+                        int64_t microbatches, int64_t virtualStages) {
+  const double p = double(stages), m = double(microbatches);
+  const double v =
+      kind == ScheduleKind::Interleaved ? double(std::max<int64_t>(virtualStages, 1)) : 1.0;
+  if (stages <= 1 || microbatches <= 0)
+    return 0;
+  return (p - 1) / (v * m + p - 1);
+}
+
+std::vector<int64_t> balance(const std::vector<double> &cost, int64_t chunks,
+                             double first, double last) {
+  int64_t n = int64_t(cost.size());
+  std::vector<double> prefix(n + 1, 0.0);
+  for (int64_t i = 0; i < n; ++i)
+    prefix[i + 1] = prefix[i] + cost[i];
+  auto runCost = [&](int64_t c, int64_t from, int64_t to) {
+    double x = prefix[to] - prefix[from];
+    if (c == 0)
+      x += first;
+    if (c == chunks - 1)
+      x += last;
+    return x;
+  };
+  const double inf = std::numeric_limits<double>::infinity();
+  // best[c][i]: the least largest cost of layers [0, i) in chunks [0, c].
+  std::vector<std::vector<double>> best(chunks, std::vector<double>(n + 1, inf));
+  std::vector<std::vector<int64_t>> from(chunks,
+                                         std::vector<int64_t>(n + 1, 0));
+  for (int64_t i = 1; i <= n; ++i)
+    best[0][i] = runCost(0, 0, i);
+  for (int64_t c = 1; c < chunks; ++c)
+    for (int64_t i = c + 1; i <= n; ++i)
+      for (int64_t j = c; j < i; ++j) {
+        double x = std::max(best[c - 1][j], runCost(c, j, i));
+        // Ties go to the earlier cut: the earlier chunks, which hold more
+        // microbatches' activations under 1F1B, get fewer layers.
+        if (x < best[c][i] * (1 - 1e-12)) {
+          best[c][i] = x;
+          from[c][i] = j;
+        }
+      }
+  std::vector<int64_t> starts(chunks, 0);
+  int64_t end = n;
+  for (int64_t c = chunks - 1; c > 0; --c) {
+    starts[c] = from[c][end];
+    end = starts[c];
+  }
+  return starts;
+}
+
 std::string chromeTrace(const Timeline &timeline, double unit) {
   std::ostringstream os;
   os << "{\"traceEvents\": [";
