@@ -58,3 +58,43 @@ func.func @until_assign(%x: tensor<4xf32>) -> (tensor<8xf32>, tensor<4xf32>, ten
   %n = graph.neg %x : tensor<4xf32>
   return %g, %r, %n : tensor<8xf32>, tensor<4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// A pipeline stage's receives are posted a schedule step early: the
+// activation of microbatch 1 at the start of microbatch 0's step, and
+// waited for where it was received. A receive is never posted before an
+// earlier receive from the same source (a source's messages match the
+// receives in posting order): the gradient after the grouped transfer
+// stays after it. The lowering starts the receive and waits for its
+// handle.
+// CHECK-LABEL: func.func @forward
+// CHECK: dist.pipeline_step "forward"{{$}}
+// CHECK-NEXT: %[[A:.*]] = dist.recv async on @mesh ["pp"] from 0
+// CHECK-NEXT: graph.neg %arg0
+// CHECK-NEXT: dist.pipeline_step "forward" microbatch 1
+// CHECK-NEXT: graph.exp
+// CHECK-NEXT: %[[AW:.*]] = dist.wait %[[A]]
+// CHECK-NEXT: %[[S:.*]] = graph.add %[[AW]]
+// CHECK-NEXT: dist.pipeline_step "backward"
+// CHECK-NEXT: %[[B:.*]] = dist.send_recv %[[S]]
+// CHECK-NEXT: %[[G:.*]] = dist.recv async on @mesh ["pp"] from 0
+// CHECK-NEXT: %[[GW:.*]] = dist.wait %[[G]]
+// CHECK-NEXT: graph.mul %[[GW]], %[[B]]
+// LOWER-LABEL: llvm.func @cleave_program_run
+// LOWER: %[[H:.*]] = llvm.call @cleave_comm_recv_start({{.*}}) : (i32, !llvm.ptr, !llvm.ptr, i32) -> i64
+// LOWER: llvm.call @cleave_comm_wait(%[[H]])
+dist.mesh @mesh ["pp" = 2]
+func.func @forward(%x: tensor<4xf32>) -> tensor<4xf32> attributes {dist.partitioned} {
+  dist.pipeline_step "forward"
+  %n = graph.neg %x : tensor<4xf32>
+  dist.pipeline_step "forward" microbatch 1
+  %e = graph.exp %n : tensor<4xf32>
+  %a = dist.recv on @mesh ["pp"] from 0 : tensor<4xf32>
+  %s = graph.add %a, %e : tensor<4xf32>, tensor<4xf32>
+  dist.pipeline_step "backward"
+  %b = dist.send_recv %s on @mesh ["pp"] to 0 from 0 : tensor<4xf32> -> tensor<4xf32>
+  %g = dist.recv on @mesh ["pp"] from 0 : tensor<4xf32>
+  %m = graph.mul %g, %b : tensor<4xf32>, tensor<4xf32>
+  return %m : tensor<4xf32>
+}

@@ -39,6 +39,8 @@
 // CHECK-NEXT: stage 1: layers 1-2 (and the ops after them: the head, the loss), 55.1% of the forward FLOPs, activations of at most 1 microbatch-chunk held
 // CHECK-NEXT: stage 1 memory: parameters 128 B, gradients 0 B, optimizer state 0 B, saved activations at most 64 B
 // CHECK-NEXT: bubble 0.3333 of the step with equal stages (closed form (p-1)/(m+p-1) = 0.3333)
+// With the stages' 44.9% and 55.1%: stage 0 waits longer for the second.
+// CHECK-NEXT: bubble 0.3551 of the step with the stages' estimated costs (backward 2x forward)
 
 // Stage 0: its weight only; 1F1B's order F0 F1 B0 B1 with the
 // activation of microbatch 1 sent and the gradient of microbatch 0

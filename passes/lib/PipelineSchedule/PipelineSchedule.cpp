@@ -75,9 +75,22 @@ std::string unroll(ScheduleKind kind, int64_t stages, int64_t microbatches,
 std::string simulate(const Orders &orders, int64_t virtualStages,
                      int64_t microbatches, double forward, double backward,
                      Timeline &timeline) {
+  const size_t chunks = orders.size() * size_t(std::max<int64_t>(virtualStages, 1));
+  return simulate(orders, virtualStages, microbatches,
+                  std::vector<double>(chunks, forward),
+                  forward > 0 ? backward / forward : 2.0, timeline);
+}
+
+std::string simulate(const Orders &orders, int64_t virtualStages,
+                     int64_t microbatches,
+                     const std::vector<double> &chunkForward,
+                     double backwardRatio, Timeline &timeline) {
   timeline = Timeline();
   const int64_t p = orders.size(), v = virtualStages, m = microbatches;
   const int64_t chunks = p * v;
+  if (int64_t(chunkForward.size()) != chunks)
+    return "the forward times name " + std::to_string(chunkForward.size()) +
+           " chunks; the schedule has " + std::to_string(chunks);
   // Every forward and backward of every microbatch-chunk exactly once.
   for (int64_t s = 0; s < p; ++s) {
     std::map<std::tuple<bool, int64_t, int64_t>, int> seen;
@@ -132,7 +145,8 @@ std::string simulate(const Orders &orders, int64_t virtualStages,
           }
         }
         double start = std::max(ready, freeAt[s]);
-        double length = step.backward ? backward : forward;
+        double length = chunkForward[size_t(g)] *
+                        (step.backward ? backwardRatio : 1.0);
         freeAt[s] = start + length;
         finish[step.backward][step.microbatch][g] = freeAt[s];
         timeline.stages[s].push_back({step, start, freeAt[s]});

@@ -679,6 +679,13 @@ void PipelineSplit::report() {
                              ? "(p-1)/(vm+p-1)"
                              : "(p-1)/(m+p-1)",
                          closed);
+      // With each chunk's estimated forward FLOPs: what the trainer's
+      // measured timeline (--trace) is to be compared with.
+      pl::Timeline costed;
+      if (pl::simulate(orders, v, m, chunkCost, 2.0, costed).empty())
+        os << llvm::format("  bubble %.4f of the step with the stages' "
+                           "estimated costs (backward 2x forward)\n",
+                           costed.bubble);
     }
   }
   if (!options.trace.empty() && err.empty()) {

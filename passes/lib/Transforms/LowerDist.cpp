@@ -199,9 +199,10 @@ private:
             {comm, rt.arena(), in[0], rt.constI32(s.getTarget())});
   }
   static void build(dist::RecvOp r, Value comm, ArrayRef<Value>,
-                    ArrayRef<Value> out, RuntimeBuilder &rt, Lowering &) {
-    rt.call("cleave_comm_recv",
-            {comm, rt.arena(), out[0], rt.constI32(r.getSource())});
+                    ArrayRef<Value> out, RuntimeBuilder &rt, Lowering &state) {
+    collective(r, r.getAsync(), "recv",
+               {comm, rt.arena(), out[0], rt.constI32(r.getSource())}, rt,
+               state);
   }
   static void build(dist::SendRecvOp sr, Value comm, ArrayRef<Value> in,
                     ArrayRef<Value> out, RuntimeBuilder &rt, Lowering &) {

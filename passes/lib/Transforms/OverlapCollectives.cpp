@@ -3,7 +3,8 @@
 // Turns each blocking collective along dimension 0 into a started one and
 // a dist.wait before the first reader of its result (or the first
 // graph.assign after it, whichever comes first), so that the ops between
-// them overlap the communication (Passes.td).
+// them overlap the communication; and posts each pipeline receive a
+// schedule step early (Passes.td).
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,24 +36,68 @@ bool canStart(Operation *op) {
       .Default([](Operation *) { return false; });
 }
 
+/// True for a receive on `recv`'s group from its source.
+bool receivesFromSameSource(Operation *op, dist::RecvOp recv) {
+  auto same = [&](auto other) {
+    return other.getMeshAttr() == recv.getMeshAttr() &&
+           other.getAxes() == recv.getAxes() &&
+           other.getSource() == recv.getSource();
+  };
+  if (auto r = dyn_cast<dist::RecvOp>(op))
+    return same(r);
+  if (auto sr = dyn_cast<dist::SendRecvOp>(op))
+    return same(sr);
+  return false;
+}
+
+/// Where a blocking receive is posted: after the previous receive from its
+/// source, or the mark of the schedule step before its own, or at the
+/// start of the block, whichever comes last.
+void postEarly(dist::RecvOp recv) {
+  int marks = 0;
+  Operation *after = nullptr;
+  for (Operation *it = recv->getPrevNode(); it; it = it->getPrevNode())
+    if (receivesFromSameSource(it, recv) ||
+        (isa<dist::PipelineStepOp>(it) && ++marks == 2)) {
+      after = it;
+      break;
+    }
+  if (after)
+    recv->moveAfter(after);
+  else
+    recv->moveBefore(&recv->getBlock()->front());
+}
+
 struct OverlapCollectivesPass
     : cleave::impl::OverlapCollectivesPassBase<OverlapCollectivesPass> {
   void runOnOperation() override {
     getOperation()->walk([&](Block *block) {
       SmallVector<Operation *> starts;
-      for (Operation &op : *block)
+      SmallVector<dist::RecvOp> receives;
+      for (Operation &op : *block) {
         if (canStart(&op))
           starts.push_back(&op);
+        if (auto recv = dyn_cast<dist::RecvOp>(op); recv && !recv.getAsync())
+          receives.push_back(recv);
+      }
       for (Operation *op : starts)
         start(op);
+      // In program order, so that each stays after the receives before it.
+      for (dist::RecvOp recv : receives) {
+        Operation *next = recv->getNextNode();
+        postEarly(recv);
+        start(recv, next);
+      }
     });
   }
 
-  void start(Operation *op) {
+  /// Starts `op` and waits before its result's first reader (or the first
+  /// assignment) from `from` on (the op after it by default).
+  void start(Operation *op, Operation *from = nullptr) {
     Value result = op->getResult(0);
     // The wait goes before the first reader or the first assignment.
     Operation *before = nullptr;
-    for (Operation *it = op->getNextNode(); it && !before;
+    for (Operation *it = from ? from : op->getNextNode(); it && !before;
          it = it->getNextNode()) {
       bool reads = llvm::any_of(it->getOperands(),
                                 [&](Value v) { return v == result; });

@@ -332,7 +332,9 @@ extern "C" void cleave_comm_wait(int64_t handle) {
                        : "no cleave_comm_*_start returned it");
   // Out of the table first: the wait may fail (the watchdog).
   OperationPtr o = std::move(it->second.operation);
+  int32_t traceKind = it->second.traceKind, peer = it->second.peer;
   s.inFlight.erase(it);
+  TraceTransfer traced(traceKind, peer, fn);
   o->wait();
 }
 
@@ -380,6 +382,25 @@ extern "C" void cleave_comm_recv(int32_t comm, char *arena,
     state().engine->recv(g, arena, *t, peer);
   }
   count(g, CLEAVE_COMM_RECV, tensorBytes(*t), 0);
+}
+
+extern "C" int64_t cleave_comm_recv_start(int32_t comm, char *arena,
+                                          const cleave_tensor *t,
+                                          int32_t peer) {
+  const char *fn = "cleave_comm_recv_start";
+  Group &g = collectiveGroup(fn, comm);
+  checkArena(fn, arena);
+  checkTensor(fn, "t", t);
+  checkPeer(fn, "peer", g, peer, true);
+  checkNotInFlight(fn, arena, nullptr, nullptr, "t", t);
+  OperationPtr o = state().engine->recvStart(g, arena, *t, peer);
+  count(g, CLEAVE_COMM_RECV, tensorBytes(*t), 0);
+  // Nothing may read or write its buffer before the wait.
+  int64_t handle = track(fn, g, arena, *t, *t, std::move(o));
+  InFlight &f = state().inFlight[handle];
+  f.traceKind = CLEAVE_COMM_TRACE_RECV;
+  f.peer = peer;
+  return handle;
 }
 
 extern "C" void cleave_comm_sendrecv(int32_t comm, char *arena,

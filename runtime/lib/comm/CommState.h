@@ -28,6 +28,8 @@ struct InFlight {
   const Group *group;
   /// The arena bytes it reads and those it writes, [begin, end).
   std::pair<const char *, const char *> reads, writes;
+  /// A started receive: its wait is a transfer of the timeline.
+  int32_t traceKind = -1, peer = -1;
 };
 
 struct State {

@@ -127,6 +127,13 @@ public:
                     int peer) = 0;
   virtual void recv(Group &group, char *arena, const cleave_tensor &t,
                     int peer) = 0;
+  /// A receive started now and completed by its Operation's wait: the MPI
+  /// engine posts it (so that the peer's send need not wait for this rank
+  /// to reach the receive); the NCCL engine, whose stream runs transfers in
+  /// the order they are issued, issues it at the wait, where the blocking
+  /// receive was (the device overlaps it anyway).
+  virtual OperationPtr recvStart(Group &group, char *arena,
+                                 const cleave_tensor &t, int peer) = 0;
   /// Sends `send` to group rank sendPeer and receives `recv` from recvPeer
   /// as one grouped operation (MPI_Isend and MPI_Irecv, or ncclSend and
   /// ncclRecv in one NCCL group), so that no order of the ranks' calls

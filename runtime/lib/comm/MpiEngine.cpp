@@ -22,6 +22,7 @@
 #include <climits>
 #include <cstring>
 #include <functional>
+#include <list>
 #include <vector>
 
 using namespace cleave::rt;
@@ -99,14 +100,20 @@ public:
   /// Tests the request (which moves it on); fires the watchdog when it is
   /// still incomplete past its deadline.
   void poll() {
+    // A completed request is MPI_REQUEST_NULL; testing it again would
+    // overwrite its status with an empty one.
+    if (request == MPI_REQUEST_NULL)
+      return;
     int done = 0;
-    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    MPI_Test(&request, &done, &status);
     if (!done && watchdog.expired())
       watchdog.fire();
   }
 
   Watchdog watchdog;
   MPI_Request request = MPI_REQUEST_NULL;
+  /// Set when the request completes (a receive's source and count).
+  MPI_Status status{};
   std::vector<float> send, recv;
   std::function<void()> finish;
 
@@ -213,15 +220,23 @@ public:
     waitRequests(1, &request, MPI_STATUS_IGNORE, watchdog);
   }
 
+  /// The bytes are copied out of the arena and sent from the copy: the
+  /// call returns without waiting for the receiver to reach its receive
+  /// (a pipeline stage goes on computing), and MPI delivers them when it
+  /// does. At most kMaxStagedBytes wait so; beyond, the oldest are waited
+  /// for first.
   void send(Group &g, char *arena, const cleave_tensor &t,
             int peer) override {
     const char *fn = "cleave_comm_send";
     int count = mpiCount(fn, tensorBytes(t), "bytes");
-    Watchdog watchdog(fn, g);
-    MPI_Request request;
-    MPI_Isend(dataOf(arena, t), count, MPI_BYTE, peer, kSendRecvTag, g.mpi,
-              &request);
-    waitRequests(1, &request, MPI_STATUS_IGNORE, watchdog);
+    reapSends(/*all=*/false);
+    while (!staged.empty() && stagedBytes + count > kMaxStagedBytes)
+      waitOldestSend();
+    const char *data = dataOf(arena, t);
+    StagedSend &s = staged.emplace_back(fn, g, data, count);
+    stagedBytes += count;
+    MPI_Isend(s.bytes.data(), count, MPI_BYTE, peer, kSendRecvTag, g.mpi,
+              &s.request);
   }
 
   void recv(Group &g, char *arena, const cleave_tensor &t,
@@ -235,6 +250,22 @@ public:
               &request);
     waitRequests(1, &request, &status, watchdog);
     checkReceived(fn, g, t, peer, count, status);
+  }
+
+  OperationPtr recvStart(Group &g, char *arena, const cleave_tensor &t,
+                         int peer) override {
+    const char *fn = "cleave_comm_recv_start";
+    int count = mpiCount(fn, tensorBytes(t), "bytes");
+    auto o = std::make_unique<MpiOperation>(*this, fn, g);
+    MPI_Irecv(dataOf(arena, t), count, MPI_BYTE, peer, kSendRecvTag, g.mpi,
+              &o->request);
+    MpiOperation *op = o.get();
+    const cleave_tensor received = t;
+    o->finish = [op, &g, received, peer, count] {
+      checkReceived("cleave_comm_recv_start", g, received, peer, count,
+                    op->status);
+    };
+    return o;
   }
 
   void sendRecv(Group &g, char *arena, const cleave_tensor *send,
@@ -274,12 +305,52 @@ public:
     // In start order: the oldest overdue collective is the one reported.
     for (MpiOperation *o : inFlight)
       o->poll();
+    reapSends(/*all=*/false);
   }
 
-  void finalize() override {}
+  void finalize() override { reapSends(/*all=*/true); }
 
   /// The operations not yet destroyed, in start order.
   std::vector<MpiOperation *> inFlight;
+
+private:
+  /// A send's bytes on their way, and its deadline.
+  struct StagedSend {
+    StagedSend(const char *fn, Group &g, const char *data, int count)
+        : watchdog(fn, g), bytes(data, data + count) {}
+    Watchdog watchdog;
+    std::vector<char> bytes;
+    MPI_Request request = MPI_REQUEST_NULL;
+  };
+  static constexpr int64_t kMaxStagedBytes = int64_t(256) << 20;
+
+  /// Frees the staged sends that completed; with `all`, waits for every
+  /// one (under its watchdog) first.
+  void reapSends(bool all) {
+    while (all && !staged.empty())
+      waitOldestSend();
+    for (auto it = staged.begin(); it != staged.end();) {
+      int done = 0;
+      MPI_Test(&it->request, &done, MPI_STATUS_IGNORE);
+      if (!done) {
+        if (it->watchdog.expired())
+          it->watchdog.fire();
+        ++it;
+        continue;
+      }
+      stagedBytes -= int64_t(it->bytes.size());
+      it = staged.erase(it);
+    }
+  }
+  void waitOldestSend() {
+    StagedSend &s = staged.front();
+    waitRequests(1, &s.request, MPI_STATUS_IGNORE, s.watchdog);
+    stagedBytes -= int64_t(s.bytes.size());
+    staged.pop_front();
+  }
+
+  std::list<StagedSend> staged;
+  int64_t stagedBytes = 0;
 };
 
 MpiOperation::MpiOperation(MpiEngine &engine, const char *fn, Group &g)
@@ -290,9 +361,9 @@ MpiOperation::MpiOperation(MpiEngine &engine, const char *fn, Group &g)
 void MpiOperation::wait() {
   // The engine's poll tests every collective in flight in start order, so
   // that the oldest overdue one (here or one started before) is reported.
-  for (;;) {
+  while (request != MPI_REQUEST_NULL) {
     int done = 0;
-    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    MPI_Test(&request, &done, &status);
     if (done)
       break;
     engine.poll();

@@ -93,6 +93,23 @@ private:
   uint64_t serial;
 };
 
+/// A started receive: issued at its wait, in the stream's order with the
+/// transfers around it (see Engine::recvStart).
+class DeferredRecv final : public Operation {
+public:
+  DeferredRecv(Engine &engine, Group &g, char *arena, const cleave_tensor &t,
+               int peer)
+      : engine(engine), group(g), arena(arena), tensor(t), peer(peer) {}
+  void wait() override { engine.recv(group, arena, tensor, peer); }
+
+private:
+  Engine &engine;
+  Group &group;
+  char *arena;
+  cleave_tensor tensor;
+  int peer;
+};
+
 class NcclEngine final : public Engine {
 public:
   const char *name() const override { return "nccl"; }
@@ -251,6 +268,11 @@ public:
       return ncclRecv(data, size_t(tensorBytes(t)), ncclUint8, peer, comm,
                       commStream);
     });
+  }
+
+  OperationPtr recvStart(Group &g, char *arena, const cleave_tensor &t,
+                         int peer) override {
+    return std::make_unique<DeferredRecv>(*this, g, arena, t, peer);
   }
 
   void sendRecv(Group &g, char *arena, const cleave_tensor *send,

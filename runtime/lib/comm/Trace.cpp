@@ -63,7 +63,7 @@ bool tracing() { return tracer().on; }
 
 TraceTransfer::TraceTransfer(int32_t kind, int32_t peer, const char *fn)
     : kind(kind), peer(peer), fn(fn) {
-  if (!tracing())
+  if (kind < 0 || !tracing())
     return;
   settle(fn);
   start = tracer().now();

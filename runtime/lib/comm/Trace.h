@@ -16,7 +16,8 @@ namespace cleave::rt::comm {
 bool tracing();
 
 /// Records [construction, destruction) as a transfer event of `kind`
-/// (CLEAVE_COMM_TRACE_SEND, RECV or SENDRECV) with `peer`, when tracing.
+/// (CLEAVE_COMM_TRACE_SEND, RECV or SENDRECV) with `peer`, when tracing;
+/// nothing for a kind < 0.
 class TraceTransfer {
 public:
   TraceTransfer(int32_t kind, int32_t peer, const char *fn);

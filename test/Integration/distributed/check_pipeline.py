@@ -28,7 +28,8 @@ token corpus (check_examples.py's) and the check is:
   rank, and in every step each rank runs its stage's planned order of
   forward and backward steps, then the optimizer, waiting in transfers.
 
-The 2-layer examples fill 2 stages; the 4-stage and interleaved cases use
+gpt-pp2-dp2-tp2 (8 ranks) runs only when named. The 2-layer examples
+fill 2 stages; the 4-stage and interleaved cases use
 a 4-layer gpt made from the example by repeating its second block
 (deepen()), since pp x virtual chunks need as many layers.
 
@@ -102,8 +103,18 @@ def cases():
         Case("gpt-pp2-tp2", "gpt", "pp=2,tp=2", 2, SGD),
         Case("gpt-pp2-tp2-sp", "gpt", "pp=2,tp=2", 2, SGD, ["--sp"]),
         Case("gpt4-pp4-1f1b", "gpt4", "pp=4", 4, ADAMW),
+        Case("gpt4-pp4-gpipe", "gpt4", "pp=4", 4, ADAMW,
+             ["--schedule", "gpipe"]),
         Case("gpt4-pp2-interleaved", "gpt4", "pp=2", 4, ADAMW,
              ["--schedule", "interleaved", "--virtual-stages", "2"]),
+    ]
+
+
+def extra_cases():
+    """Cases run only when named (8 ranks: more than CI's two cores take
+    in a test), e.g. check_pipeline.py gpt-pp2-dp2-tp2."""
+    return [
+        Case("gpt-pp2-dp2-tp2", "gpt", "pp=2,dp=2,tp=2", 2, SGD, ["--zero", "1"]),
     ]
 
 
@@ -332,7 +343,9 @@ def check_measured_timeline(case, planned_events, path, closed):
 
 
 def main():
-    return distributed.run_cases(__doc__.splitlines()[0], cases(), check_case,
+    named = set(sys.argv[1:])
+    chosen = cases() + [c for c in extra_cases() if c.name in named]
+    return distributed.run_cases(__doc__.splitlines()[0], chosen, check_case,
                                  MPIRUN)
 
 

@@ -306,6 +306,84 @@ TEST_F(CommTest, AStartReturnsBeforeTheOtherRanksCallIt) {
                "started all_reduce on rank " + std::to_string(myRank()));
 }
 
+// A started receive takes the peer's message at its wait: rank 0 starts
+// its receive from rank 1, sends to it and then waits; rank 1 receives
+// and answers. 1 MiB, beyond MPI's eager messages.
+TEST_F(CommTest, AStartedReceiveCompletesAtItsWait) {
+  std::vector<TestGroup> groups = testGroups();
+  const TestGroup &world = groups[0];
+  if (myRank() > 1)
+    return;
+  const int64_t n = 1 << 18;
+  Arena arena(int64_t(3) << 20);
+  cleave_tensor mine = arena.add(CLEAVE_F32, {n});
+  cleave_tensor theirs = arena.add(CLEAVE_F32, {n});
+  arena.write(mine, inputOf(9100, myRank(), n, CLEAVE_F32));
+  int other = 1 - myRank();
+  if (myRank() == 0) {
+    int64_t h = cleave_comm_recv_start(world.comm, arena.data(), &theirs, 1);
+    cleave_comm_send(world.comm, arena.data(), &mine, 1);
+    cleave_comm_wait(h);
+  } else {
+    cleave_comm_recv(world.comm, arena.data(), &theirs, 0);
+    cleave_comm_send(world.comm, arena.data(), &mine, 0);
+  }
+  expectValues(arena.read(theirs), exact(inputOf(9100, other, n, CLEAVE_F32)),
+               "started recv on rank " + std::to_string(myRank()));
+}
+
+// A send returns before its receiver reaches the receive (the MPI engine
+// sends from a copy; the NCCL engine enqueues): rank 0 sends 1 MiB, beyond
+// MPI's eager messages, and only then lets rank 1 receive it; rank 0
+// overwrites its buffer at once, and rank 1 still gets what was sent.
+TEST_F(CommTest, ASendReturnsBeforeItsReceive) {
+  std::vector<TestGroup> groups = testGroups();
+  const TestGroup &world = groups[0];
+  const int64_t n = 1 << 18;
+  Arena arena(int64_t(3) << 20);
+  cleave_tensor t = arena.add(CLEAVE_F32, {n});
+  if (myRank() == 0) {
+    arena.write(t, inputOf(9300, 0, n, CLEAVE_F32));
+    for (int r = 1; r < cleave_comm_world_size(); ++r)
+      cleave_comm_send(world.comm, arena.data(), &t, r);
+    sendTokens();
+#ifndef CLEAVE_COMM_TEST_NCCL
+    // The bytes were copied out: the arena is the program's again.
+    arena.write(t, std::vector<double>(n, -1.0));
+#endif
+  } else {
+    ASSERT_TRUE(receiveToken()) << "rank 0's send did not return";
+    cleave_comm_recv(world.comm, arena.data(), &t, 0);
+    expectValues(arena.read(t), exact(inputOf(9300, 0, n, CLEAVE_F32)),
+                 "recv on rank " + std::to_string(myRank()));
+  }
+  cleave_comm_barrier(world.comm);
+}
+
+#ifndef CLEAVE_COMM_TEST_NCCL
+// The MPI engine posts a started receive: around a ring every rank starts
+// its receive, then sends (blocking, 1 MiB), then waits. Blocking
+// receives first, or blocking sends first, would wait on each other.
+TEST_F(CommTest, StartedReceivesLetARingOfSendsComplete) {
+  std::vector<TestGroup> groups = testGroups();
+  const TestGroup &world = groups[0];
+  int n = cleave_comm_world_size();
+  if (n == 1)
+    return;
+  const int64_t count = 1 << 18;
+  int rank = myRank(), next = (rank + 1) % n, prev = (rank + n - 1) % n;
+  Arena arena(int64_t(3) << 20);
+  cleave_tensor out = arena.add(CLEAVE_F32, {count});
+  cleave_tensor in = arena.add(CLEAVE_F32, {count});
+  arena.write(out, inputOf(9200, rank, count, CLEAVE_F32));
+  int64_t h = cleave_comm_recv_start(world.comm, arena.data(), &in, prev);
+  cleave_comm_send(world.comm, arena.data(), &out, next);
+  cleave_comm_wait(h);
+  expectValues(arena.read(in), exact(inputOf(9200, prev, count, CLEAVE_F32)),
+               "ring of started receives on rank " + std::to_string(rank));
+}
+#endif
+
 #ifdef CLEAVE_COMM_TEST_NCCL
 TEST_F(CommTest, ABlockingCollectiveReturnsBeforeTheOtherRanksCallIt) {
   // The NCCL engine: a blocking collective is enqueued, and the host goes

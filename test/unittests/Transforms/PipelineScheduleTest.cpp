@@ -64,6 +64,28 @@ TEST(PipelineSchedule, InterleavedShrinksTheBubble) {
     }
 }
 
+// Stages of unequal cost: GPipe over two stages whose forward takes 1 and
+// 2 (backward twice that). The second stage is the bottleneck: its
+// forwards end at 1 + 2m, its backwards 4m later, and the first stage's
+// last backward 2 after that: a makespan of 3 + 6m, busy 3m + 6m.
+TEST(PipelineSchedule, UnequalStages) {
+  for (int64_t m : {1, 4}) {
+    Orders orders;
+    ASSERT_EQ(unroll(ScheduleKind::GPipe, 2, m, 1, orders), "");
+    Timeline t;
+    ASSERT_EQ(simulate(orders, 1, m, std::vector<double>{1.0, 2.0}, 2.0, t),
+              "");
+    EXPECT_NEAR(t.makespan, 3.0 + 6.0 * double(m), 1e-12) << "m=" << m;
+    EXPECT_NEAR(t.bubble, 1.0 - 9.0 * double(m) / (2.0 * (3.0 + 6.0 * m)),
+                1e-12)
+        << "m=" << m;
+  }
+  Orders orders;
+  ASSERT_EQ(unroll(ScheduleKind::OneFOneB, 2, 4, 1, orders), "");
+  Timeline t;
+  EXPECT_NE(simulate(orders, 1, 4, std::vector<double>{1.0}, 2.0, t), "");
+}
+
 TEST(PipelineSchedule, OneStageHasNoBubble) {
   Timeline t = run(ScheduleKind::OneFOneB, 1, 4);
   EXPECT_NEAR(t.bubble, 0.0, 1e-12);

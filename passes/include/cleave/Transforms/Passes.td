@@ -116,6 +116,15 @@ def OverlapCollectivesPass : Pass<"cleave-overlap-collectives"> {
     `-cleave-normalize-collectives` and before `-cleave-plan-memory`; the
     compiler's pipeline does.
 
+    A pipeline stage's blocking `dist.recv` is also posted early: it moves
+    up to the start of the schedule step before its own (after the
+    `dist.pipeline_step` mark before the one above it), but never above an
+    earlier receive from the same source (`dist.recv` or `dist.send_recv`),
+    so that every source's messages match the receives in the same order;
+    its wait goes where it was. The sender's blocking send then finds the
+    receive posted instead of waiting for this stage to reach it; the
+    received buffer lives one schedule step longer.
+
     ```mlir
     %r = dist.all_reduce %g on @mesh ["dp"] sum : tensor<32x4xf32>
     %h = graph.matmul %a, %b : tensor<8x16xf32>, tensor<16x32xf32>

@@ -66,6 +66,13 @@ struct Timeline {
 std::string simulate(const Orders &orders, int64_t virtualStages,
                      int64_t microbatches, double forward, double backward,
                      Timeline &timeline);
+/// The same with each global chunk's own forward time (chunk c = local
+/// chunk * stages + stage) and the backward `backwardRatio` times it: the
+/// bubble of stages of unequal cost.
+std::string simulate(const Orders &orders, int64_t virtualStages,
+                     int64_t microbatches,
+                     const std::vector<double> &chunkForward,
+                     double backwardRatio, Timeline &timeline);
 
 /// The bubble of `kind` with equal stages, as a fraction of the step:
 /// (p - 1) / (m + p - 1) for GPipe and 1F1B, (p - 1) / (v m + p - 1)

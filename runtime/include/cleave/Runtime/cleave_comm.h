@@ -41,7 +41,10 @@
  * - send / recv: point to point with a group peer (pipeline stages); the
  *   receiver's descriptor must describe as many bytes as the sender's (the
  *   MPI engine reports a shorter message; NCCL cannot tell). A send may
- *   wait for its receive, so the two sides of a pair order them opposite.
+ *   wait for its receive (NCCL's, on the device), so the two sides of a
+ *   pair order them opposite; the MPI engine's returns once it has copied
+ *   the bytes out of the arena (up to 256 MiB of sends in flight; beyond,
+ *   it waits for the oldest), so that the sender goes on computing.
  * - sendrecv: grouped point to point: sends `send` to group rank send_peer
  *   and receives `recv` from group rank recv_peer at once, so that no
  *   order of the ranks' calls deadlocks (a ring of sendrecvs completes).
@@ -234,6 +237,18 @@ void cleave_comm_recv(int32_t comm, char *arena, const cleave_tensor *t,
 void cleave_comm_sendrecv(int32_t comm, char *arena, const cleave_tensor *send,
                           int32_t send_peer, const cleave_tensor *recv,
                           int32_t recv_peer);
+/* A receive started early, completed by cleave_comm_wait(handle) where the
+ * blocking receive would be: the MPI engine posts it now, so that the
+ * peer's send does not wait for this rank to reach its receive; the NCCL
+ * engine issues it at the wait (its stream runs transfers in the order
+ * they are issued, and the device overlaps them anyway). It matches the
+ * peer's sends in the order of this rank's receives as posted: a program
+ * starts no receive before an earlier receive from the same peer. Until
+ * the wait nothing may read or write `t` (checked against the other
+ * transfers and collectives, as for the nonblocking collectives). Counted
+ * as a recv at the start; the timeline records its wait. */
+int64_t cleave_comm_recv_start(int32_t comm, char *arena,
+                               const cleave_tensor *t, int32_t peer);
 void cleave_comm_collective_permute(int32_t comm, char *arena,
                                     const cleave_tensor *in,
                                     const cleave_tensor *out,

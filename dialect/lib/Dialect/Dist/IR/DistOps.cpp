@@ -362,8 +362,8 @@ LogicalResult WaitOp::verify() {
   Operation *start = getInput().getDefiningOp();
   bool started =
       start && llvm::TypeSwitch<Operation *, bool>(start)
-                   .Case<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp>(
-                       [](auto c) { return c.getAsync(); })
+                   .Case<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp,
+                         RecvOp>([](auto c) { return c.getAsync(); })
                    .Default([](Operation *) { return false; });
   if (!started)
     return emitOpError("waits for a value that no async collective started");

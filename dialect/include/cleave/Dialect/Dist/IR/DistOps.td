@@ -263,15 +263,25 @@ def Dist_SendOp : Dist_CollectiveOp<"send"> {
 def Dist_RecvOp : Dist_CollectiveOp<"recv"> {
   let summary = "point-to-point receive from a group member";
   let description = [{
+    Marked `async`, the receive is posted here and completes at the
+    `dist.wait` that is its one use, so that the sender need not wait for
+    this device to reach the receive (`-cleave-overlap-collectives` posts a
+    pipeline stage's receives one schedule step early). Receives from one
+    source match its sends in the order they are posted.
+
     ```mlir
     %act = dist.recv on @mesh ["pp"] from 0 tag 0 : tensor<4x16xf32>
+    %h = dist.recv async on @mesh ["pp"] from 0 : tensor<4x16xf32>
+    %g = dist.wait %h : tensor<4x16xf32>
     ```
   }];
   let arguments = (ins FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes,
-                       I64Attr:$source, DefaultValuedAttr<I64Attr, "0">:$tag);
+                       I64Attr:$source, DefaultValuedAttr<I64Attr, "0">:$tag,
+                       UnitAttr:$async);
   let results = (outs Dist_Tensor:$result);
   let assemblyFormat = [{
-    `on` $mesh $axes `from` $source (`tag` $tag^)? attr-dict `:` type($result)
+    (`async` $async^)? `on` $mesh $axes `from` $source (`tag` $tag^)?
+    attr-dict `:` type($result)
   }];
 }
 
@@ -302,8 +312,8 @@ def Dist_WaitOp : Dist_Op<"wait", [Dist_CommEffects,
     AllTypesMatch<["input", "result"]>]> {
   let summary = "completes a started collective: its result, now valid";
   let description = [{
-    An `all_reduce`, `all_gather`, `reduce_scatter` or `all_to_all` marked
-    `async` starts without completing: its result may be read only through
+    An `all_reduce`, `all_gather`, `reduce_scatter`, `all_to_all` or `recv`
+    marked `async` starts without completing: its result may be read only through
     the `dist.wait` that is its one use, and its input must not be
     overwritten before that wait. Between the two, the device computes
     while the collective moves data. The order of the starts is the order
