@@ -111,42 +111,89 @@ public:
   }
 
   /// Where an external initializer's bytes are, checked against the file.
+  /// The location is confined to the model's folder, as ONNX Runtime and
+  /// the onnx package confine it (CVE-2022-25882, CVE-2024-27318): a
+  /// relative path without `..` whose real path, symbolic links resolved,
+  /// is a regular file inside the folder's. The offset and length are
+  /// decimal integers >= 0 that stay inside the file.
   struct ExternalRef {
     std::string path;
     int64_t offset = 0, length = -1;
   };
   FailureOr<ExternalRef> resolveExternal(const onnx::TensorProto &t,
                                          Location loc) {
+    auto fail = [&]() {
+      return emitError(loc) << "initializer '" << t.name() << "' ";
+    };
+    auto parseCount = [&](const std::string &key, const std::string &text,
+                          int64_t &out) -> LogicalResult {
+      if (text.empty() || text.size() > 18 ||
+          !llvm::all_of(text, [](char c) { return c >= '0' && c <= '9'; }))
+        return fail() << "has external data " << key << " '" << text
+                      << "', not a decimal integer from 0 to 10^18";
+      out = std::stoll(text);
+      return success();
+    };
     ExternalRef ref;
+    bool haveLocation = false;
     for (const auto &kv : t.external_data()) {
-      if (kv.key() == "location")
+      if (kv.key() == "location") {
         ref.path = kv.value();
-      else if (kv.key() == "offset")
-        ref.offset = std::atoll(kv.value().c_str());
-      else if (kv.key() == "length")
-        ref.length = std::atoll(kv.value().c_str());
+        haveLocation = true;
+      } else if (kv.key() == "offset") {
+        if (failed(parseCount("offset", kv.value(), ref.offset)))
+          return failure();
+      } else if (kv.key() == "length") {
+        if (failed(parseCount("length", kv.value(), ref.length)))
+          return failure();
+      }
     }
-    SmallString<256> full(ref.path);
-    if (!llvm::sys::path::is_absolute(full)) {
-      full = options.baseDir;
-      llvm::sys::path::append(full, ref.path);
-    }
+    if (!haveLocation || ref.path.empty())
+      return fail() << "has external data without a location";
+    if (llvm::sys::path::is_absolute(ref.path) ||
+        llvm::is_contained(llvm::make_range(
+                               llvm::sys::path::begin(ref.path),
+                               llvm::sys::path::end(ref.path)),
+                           ".."))
+      return fail() << "has external data location '" << ref.path
+                    << "' outside the model's folder (an absolute path or "
+                       "'..'): external data must be inside it";
+    SmallString<256> base(options.baseDir.empty() ? "." : options.baseDir);
+    (void)llvm::sys::fs::make_absolute(base);
+    SmallString<256> full(base);
+    llvm::sys::path::append(full, ref.path);
+    SmallString<256> realBase, realFull;
+    if (std::error_code ec = llvm::sys::fs::real_path(full, realFull))
+      return fail() << "reads external data from '" << full
+                    << "', which cannot be opened: " << ec.message();
+    if (llvm::sys::fs::real_path(base, realBase))
+      realBase = base;
+    llvm::sys::fs::file_status status;
+    if (std::error_code ec = llvm::sys::fs::status(realFull, status))
+      return fail() << "reads external data from '" << realFull
+                    << "', which cannot be opened: " << ec.message();
+    if (status.type() != llvm::sys::fs::file_type::regular_file)
+      return fail() << "has external data location '" << ref.path
+                    << "' that is not a regular file";
+    StringRef inside(realFull);
+    if (!inside.starts_with(realBase) || inside.size() == realBase.size() ||
+        !llvm::sys::path::is_separator(inside[realBase.size()]))
+      return fail() << "has external data location '" << ref.path
+                    << "' that resolves to '" << realFull
+                    << "', outside the model's folder '" << realBase << "'";
     // The IR may be written anywhere: keep a path that does not depend on it.
-    (void)llvm::sys::fs::make_absolute(full);
-    llvm::sys::path::remove_dots(full, /*remove_dot_dot=*/true);
-    ref.path = std::string(full);
-    uint64_t size;
-    if (std::error_code ec = llvm::sys::fs::file_size(full, size))
-      return emitError(loc) << "initializer '" << t.name()
-                            << "' reads external data from '" << ref.path
-                            << "', which cannot be opened: " << ec.message();
+    ref.path = std::string(realFull);
+    const int64_t size = static_cast<int64_t>(status.getSize());
+    if (ref.offset > size)
+      return fail() << "has external data offset " << ref.offset
+                    << " past the end of '" << ref.path << "', which has "
+                    << size << " bytes";
     if (ref.length < 0)
-      ref.length = static_cast<int64_t>(size) - ref.offset;
-    if (ref.offset < 0 || ref.offset + ref.length > static_cast<int64_t>(size))
-      return emitError(loc) << "initializer '" << t.name() << "' reads bytes ["
-                            << ref.offset << ", " << ref.offset + ref.length
-                            << ") of '" << ref.path << "', which has " << size
-                            << " bytes";
+      ref.length = size - ref.offset;
+    if (ref.length > size - ref.offset)
+      return fail() << "reads bytes [" << ref.offset << ", "
+                    << ref.offset + ref.length << ") of '" << ref.path
+                    << "', which has " << size << " bytes";
     return ref;
   }
 

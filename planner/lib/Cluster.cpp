@@ -8,6 +8,8 @@
 
 #include "cleave/Planner/Cluster.h"
 
+#include <cmath>
+
 namespace cleave::planner {
 
 std::vector<std::string> checkCluster(const ClusterSpec &c) {
@@ -20,15 +22,26 @@ std::vector<std::string> checkCluster(const ClusterSpec &c) {
   if (c.gpus <= 0)
     errors.push_back("the number of GPUs is unknown: give --gpus");
   need(c.gpusPerNode > 0, "number of GPUs per node", "--gpus-per-node");
+  // Written so that NaN fails every check (every comparison with it is
+  // false) and infinity fails the finite ones.
+  auto finite = [&](double x, const char *flag) {
+    if (std::isinf(x) || std::isnan(x))
+      errors.push_back(std::string(flag) + " must be a finite number");
+  };
+  finite(c.memGB, "--gpu-mem");
+  finite(c.tflops, "--gpu-tflops");
+  finite(c.intraBW, "--intra-bw");
+  finite(c.interBW, "--inter-bw");
+  finite(c.pcieBW, "--pcie-bw");
   need(c.memGB > 0, "GPU memory", "--gpu-mem");
   need(c.tflops > 0, "GPU peak TFLOP/s", "--gpu-tflops");
   need(c.intraBW > 0, "intra-node bandwidth", "--intra-bw");
   need(c.interBW > 0, "inter-node bandwidth", "--inter-bw");
-  if (c.computeEfficiency <= 0 || c.computeEfficiency > 1)
+  if (!(c.computeEfficiency > 0 && c.computeEfficiency <= 1))
     errors.push_back("--compute-efficiency must be in (0, 1]");
-  if (c.commEfficiency <= 0 || c.commEfficiency > 1)
+  if (!(c.commEfficiency > 0 && c.commEfficiency <= 1))
     errors.push_back("--comm-efficiency must be in (0, 1]");
-  if (c.memHeadroom < 0 || c.memHeadroom >= 1)
+  if (!(c.memHeadroom >= 0 && c.memHeadroom < 1))
     errors.push_back("--mem-headroom must be in [0, 1)");
   return errors;
 }

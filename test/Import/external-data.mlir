@@ -30,3 +30,31 @@
 // RUN:   | FileCheck %s --check-prefix=RANGE --implicit-check-not=error: \
 // RUN:       --implicit-check-not="Stack dump"
 // RANGE: external_out_of_range.onnx:0:0: error: initializer 'ext.weight' reads bytes [32, 56) of '{{.*}}external.bin', which has 40 bytes{{$}}
+
+// External data stays inside the model's folder: '..', an absolute path and
+// a symbolic link out of it are refused (nothing outside is read), as is a
+// location that is not a regular file.
+// RUN: not cleave-translate --import-onnx %S/Inputs/external_dotdot.onnx 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=DOTDOT --implicit-check-not="Stack dump"
+// DOTDOT: error: initializer 'ext.weight' has external data location '../Inputs/external.bin' outside the model's folder (an absolute path or '..'): external data must be inside it{{$}}
+// RUN: not cleave-translate --import-onnx %S/Inputs/external_absolute.onnx 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=ABSOLUTE --implicit-check-not="Stack dump"
+// ABSOLUTE: error: initializer 'ext.weight' has external data location '/etc/passwd' outside the model's folder
+// RUN: rm -rf %t && mkdir -p %t && cp %S/Inputs/external_link.onnx %S/Inputs/external.bin %t/
+// RUN: cp %S/Inputs/external.bin %t.outside && ln -s %t.outside %t/link.bin
+// RUN: not cleave-translate --import-onnx %t/external_link.onnx 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=LINK --implicit-check-not="Stack dump"
+// LINK: error: initializer 'ext.weight' has external data location 'link.bin' that resolves to '{{.*}}.outside', outside the model's folder
+// RUN: not cleave-translate --import-onnx %S/Inputs/external_folder.onnx 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=FOLDER --implicit-check-not="Stack dump"
+// FOLDER: error: initializer 'ext.weight' has external data location '.' that is not a regular file
+
+// Counts: an offset past the end of the file with no length (once a
+// negative length that crashed the slice), and an offset that is not a
+// decimal integer >= 0.
+// RUN: not cleave-translate --import-onnx %S/Inputs/external_past_end.onnx 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=PAST --implicit-check-not="Stack dump"
+// PAST: error: initializer 'ext.shape' has external data offset 48 past the end of '{{.*}}external.bin', which has 40 bytes{{$}}
+// RUN: not cleave-translate --import-onnx %S/Inputs/external_bad_offset.onnx 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=OFFSET --implicit-check-not="Stack dump"
+// OFFSET: error: initializer 'ext.weight' has external data offset '-8', not a decimal integer from 0 to 10^18{{$}}

@@ -30,6 +30,15 @@ func.func @forward(%x: tensor<4x3xf32>) -> tensor<4x3xi64> {
 
 // -----
 
+// A @forward without results (it once crashed the pass).
+// expected-error @+1 {{'func.func' op has no results: the cross-entropy loss is computed from its first result}}
+func.func @forward(%x: tensor<4xf32>) {
+  %y = graph.exp %x : tensor<4xf32>
+  return
+}
+
+// -----
+
 // Nothing to build the step from (running the pass twice is this too).
 // expected-error @+1 {{-cleave-add-loss needs a single-block @forward}}
 module {

@@ -16,6 +16,25 @@ func.func @forward(%x: tensor<4xf32> {cleave.offset = 0 : i64}) -> tensor<4xf32>
 
 // -----
 
+// A planned function whose argument or parameter has no offset (it once
+// crashed the lowering).
+// expected-error @+1 {{'func.func' op argument #1 has no planned offset ('cleave.offset'); run -cleave-plan-memory first}}
+func.func @forward(%x: tensor<4xf32> {cleave.offset = 0 : i64}, %z: tensor<4xf32>) -> tensor<4xf32>
+    attributes {cleave.arena_bytes = 128 : i64} {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'graph.param' op has no planned offset ('cleave.offset'); run -cleave-plan-memory first}}
+graph.param @w : tensor<4xf32>
+func.func @forward(%x: tensor<4xf32> {cleave.offset = 64 : i64}) -> tensor<4xf32>
+    attributes {cleave.arena_bytes = 128 : i64} {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
 // The runtime finds the step counter by role: a program has one at most.
 graph.param @step frozen : tensor<i64> {cleave.offset = 0 : i64, cleave.role = #cleave.role<step_counter>}
 // expected-error @+1 {{has role step_counter, as @step has; a program has one at most}}

@@ -37,3 +37,21 @@ func.func @forward(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4
   %r:2 = dist.all_reduce_bucket %a, %b on @mesh ["dp"] sum : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>, tensor<4xf32>
   return %r#0, %r#1, %b : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// Byte counts that overflow int64 (the sum of such an input once returned
+// 0, and a wrapped count planned a buffer too small) are errors.
+// expected-error @+1 {{'func.func' op argument #0 'tensor<4611686018427387904x4x4xf32>' has more than 2^62 bytes: it cannot be planned}}
+func.func @forward(%x: tensor<4611686018427387904x4x4xf32>) -> tensor<f32> {
+  %s = graph.reduce sum %x dims [0, 1, 2] : tensor<4611686018427387904x4x4xf32>
+  return %s : tensor<f32>
+}
+
+// -----
+
+func.func @forward(%x: tensor<4xf32>) -> tensor<4x1152921504606846976xf32> {
+  // expected-error @+1 {{'graph.broadcast_in_dim' op result 'tensor<4x1152921504606846976xf32>' has more than 2^62 bytes: it cannot be planned}}
+  %y = graph.broadcast_in_dim %x dims [0] : tensor<4xf32> -> tensor<4x1152921504606846976xf32>
+  return %y : tensor<4x1152921504606846976xf32>
+}

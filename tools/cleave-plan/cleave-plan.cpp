@@ -430,8 +430,20 @@ int run() {
     cluster.memHeadroom = memHeadroom;
   for (const std::string &message : checkCluster(cluster))
     error(message);
+  if (offload && !(cluster.pcieBW > 0))
+    error("--offload moves optimizer state over the host link: --pcie-bw "
+          "must be > 0");
 
-  // The layout: given parts are constraints.
+  // The layout: given parts are constraints, each a count >= 1 (a 0 would
+  // divide the search by zero).
+  for (auto [name, opt] :
+       {std::pair{"--tp", &tp}, std::pair{"--pp", &pp}, std::pair{"--dp", &dp},
+        std::pair{"--cp", &cp}, std::pair{"--ep", &ep},
+        std::pair{"--microbatches", &microbatches},
+        std::pair{"--virtual-stages", &virtualStages}})
+    if (given(*opt) && *opt < 1)
+      error(std::string(name) + " expects a count >= 1, got " +
+            std::to_string(int64_t(*opt)));
   SearchConstraints k;
   if (std::optional<bool> on = onOff(foldEp, error))
     k.foldEp = *on;

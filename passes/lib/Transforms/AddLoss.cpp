@@ -125,8 +125,11 @@ LogicalResult cleave::buildLossStep(ModuleOp module,
   if (!forward || !forward.getBody().hasOneBlock())
     return module.emitError() << pass << " needs a single-block @forward";
   FunctionType fnType = forward.getFunctionType();
-  auto outType = dyn_cast<RankedTensorType>(
-      fnType.getNumResults() > 0 ? fnType.getResult(0) : Type());
+  if (fnType.getNumResults() == 0)
+    return forward.emitOpError("has no results: the ")
+           << stringifyLossKind(options.loss)
+           << " loss is computed from its first result";
+  auto outType = dyn_cast<RankedTensorType>(fnType.getResult(0));
   if (!outType || !isa<FloatType>(outType.getElementType()) ||
       (loss == LossKind::CrossEntropy && outType.getRank() < 1))
     return forward.emitOpError("first result must be a float tensor")

@@ -17,6 +17,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/EquivalenceClasses.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <deque>
 
@@ -72,6 +73,44 @@ struct Buffer {
   bool persistent = false;
 };
 
+/// The bytes of `type`, or nothing when they exceed 2^62 (or its element
+/// count overflows int64).
+std::optional<int64_t> checkedTensorBytes(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !tensor.hasStaticShape() ||
+      !tensor.getElementType().isIntOrFloat())
+    return 0; // not planned here: the lowering names it
+  int64_t bits = tensor.getElementType().getIntOrFloatBitWidth();
+  int64_t n = std::max<int64_t>(bits / 8, 1);
+  for (int64_t d : tensor.getShape())
+    if (d < 0 || llvm::MulOverflow(n, d, n))
+      return std::nullopt;
+  if (n > (int64_t(1) << 62))
+    return std::nullopt;
+  return n;
+}
+
+LogicalResult checkSizes(ModuleOp module, func::FuncOp fn) {
+  auto check = [](Operation *where, Type type, const Twine &what) {
+    if (checkedTensorBytes(type))
+      return success();
+    return LogicalResult(where->emitOpError()
+                         << what << " " << type
+                         << " has more than 2^62 bytes: it cannot be planned");
+  };
+  for (auto param : module.getOps<graph::ParamOp>())
+    if (failed(check(param, param.getType(), "parameter")))
+      return failure();
+  for (BlockArgument arg : fn.getArguments())
+    if (failed(check(fn, arg.getType(), "argument #" + Twine(arg.getArgNumber()))))
+      return failure();
+  for (Operation &op : fn.getBody().front())
+    for (Value result : op.getResults())
+      if (failed(check(&op, result.getType(), "result")))
+        return failure();
+  return success();
+}
+
 struct PlanMemoryPass : cleave::impl::PlanMemoryPassBase<PlanMemoryPass> {
   using PlanMemoryPassBase::PlanMemoryPassBase;
 
@@ -90,6 +129,11 @@ struct PlanMemoryPass : cleave::impl::PlanMemoryPassBase<PlanMemoryPass> {
     MLIRContext *ctx = &getContext();
     Builder b(ctx);
     const int64_t align = alignment;
+
+    // Every tensor's bytes fit the arena's int64 offsets (a count that
+    // wrapped would plan a buffer too small and let kernels write past it).
+    if (failed(checkSizes(module, fn)))
+      return signalPassFailure();
 
     // A sharded parameter that a partitioned program reads (and assigns)
     // with its local type is stored at that size: this device's block.

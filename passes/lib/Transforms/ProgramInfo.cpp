@@ -173,8 +173,11 @@ FailureOr<ProgramInfo> Lowering::describeProgram(func::FuncOp fn) {
              << it->second.getSymName() << " has; a program has one at most";
   }
   for (ParamOp param : ordered) {
-    NamedTensor e{param.getSymName().str(),
-                  cast<IntegerAttr>(param->getAttr(kOffsetAttr)).getInt(),
+    auto offset = param->getAttrOfType<IntegerAttr>(kOffsetAttr);
+    if (!offset)
+      return param.emitOpError("has no planned offset ('")
+             << kOffsetAttr << "'); run -cleave-plan-memory first";
+    NamedTensor e{param.getSymName().str(), offset.getInt(),
                   storedType(param),
                   {},
                   false,
@@ -239,8 +242,12 @@ FailureOr<ProgramInfo> Lowering::describeProgram(func::FuncOp fn) {
   StringRef shardingName = dist::DistDialect::getShardingAttrName();
   for (BlockArgument arg : fn.getArguments()) {
     unsigned i = arg.getArgNumber();
-    NamedTensor e{nameOf(fn.getArgAttrDict(i), "input", i),
-                  cast<IntegerAttr>(fn.getArgAttr(i, kOffsetAttr)).getInt(),
+    auto offset = fn.getArgAttrOfType<IntegerAttr>(i, kOffsetAttr);
+    if (!offset)
+      return fn.emitOpError("argument #")
+             << i << " has no planned offset ('" << kOffsetAttr
+             << "'); run -cleave-plan-memory first";
+    NamedTensor e{nameOf(fn.getArgAttrDict(i), "input", i), offset.getInt(),
                   arg.getType(),
                   {},
                   false,

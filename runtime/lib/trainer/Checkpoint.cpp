@@ -667,6 +667,9 @@ int64_t openChecked(const std::string &dir, OpenCheckpoint &c) {
   int64_t step = -1;
   if (!stepValue.asInt64(step) || step < 0)
     fail("checkpoint " + path + " has a bad step '" + metadata["step"] + "'");
+  if (step > kMaxSteps)
+    fail("checkpoint " + path + " is at step " + std::to_string(step) +
+         ", past the most this trainer counts, 2^40 (damaged metadata?)");
 
   // Every parameter must be there with its dtype and global shape, and
   // nothing else: list the first differences.

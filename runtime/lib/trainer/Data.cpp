@@ -425,6 +425,10 @@ public:
     if (seq <= 0)
       fail("the model's sequence length is " + std::to_string(seq));
 
+    // A FIFO or a device would block the open or the read: only files.
+    struct stat before;
+    if (::stat(path.c_str(), &before) == 0 && !S_ISREG(before.st_mode))
+      fail(path + ": not a regular file (--tokens reads a file of tokens)");
     int fd = ::open(path.c_str(), O_RDONLY);
     if (fd < 0)
       fail(path + ": cannot open: " + std::strerror(errno));

@@ -335,10 +335,16 @@ std::string cleave::rt::trainer::jsonQuote(const std::string &s) {
 }
 
 std::string cleave::rt::trainer::jsonFloat(float v) {
+  if (!std::isfinite(v))
+    return "null";
+  return floatText(v);
+}
+
+std::string cleave::rt::trainer::floatText(float v) {
   if (std::isnan(v))
-    return "NaN";
+    return "nan";
   if (std::isinf(v))
-    return v > 0 ? "Infinity" : "-Infinity";
+    return v > 0 ? "inf" : "-inf";
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.9g", double(v));
   return buf;

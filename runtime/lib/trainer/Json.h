@@ -38,9 +38,11 @@ bool parseJson(const std::string &text, JsonValue &value, std::string &error);
 /// `s` as a JSON string literal, quotes included.
 std::string jsonQuote(const std::string &s);
 
-/// `v` with 9 significant digits (enough to round-trip an f32); NaN and
-/// the infinities as Python's json module writes them.
+/// `v` with 9 significant digits (enough to round-trip an f32); `null` for
+/// NaN and the infinities, which JSON does not have.
 std::string jsonFloat(float v);
+/// The same for people: "nan", "inf" and "-inf" where jsonFloat has null.
+std::string floatText(float v);
 
 } // namespace cleave::rt::trainer
 

@@ -18,6 +18,8 @@
 #include <cstring>
 #include <memory>
 
+#include <sys/stat.h>
+
 using namespace cleave::rt;
 
 namespace {
@@ -170,6 +172,10 @@ size_t itemSize(const std::string &descr) {
 
 bool cleave::rt::readNpy(const std::string &path, NpyArray &array,
                          std::string &error) {
+  // A FIFO or a device would block the open or the read: only files.
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    return fail(error, path, "not a regular file");
   File f(std::fopen(path.c_str(), "rb"));
   if (!f)
     return fail(error, path,

@@ -33,6 +33,10 @@ public:
   throw Error(message);
 }
 
+/// The most steps a run counts: 2^40 keeps a step's first sample index,
+/// (step - 1) x batch, within int64 for batches up to 2^23 samples.
+constexpr int64_t kMaxSteps = int64_t(1) << 40;
+
 /// Bytes per element of `dtype` (i1 is one byte); 0 for an unknown dtype.
 size_t dtypeSize(int32_t dtype);
 /// "f32", "f16", "bf16", "i64", "i32", "i1" (or "dtype N").

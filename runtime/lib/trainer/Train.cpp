@@ -22,6 +22,7 @@
 #include "Timeline.h"
 
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -139,7 +140,9 @@ output:
   --log-json FILE     one JSON object per step and line:
                       {"step": k, "loss": x, "tokens_per_s": y, "ms": z}
                       (loss with 9 significant digits, which round-trip
-                      an f32; appended to with --resume); programs with
+                      an f32; null with "loss_nonfinite": "nan", "inf"
+                      or "-inf" when it is not finite, as JSON has no
+                      NaN; appended to with --resume); programs with
                       dynamic loss scaling (--precision fp16) add
                       "loss_scale" (after the step) and "skipped"
   --comm-stats DIR    a partitioned program: at the end, each rank
@@ -348,6 +351,10 @@ TrainOptions parseArgs(int argc, char **argv) {
       o.seed = uint64_t(parseCount(flag, next(), 0));
     } else if (flag == "--steps") {
       o.steps = parseCount(flag, next(), 0);
+      if (o.steps > kMaxSteps)
+        fail("--steps " + std::to_string(o.steps) + " is past the most this "
+             "trainer counts, 2^40 (a step's first sample index would "
+             "overflow)");
     } else if (flag == "--save") {
       o.save = next();
     } else if (flag == "--save-every") {
@@ -641,10 +648,15 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
           lossScale ? ", \"loss_scale\": " + jsonFloat(scale) +
                           ", \"skipped\": " + (skippedStep ? "true" : "false")
                     : "";
+      // JSON has no NaN: a loss that is not finite is null, and says what
+      // it was.
+      std::string lossJson = jsonFloat(value);
+      if (!std::isfinite(value))
+        lossJson += ", \"loss_nonfinite\": \"" + floatText(value) + "\"";
       std::fprintf(logJson.get(),
                    "{\"step\": %lld, \"loss\": %s, \"tokens_per_s\": %.1f, "
                    "\"ms\": %.3f%s}\n",
-                   (long long)step, jsonFloat(value).c_str(),
+                   (long long)step, lossJson.c_str(),
                    ms > 0 ? double(tokensPerStep) * 1000 / ms : 0.0, ms,
                    scaling.c_str());
       if (std::fflush(logJson.get()) != 0)
@@ -756,7 +768,7 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
     if (done >= first) {
       std::printf("trained steps %lld..%lld in %.1f s, final loss %s\n",
                   (long long)first, (long long)done, totalMs / 1000,
-                  jsonFloat(*loss).c_str());
+                  floatText(*loss).c_str());
       if (lossScale)
         std::printf("loss scaling: %lld of %lld steps skipped (non-finite "
                     "gradients), scale now %g\n",

@@ -497,6 +497,15 @@ func.func @attention_rank(%q: tensor<8x16x32xf32>) {
 
 // -----
 
+// No key/value heads (it once divided by zero while parsing).
+func.func @attention_no_kv_heads(%q: tensor<2x4x16x32xf32>, %k: tensor<2x0x16x32xf32>) {
+  // expected-error @+1 {{needs at least one key/value head, got 0 and 0}}
+  %0 = graph.attention %q, %k, %k : tensor<2x4x16x32xf32>, tensor<2x0x16x32xf32>, tensor<2x0x16x32xf32>
+  return
+}
+
+// -----
+
 func.func @attention_element_types(%q: tensor<2x4x16x32xf32>, %k: tensor<2x4x16x32xbf16>) {
   // expected-error @+1 {{expects query and key to have the same element type}}
   %0 = graph.attention %q, %k, %q : tensor<2x4x16x32xf32>, tensor<2x4x16x32xbf16>, tensor<2x4x16x32xf32>

@@ -194,6 +194,27 @@ def write_external():
                [external("ext.weight", [2, 3], F32, "external.bin", 32, 24),
                 external("ext.shape", [2], I64, "external.bin", 24, 16)]),
          "external_out_of_range.onnx", check=False)
+    # Locations outside the model's folder (read nothing), and bad counts.
+    for filename, location in (("external_dotdot.onnx", "../Inputs/external.bin"),
+                               ("external_absolute.onnx", "/etc/passwd"),
+                               ("external_link.onnx", "link.bin"),
+                               ("external_folder.onnx", ".")):
+        save(model(nodes, ins, outs,
+                   [external("ext.weight", [2, 3], F32, location, 0, 24),
+                    external("ext.shape", [2], I64, "external.bin", 24, 16)]),
+             filename, check=False)
+    # An int64 initializer whose offset is past the end, with no length.
+    past = external("ext.shape", [2], I64, "external.bin", 48, 0)
+    del past.external_data[2]
+    save(model(nodes, ins, outs,
+               [external("ext.weight", [2, 3], F32, "external.bin", 0, 24),
+                past]),
+         "external_past_end.onnx", check=False)
+    bad = external("ext.weight", [2, 3], F32, "external.bin", 0, 24)
+    bad.external_data[1].value = "-8"
+    save(model(nodes, ins, outs,
+               [bad, external("ext.shape", [2], I64, "external.bin", 24, 16)]),
+         "external_bad_offset.onnx", check=False)
 
 
 # --- Importer features -----------------------------------------------------

@@ -11,6 +11,9 @@
 
 #include "TrainerTestUtil.h"
 
+#include <cstring>
+#include <filesystem>
+
 using namespace cleave::rt;
 using namespace cleave::rt::test;
 
@@ -239,6 +242,28 @@ TEST_F(Trainer, ResumeFromAnotherModel) {
   EXPECT_EQ(run(CLEAVE_FAKE_TRAIN, "--steps 4 --resume nowhere"), 1);
   EXPECT_ERR_HAS("error: cannot open the checkpoint nowhere/"
                  "model.safetensors");
+
+  // A step past 2^40 in the metadata (its sample index would overflow) is
+  // an error, not a crash: the header rewritten with step 2^62.
+  {
+    std::string file = slurp("ck/model.safetensors");
+    uint64_t length = 0;
+    std::memcpy(&length, file.data(), 8);
+    std::string header = file.substr(8, length);
+    size_t at = header.find("\"step\":\"2\"");
+    ASSERT_NE(at, std::string::npos) << header;
+    header.replace(at, 10, "\"step\":\"4611686018427387904\"");
+    uint64_t newLength = header.size();
+    std::filesystem::create_directories(dir + "/big");
+    std::ofstream out(dir + "/big/model.safetensors", std::ios::binary);
+    ASSERT_TRUE(out);
+    out.write(reinterpret_cast<const char *>(&newLength), 8);
+    out << header << file.substr(8 + length);
+  }
+  std::filesystem::copy_file(dir + "/ck/meta.json", dir + "/big/meta.json");
+  EXPECT_EQ(run(CLEAVE_FAKE_TRAIN, "--steps 4 --resume big"), 1);
+  EXPECT_ERR_HAS("is at step 4611686018427387904, past the most this "
+                 "trainer counts, 2^40");
 
   // A truncated checkpoint is an error, not a crash.
   std::string bytes = slurp("ck/model.safetensors");

@@ -11,6 +11,8 @@
 
 #include "TrainerTestUtil.h"
 
+#include <sys/stat.h>
+
 using namespace cleave::rt;
 using namespace cleave::rt::test;
 
@@ -169,6 +171,17 @@ TEST_F(Trainer, DataErrors) {
             1);
   EXPECT_ERR_HAS("error: input 'x': bad.npy: not a .npy file (bad "
                  "magic)");
+  ASSERT_EQ(::mkfifo((dir + "/fifo.npy").c_str(), 0600), 0);
+  EXPECT_EQ(run(CLEAVE_FAKE_TRAIN, "--inputs fifo.npy --targets t.npy "
+                                   "--steps 1"),
+            1);
+  EXPECT_ERR_HAS("error: input 'x': fifo.npy: not a regular file");
+  // A step count whose sample indices would overflow.
+  EXPECT_EQ(run(CLEAVE_FAKE_TRAIN, "--inputs x.npy --targets t.npy "
+                                   "--steps 1125899906842624"),
+            1);
+  EXPECT_ERR_HAS("error: --steps 1125899906842624 is past the most this "
+                 "trainer counts, 2^40");
 
   float wide[12] = {};
   writeNpyFile("x2.npy", "<f4", {3, 4}, wide, sizeof(wide));
@@ -333,6 +346,11 @@ TEST_F(Trainer, TokenFile) {
   EXPECT_EQ(run(CLEAVE_FAKE_TRAIN_LM, "--tokens odd.bin --steps 1"), 1);
   EXPECT_ERR_HAS("error: odd.bin: its size of 11 bytes is not a whole "
                  "number of uint16 tokens");
+  // A FIFO with no writer is refused, not opened (the open would block).
+  ASSERT_EQ(::mkfifo((dir + "/fifo.bin").c_str(), 0600), 0);
+  EXPECT_EQ(run(CLEAVE_FAKE_TRAIN_LM, "--tokens fifo.bin --steps 1"), 1);
+  EXPECT_ERR_HAS("error: fifo.bin: not a regular file (--tokens reads a file "
+                 "of tokens)");
 }
 
 // Integer labels in an int32 .npy are converted to the input's i64.
@@ -390,6 +408,12 @@ TEST_F(Trainer, LossScaleAndStepCounterByRole) {
                         R"("loss_scale": 256, "skipped": true})"};
   for (size_t i = 0; i < 4; ++i)
     EXPECT_NE(lines[i].find(want[i]), std::string::npos) << lines[i];
+  // JSON has no NaN: the skipped steps' losses are null, and say so.
+  for (size_t i : {1, 3})
+    EXPECT_NE(lines[i].find(R"("loss": null, "loss_nonfinite": "nan")"),
+              std::string::npos)
+        << lines[i];
+  EXPECT_EQ(lines[0].find("loss_nonfinite"), std::string::npos) << lines[0];
   EXPECT_NE(out.find("loss scaling: 2 of 4 steps skipped (non-finite "
                      "gradients), scale now 256"),
             std::string::npos)

@@ -693,6 +693,9 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *, OptLoc loc,
   if (qs[0] != ks[0] || qs[0] != vs[0])
     return emitOptionalError(loc, "batch sizes differ: ", qs[0], ", ", ks[0],
                              ", ", vs[0]);
+  if (ks[1] < 1 || vs[1] < 1)
+    return emitOptionalError(loc, "needs at least one key/value head, got ",
+                             ks[1], " and ", vs[1]);
   if (ks[1] != vs[1] || qs[1] % ks[1] != 0)
     return emitOptionalError(loc, "query heads (", qs[1],
                              ") must be a multiple of the key/value heads (",
