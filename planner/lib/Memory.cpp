@@ -91,6 +91,21 @@ pipeline::ScheduleKind kindOf(Schedule schedule) {
 void runSchedule(const Layout &l, PipelineShape &shape) {
   const int64_t p = std::max<int64_t>(l.pp, 1), v = l.chunks();
   shape.inFlight.assign(p, double(std::max<int64_t>(l.microbatches, 1)));
+  // Past 4,096 steps the simulation, run for every layout of a search, is
+  // slow: the closed forms, which it equals with equal stages
+  // (PipelineTest).
+  if (l.microbatches > 0 && l.microbatches * v * p > (int64_t(1) << 12)) {
+    const double m = double(l.microbatches), vd = double(v);
+    shape.bubble = pipeline::closedFormBubble(kindOf(l.schedule), p,
+                                              l.microbatches, v);
+    for (int64_t s = 0; s < p; ++s)
+      shape.inFlight[s] =
+          l.schedule == Schedule::GPipe ? m
+          : l.schedule == Schedule::OneFOneB
+              ? std::min(m, double(p - s))
+              : std::min(m, (double((p - s - 1) * 2 + (v - 1) * p) + 1) / vd);
+    return;
+  }
   pipeline::Orders orders;
   pipeline::Timeline timeline;
   if (!pipeline::unroll(kindOf(l.schedule), p, l.microbatches, v, orders)

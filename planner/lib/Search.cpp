@@ -16,12 +16,17 @@ namespace cleave::planner {
 
 namespace {
 
+/// The divisors of n in increasing order, in O(sqrt n).
 std::vector<int64_t> divisors(int64_t n) {
-  std::vector<int64_t> out;
-  for (int64_t i = 1; i <= n; ++i)
-    if (n % i == 0)
-      out.push_back(i);
-  return out;
+  std::vector<int64_t> low, high;
+  for (int64_t i = 1; i <= n / i; ++i)
+    if (n % i == 0) {
+      low.push_back(i);
+      if (i != n / i)
+        high.push_back(n / i);
+    }
+  low.insert(low.end(), high.rbegin(), high.rend());
+  return low;
 }
 
 std::vector<int64_t> choices(const std::optional<int64_t> &fixed, int64_t n) {

@@ -379,6 +379,11 @@ int run() {
   TrainingConfig training;
   training.globalBatch =
       given(globalBatch) ? int64_t(globalBatch) : defaultBatch;
+  // Bounds that keep the search (divisors of these) and the schedules'
+  // simulation quick: far beyond any cluster or batch run today.
+  if (given(globalBatch) && (globalBatch < 1 || globalBatch > (int64_t(1) << 32)))
+    error("--global-batch expects 1 to 2^32 sequences, got " +
+          std::to_string(int64_t(globalBatch)));
   training.precision = defaultPrecision.value_or(Precision::BF16);
   if (given(precision)) {
     if (std::optional<Precision> p = parsePrecision(precision))
@@ -408,8 +413,12 @@ int run() {
     }
     cluster = p->spec;
   }
-  if (given(gpus))
+  if (given(gpus)) {
+    if (gpus > (int64_t(1) << 20))
+      error("--gpus expects at most 2^20 GPUs, got " +
+            std::to_string(int64_t(gpus)));
     cluster.gpus = gpus;
+  }
   if (given(gpusPerNode))
     cluster.gpusPerNode = gpusPerNode;
   if (given(gpuMem))
