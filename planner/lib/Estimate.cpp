@@ -147,7 +147,6 @@ Estimate estimate(const ModelSpec &m, const TrainingConfig &training,
   const ParamCounts P = m.params();
   const StateBytes bytes = stateBytes(training);
   est.pipeline = pipelineShape(m, layout);
-  est.stageLayers = est.pipeline.stageLayers;
 
   // Groups, with ranks ordered tp, cp, [ep,] dp, pp from the innermost.
   const int64_t denseShards = c * D;
@@ -192,7 +191,7 @@ Estimate estimate(const ModelSpec &m, const TrainingConfig &training,
   std::vector<StageCost> stages(p);
   for (int64_t i = 0; i < p; ++i) {
     StageCost &s = stages[i];
-    const int64_t layers = est.stageLayers[i];
+    const int64_t layers = est.pipeline.stageLayers[i];
     const double frac = double(layers) / double(m.layers);
     const bool first = i == 0, last = i == p - 1;
 

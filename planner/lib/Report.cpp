@@ -147,7 +147,7 @@ void writeEstimate(llvm::json::OStream &j, const Estimate &est) {
         const MemoryEstimate &s = est.stageMemory[i];
         j.object([&] {
           j.attribute("stage", int64_t(i));
-          j.attribute("layers", est.stageLayers[i]);
+          j.attribute("layers", est.pipeline.stageLayers[i]);
           number(j, "microbatches_in_flight", est.pipeline.inFlight[i]);
           j.attribute("params_bytes", int64_t(s.params));
           j.attribute("grads_bytes", int64_t(s.grads));
@@ -253,7 +253,7 @@ std::string formatEstimate(const Estimate &e, const ClusterSpec &c) {
     for (size_t i = 0; i < e.stageMemory.size(); ++i) {
       const MemoryEstimate &st = e.stageMemory[i];
       s += "          stage " + std::to_string(i) + ": " +
-           std::to_string(e.stageLayers[i]) + " layers, " +
+           std::to_string(e.pipeline.stageLayers[i]) + " layers, " +
            fixed(e.pipeline.inFlight[i], 2) +
            " microbatches in flight; params " + size(st.params) +
            " + grads " + size(st.grads) + " + optimizer " +

@@ -206,10 +206,9 @@ std::vector<Diagnostic> validateLayout(const ModelSpec &m,
                      fixed(est.tpTimeIntraNode, 2) + " s"});
   }
   if (m.layers % l.pp) {
-    int64_t most = *std::max_element(est.stageLayers.begin(),
-                                     est.stageLayers.end());
-    int64_t least = *std::min_element(est.stageLayers.begin(),
-                                      est.stageLayers.end());
+    const std::vector<int64_t> &layers = est.pipeline.stageLayers;
+    int64_t most = *std::max_element(layers.begin(), layers.end());
+    int64_t least = *std::min_element(layers.begin(), layers.end());
     double slower = double(most) * double(l.pp) / double(m.layers) - 1.0;
     d.push_back({Severity::Warning,
                  "pp=" + str(l.pp) + " does not divide the " + str(m.layers) +

@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "DistPipeline.h"
 #include "ShardingLayout.h"
 #include "TrainingStep.h"
 
@@ -48,11 +49,9 @@ namespace cleave {
 using namespace mlir;
 using namespace cleave;
 using namespace cleave::graph;
-namespace pl = cleave::pipeline;
+using namespace cleave::pipeline_split;
 
 namespace {
-
-constexpr llvm::StringLiteral kPass = "-dist-pipeline-parallel";
 
 //===----------------------------------------------------------------------===//
 // Chunks of layers
@@ -87,97 +86,13 @@ double estimateFlops(Operation *op) {
   return out;
 }
 
+} // namespace
+
 //===----------------------------------------------------------------------===//
 // The split
 //===----------------------------------------------------------------------===//
 
-/// Where an item goes in a stage's order: the schedule step (the
-/// optimizer after the last), the op's index in the step, then receives
-/// before and sends after the op, each in its own sequence.
-struct Key {
-  int64_t block = 0, index = 0, sub = 0, seq = 0;
-  bool operator<(const Key &o) const {
-    return std::tie(block, index, sub, seq) <
-           std::tie(o.block, o.index, o.sub, o.seq);
-  }
-};
-
-/// One entry of a stage's order.
-struct Item {
-  enum Kind { Compute, Send, Recv, SendRecv } kind = Compute;
-  Key key;
-  Operation *op = nullptr; // Compute: the op of the step
-  Value value;             // Send: what is sent; Recv: what arrives
-  int64_t peer = -1;       // Send, Recv: the other stage
-  Value recvValue;         // SendRecv: what arrives (value: what is sent)
-  int64_t recvPeer = -1;
-};
-
-class PipelineSplit {
-public:
-  PipelineSplit(func::FuncOp step, dist::MeshOp mesh, StringRef axis,
-                int64_t stages, const DistPipelineParallelPassOptions &options)
-      : step(step), mesh(mesh), axis(axis), p(stages), options(options) {}
-
-  LogicalResult run(ModuleOp module);
-
-private:
-  LogicalResult chooseChunks();
-  LogicalResult placeOps();
-  LogicalResult orderStages();
-  LogicalResult pairTransfers();
-  void measureSavedActivations();
-  void report();
-  LogicalResult emit(ModuleOp module);
-
-  int64_t stageOfChunk(int64_t c) const { return c % p; }
-  int64_t localChunk(int64_t c) const { return c / p; }
-  bool isFree(Value v) const {
-    Operation *d = v.getDefiningOp();
-    return !d || free.contains(d);
-  }
-  /// The stage of an op that is not free, and of its results.
-  int64_t stageOf(Operation *op) const {
-    return stageOfChunk(chunk.lookup(op));
-  }
-  int64_t stageOf(Value v) const { return stageOf(v.getDefiningOp()); }
-  /// The block of schedule step (backward, microbatch, local chunk) of
-  /// stage s; the optimizer's is the stage's number of steps.
-  int64_t blockOf(int64_t s, bool backward, int64_t mb, int64_t k) const;
-  InFlightDiagnostic error() {
-    return step.emitOpError() << "(" << kPass << "): ";
-  }
-
-  func::FuncOp step;
-  dist::MeshOp mesh;
-  StringRef axis;
-  int64_t p;
-  DistPipelineParallelPassOptions options;
-  int64_t v = 1, m = 1, numLayers = 0;
-  pl::ScheduleKind kind = pl::ScheduleKind::OneFOneB;
-  pl::Orders orders;
-  std::vector<int64_t> chunkStarts; // the first layer of each chunk
-  std::vector<double> chunkCost;
-  SmallVector<Operation *> body; // the step's ops, in order
-  DenseMap<Operation *, int64_t> indexOf;
-  DenseSet<Operation *> free;
-  /// The chunk of every op that is not free, but assignments of free
-  /// values (placed by assignStages).
-  DenseMap<Operation *, int64_t> chunk;
-  DenseMap<Operation *, int64_t> blockAt;
-  /// Per stage, the index in its order of each (backward, microbatch,
-  /// local chunk) step.
-  std::vector<std::map<std::tuple<bool, int64_t, int64_t>, int64_t>>
-      stepIndex;
-  /// Assignments: the stages that store the parameter.
-  DenseMap<Operation *, SmallVector<int64_t>> assignStages;
-  std::vector<std::vector<Item>> items; // per stage, in order
-  /// Per stage, the most bytes of saved activations held at once.
-  std::vector<int64_t> savedPeak;
-  std::vector<ModuleOp> stageModules; // made by emit
-  std::string stepName;
-  std::optional<Location> stepLoc;
-};
+namespace cleave::pipeline_split {
 
 int64_t PipelineSplit::blockOf(int64_t s, bool backward, int64_t mb,
                                int64_t k) const {
@@ -580,125 +495,6 @@ LogicalResult PipelineSplit::pairTransfers() {
   }
 }
 
-/// The activations of a microbatch-chunk: the values a forward op computes
-/// (or the stage receives) that a backward op of the stage reads, held from
-/// the chunk's forward step to its backward step. The most bytes held at
-/// once, over the stage's order, is what the schedule costs in memory.
-void PipelineSplit::measureSavedActivations() {
-  std::vector<std::map<std::pair<int64_t, int64_t>, int64_t>> saved(p);
-  for (Operation *op : body) {
-    if (free.contains(op) ||
-        phaseOf(op).value_or(Phase::Forward) != Phase::Forward)
-      continue;
-    int64_t mb = microbatchOf(op).value_or(0);
-    for (Value x : op->getResults()) {
-      llvm::SmallDenseSet<int64_t, 4> counted;
-      for (Operation *user : x.getUsers()) {
-        auto it = chunk.find(user);
-        if (it == chunk.end() || phaseOf(user) != Phase::Backward)
-          continue;
-        int64_t s = stageOfChunk(it->second);
-        if (counted.insert(s).second)
-          saved[s][{mb, localChunk(it->second)}] += getTensorBytes(x.getType());
-      }
-    }
-  }
-  savedPeak.assign(p, 0);
-  for (int64_t s = 0; s < p; ++s) {
-    int64_t live = 0;
-    for (const pl::Step &st : orders[s]) {
-      int64_t bytes = saved[s][{st.microbatch, st.chunk}];
-      live += st.backward ? -bytes : bytes;
-      savedPeak[s] = std::max(savedPeak[s], live);
-    }
-  }
-}
-
-void PipelineSplit::report() {
-  if (!options.report && options.trace.empty())
-    return;
-  pl::Timeline timeline;
-  std::string err = pl::simulate(orders, v, m, 1.0, 2.0, timeline);
-  if (options.report) {
-    llvm::raw_ostream &os = llvm::outs();
-    os << "dist-pipeline-parallel: @" << stepName << " over \""
-       << axis << "\": " << p << " stages";
-    if (v > 1)
-      os << " x " << v << " chunks";
-    os << ", " << m << " microbatch" << (m == 1 ? "" : "es") << ", "
-       << options.schedule << "\n";
-    double total = 0;
-    for (double c : chunkCost)
-      total += c;
-    for (int64_t s = 0; s < p; ++s) {
-      os << "  stage " << s << ":";
-      for (int64_t c = s; c < p * v; c += p) {
-        int64_t end = c + 1 < p * v ? chunkStarts[c + 1] : numLayers;
-        os << " layers " << chunkStarts[c] << "-" << end - 1;
-        if (c == 0)
-          os << " (and the ops before them: the embedding)";
-        if (c == p * v - 1)
-          os << " (and the ops after them: the head, the loss)";
-        os << ",";
-      }
-      double share = 0;
-      for (int64_t c = s; c < p * v; c += p)
-        share += chunkCost[c];
-      os << llvm::format(" %.1f%% of the forward FLOPs", 100 * share / total);
-      if (err.empty())
-        os << ", activations of at most " << timeline.peakInFlight[s]
-           << " microbatch-chunk"
-           << (timeline.peakInFlight[s] == 1 ? "" : "s") << " held";
-      os << "\n";
-      // What the stage's rank stores: its parameters and optimizer state,
-      // the gradients its updates consume, the activations it keeps.
-      int64_t params = 0, state = 0, grads = 0;
-      for (auto param : stageModules[s].getOps<ParamOp>()) {
-        cleave_param_role role = getParamRole(param);
-        if (role == CLEAVE_PARAM_MODEL)
-          params += getTensorBytes(param.getType());
-        else if (role == CLEAVE_PARAM_OPTIMIZER_STATE)
-          state += getTensorBytes(param.getType());
-      }
-      stageModules[s].walk([&](Operation *op) {
-        if (auto adamw = dyn_cast<AdamwOp>(op))
-          grads += getTensorBytes(adamw.getGrad().getType());
-        else if (auto sgd = dyn_cast<SgdOp>(op))
-          grads += getTensorBytes(sgd.getGrad().getType());
-      });
-      os << "  stage " << s << " memory: parameters " << params
-         << " B, gradients " << grads << " B, optimizer state " << state
-         << " B, saved activations at most " << savedPeak[s] << " B\n";
-    }
-    if (err.empty()) {
-      double closed = pl::closedFormBubble(kind, p, m, v);
-      os << llvm::format("  bubble %.4f of the step with equal stages "
-                         "(closed form %s = %.4f)\n",
-                         timeline.bubble,
-                         kind == pl::ScheduleKind::Interleaved
-                             ? "(p-1)/(vm+p-1)"
-                             : "(p-1)/(m+p-1)",
-                         closed);
-      // With each chunk's estimated forward FLOPs: what the trainer's
-      // measured timeline (--trace) is to be compared with.
-      pl::Timeline costed;
-      if (pl::simulate(orders, v, m, chunkCost, 2.0, costed).empty())
-        os << llvm::format("  bubble %.4f of the step with the stages' "
-                           "estimated costs (backward 2x forward)\n",
-                           costed.bubble);
-    }
-  }
-  if (!options.trace.empty() && err.empty()) {
-    std::error_code ec;
-    llvm::raw_fd_ostream out(options.trace, ec);
-    if (ec)
-      emitWarning(*stepLoc) << "cannot write the schedule trace '"
-                         << options.trace << "': " << ec.message();
-    else
-      out << pl::chromeTrace(timeline);
-  }
-}
-
 LogicalResult PipelineSplit::run(ModuleOp module) {
   if (failed(chooseChunks()) || failed(placeOps()) || failed(orderStages()))
     return failure();
@@ -862,6 +658,10 @@ LogicalResult PipelineSplit::emit(ModuleOp module) {
     param.erase();
   return success();
 }
+
+} // namespace cleave::pipeline_split
+
+namespace {
 
 struct DistPipelineParallelPass
     : cleave::impl::DistPipelineParallelPassBase<DistPipelineParallelPass> {

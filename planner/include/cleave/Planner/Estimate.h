@@ -171,7 +171,6 @@ struct Estimate {
   Layout layout;
   int64_t microBatch = 0; ///< sequences per microbatch
   PipelineShape pipeline;
-  std::vector<int64_t> stageLayers;       ///< pipeline.stageLayers
   std::vector<MemoryEstimate> stageMemory; ///< of every stage
   MemoryEstimate memory; ///< of the stage that needs the most
   CommEstimate comm;     ///< of the slowest stage
