@@ -34,13 +34,34 @@
 // LLAMA: graph.rms_norm
 // LLAMA: return
 
-// The router's softmax over experts is not attention and must stay.
-// RUN: cleave-translate --import-onnx %examples/moe/model.onnx | cleave-opt --cleave-raise -canonicalize | FileCheck %s --check-prefix=MOE --implicit-check-not=graph.tanh
+// The dense mixture of experts becomes routed experts: one group per
+// sequence (batch 2 x 8 tokens), dropless (8 slots per expert and group).
+// The router's softmax over experts is not attention.
+// RUN: cleave-translate --import-onnx %examples/moe/model.onnx | cleave-opt --cleave-raise -canonicalize | FileCheck %s --check-prefix=MOE --implicit-check-not=graph.tanh --implicit-check-not=graph.topk
 // MOE-LABEL: func.func @forward
 // MOE: graph.attention {{.*}} causal
-// MOE: %[[P:.*]] = graph.softmax %{{.*}} dim 1 : tensor<16x4xf32>
-// MOE: graph.topk %[[P]] k 2 dim 1
-// MOE: graph.gelu {{.*}} approximate tanh : tensor<4x16x64xf32>
+// MOE: %[[L:.*]] = graph.matmul %{{.*}} : tensor<16x32xf32>, tensor<32x4xf32>
+// MOE: %[[G:.*]], %[[E:.*]] = graph.router_topk %[[L]] k 2 normalize : tensor<16x4xf32>
+// MOE: %[[D:.*]] = graph.moe_dispatch %{{.*}}, %[[E]] experts 4 capacity 8 groups 2 : tensor<16x32xf32>, tensor<16x2xi64>
+// MOE: %[[H:.*]] = graph.expert_matmul %[[D]], %{{.*}} : tensor<4x16x32xf32>, tensor<4x32x64xf32>
+// MOE: %[[A:.*]] = graph.gelu %[[H]] approximate tanh : tensor<4x16x64xf32>
+// MOE: %[[Y:.*]] = graph.expert_matmul %[[A]], %{{.*}} : tensor<4x16x64xf32>, tensor<4x64x32xf32>
+// MOE: graph.moe_combine %[[Y]], %[[G]], %[[E]] groups 2 : tensor<4x16x32xf32>, tensor<16x2xf32>, tensor<16x2xi64>
 // MOE: graph.attention {{.*}} causal
-// MOE: graph.softmax %{{.*}} dim 1 : tensor<16x4xf32>
-// MOE: graph.gelu {{.*}} approximate tanh
+// MOE: graph.router_topk
+// MOE: graph.moe_combine
+
+// With capacity: ceil(1.0 * 2 * 4 / 4) = 2 slots per expert in each group
+// of 4 tokens; moe=false keeps the dense form.
+// RUN: cleave-translate --import-onnx %examples/moe/model.onnx | cleave-opt --cleave-raise='moe-capacity-factor=1.0 moe-group-size=4' | FileCheck %s --check-prefix=CAP
+// CAP: graph.moe_dispatch %{{.*}} experts 4 capacity 2 groups 4 : tensor<16x32xf32>, tensor<16x2xi64>
+// CAP: graph.expert_matmul %{{.*}} : tensor<4x8x32xf32>, tensor<4x32x64xf32>
+// RUN: cleave-translate --import-onnx %examples/moe/model.onnx | cleave-opt --cleave-raise='moe=false' | FileCheck %s --check-prefix=DENSE --implicit-check-not=graph.moe_dispatch
+// DENSE: graph.topk
+// DENSE: graph.matmul %{{.*}} : tensor<1x16x32xf32>, tensor<4x32x64xf32>
+
+// Options that do not fit the model are errors.
+// RUN: cleave-translate --import-onnx %examples/moe/model.onnx | not cleave-opt --cleave-raise='moe-group-size=5' 2>&1 | FileCheck %s --check-prefix=BADGROUP
+// BADGROUP: error: -cleave-raise: moe-group-size 5 does not divide the mixture's 16 tokens
+// RUN: cleave-translate --import-onnx %examples/moe/model.onnx | not cleave-opt --cleave-raise='moe-capacity-factor=-1' 2>&1 | FileCheck %s --check-prefix=BADCAP
+// BADCAP: error: -cleave-raise: moe-capacity-factor must be a finite number >= 0 (0: dropless), got -1

@@ -36,7 +36,7 @@
 // The distribution passes will go between the gradients and the optimizer.
 // RUN: cleave-opt %s --cleave-pipeline='train precision=fp16 keep-f32=softmax' --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=PASSES
 // PASSES: builtin.module(
-// PASSES-NEXT: cleave-raise,
+// PASSES-NEXT: cleave-raise{moe=true moe-capacity-factor=0.000000e+00 moe-group-size=0},
 // PASSES-NEXT: cleave-mixed-precision{keep-f32={softmax} precision=f16 router-f32=true},
 // PASSES-NEXT: canonicalize
 // PASSES-NEXT: cleave-add-loss{accumulate=1 ignore-index= loss=cross-entropy},
@@ -52,7 +52,7 @@
 // PASSES-NEXT: )
 // Inference: no autodiff, no mixed precision.
 // RUN: cleave-opt %s --cleave-pipeline --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=INFER
-// INFER: cleave-raise,
+// INFER: cleave-raise{moe=true moe-capacity-factor=0.000000e+00 moe-group-size=0},
 // INFER-NOT: cleave-mixed-precision
 // INFER-NOT: cleave-autodiff
 // INFER-NOT: cleave-add-loss

@@ -405,17 +405,19 @@ struct MoePattern : CallPattern<MoePattern, Op> {
             {rt.arena(), in[0], out[0], out[1], rt.constI64(r.getK()),
              rt.constI32(r.getNormalize() ? 1 : 0)});
   }
-  static void build(MoeDispatchOp, ArrayRef<Value> in, ArrayRef<Value> out,
+  static void build(MoeDispatchOp d, ArrayRef<Value> in, ArrayRef<Value> out,
                     RuntimeBuilder &rt) {
-    rt.call("cleave_rt_moe_dispatch", {rt.arena(), in[0], in[1], out[0]});
+    rt.call("cleave_rt_moe_dispatch",
+            {rt.arena(), in[0], in[1], out[0], rt.constI64(d.getGroups())});
   }
   static void build(ExpertMatmulOp, ArrayRef<Value> in, ArrayRef<Value> out,
                     RuntimeBuilder &rt) {
     rt.call("cleave_rt_expert_matmul", {rt.arena(), in[0], in[1], out[0]});
   }
-  static void build(MoeCombineOp, ArrayRef<Value> in, ArrayRef<Value> out,
+  static void build(MoeCombineOp c, ArrayRef<Value> in, ArrayRef<Value> out,
                     RuntimeBuilder &rt) {
-    rt.call("cleave_rt_moe_combine", {rt.arena(), in[0], in[1], in[2], out[0]});
+    rt.call("cleave_rt_moe_combine", {rt.arena(), in[0], in[1], in[2], out[0],
+                                      rt.constI64(c.getGroups())});
   }
 };
 

@@ -118,6 +118,14 @@ bool CleavePipelineOptions::hasMeshAxis(StringRef name) const {
   });
 }
 
+RaisePassOptions CleavePipelineOptions::raiseOptions() const {
+  RaisePassOptions options;
+  options.moe = !moeDense;
+  options.moeCapacityFactor = moeCapacityFactor;
+  options.moeGroupSize = moeGroupSize;
+  return options;
+}
+
 MixedPrecisionPassOptions CleavePipelineOptions::mixedPrecisionOptions() const {
   MixedPrecisionPassOptions options;
   options.precision = precision;
@@ -208,7 +216,7 @@ void CleavePipelineOptions::addToCommandLine(
 /// marked `cleave.gradient`).
 static void addGradientPasses(OpPassManager &pm,
                               const CleavePipelineOptions &options) {
-  pm.addPass(createRaisePass());
+  pm.addPass(createRaisePass(options.raiseOptions()));
   // Tensor parallelism splits a fused query-key-value projection by heads.
   if (options.splitProjections || options.hasMeshAxis("tp"))
     pm.addPass(createSplitProjectionsPass());

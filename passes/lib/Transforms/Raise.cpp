@@ -8,6 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "RaiseMoe.h"
+
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
 #include "cleave/Transforms/Passes.h"
 
@@ -545,11 +547,16 @@ struct RaiseAttention : OpRewritePattern<MatmulOp> {
 };
 
 struct RaisePass : cleave::impl::RaisePassBase<RaisePass> {
+  using Base::Base;
+
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<RaiseLayerNorm, RaiseRmsNorm, RaiseGelu, RaiseSilu,
                  RaiseAttention>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+    if (moe && failed(raiseMixturesOfExperts(
+                   getOperation(), {moeCapacityFactor, moeGroupSize})))
       signalPassFailure();
   }
 };

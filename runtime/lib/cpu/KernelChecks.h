@@ -271,13 +271,14 @@ void checkRouterTopk(const char *kn, const cleave_tensor *logits,
 /// The checks of moe_dispatch: tokens [T, H], experts [T, k], out
 /// [E, C, H] of tokens' dtype.
 void checkMoeDispatch(const char *kn, const cleave_tensor *tokens,
-                      const cleave_tensor *experts, const cleave_tensor *out);
+                      const cleave_tensor *experts, const cleave_tensor *out,
+                      int64_t groups);
 
 /// The checks of moe_combine: expert_out [E, C, H], gates and experts
 /// [T, k], out [T, H].
 void checkMoeCombine(const char *kn, const cleave_tensor *expert_out,
                      const cleave_tensor *gates, const cleave_tensor *experts,
-                     const cleave_tensor *out);
+                     const cleave_tensor *out, int64_t groups);
 
 //===----------------------------------------------------------------------===//
 // Optimizer

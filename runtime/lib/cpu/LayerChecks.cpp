@@ -284,8 +284,18 @@ void checkRouterTopk(const char *kn, const cleave_tensor *logits,
                    (long long)k);
 }
 
+/// `groups` divides the tokens and the slots.
+void checkGroups(const char *kn, int64_t groups, int64_t tokens,
+                 int64_t slots) {
+  if (groups < 1 || tokens % groups != 0 || slots % groups != 0)
+    cleave_rt_fail("%s: %lld groups must be >= 1 and divide the %lld tokens "
+                   "and the %lld slots",
+                   kn, (long long)groups, (long long)tokens, (long long)slots);
+}
+
 void checkMoeDispatch(const char *kn, const cleave_tensor *tokens,
-                      const cleave_tensor *experts, const cleave_tensor *out) {
+                      const cleave_tensor *experts, const cleave_tensor *out,
+                      int64_t groups) {
   checkTensor(kn, "tokens", tokens);
   checkExperts(kn, experts);
   checkTensor(kn, "out", out);
@@ -299,11 +309,12 @@ void checkMoeDispatch(const char *kn, const cleave_tensor *tokens,
   if (tokens->dtype != out->dtype)
     cleave_rt_fail("%s: tokens are %s but out is %s", kn,
                    dtypeName(tokens->dtype), dtypeName(out->dtype));
+  checkGroups(kn, groups, tokens->shape[0], out->shape[1]);
 }
 
 void checkMoeCombine(const char *kn, const cleave_tensor *expert_out,
                      const cleave_tensor *gates, const cleave_tensor *experts,
-                     const cleave_tensor *out) {
+                     const cleave_tensor *out, int64_t groups) {
   checkTensor(kn, "expert_out", expert_out);
   checkTensor(kn, "gates", gates);
   checkExperts(kn, experts);
@@ -320,6 +331,7 @@ void checkMoeCombine(const char *kn, const cleave_tensor *expert_out,
   for (const cleave_tensor *x : {expert_out, gates, out})
     if (!isFloatType(x->dtype))
       cleave_rt_fail("%s: unsupported dtype %s", kn, dtypeName(x->dtype));
+  checkGroups(kn, groups, out->shape[0], expert_out->shape[1]);
 }
 
 //===----------------------------------------------------------------------===//

@@ -21,14 +21,19 @@ using namespace cleave::rt;
 
 namespace {
 
-/// The slot of each assignment (t, j) in its expert's buffer, or -1 when
-/// the expert was already full. Fails on an expert index out of range.
+/// The slot of each assignment (t, j) in its expert's buffer of
+/// `groups * capacity` slots, or -1 when the expert was already full in the
+/// token's group: group g holds tokens [g T/G, (g+1) T/G) and slots
+/// [g C, (g+1) C). Fails on an expert index out of range.
 std::vector<int64_t> assignSlots(const char *kernel, const int64_t *experts,
                                  int64_t tokens, int64_t k, int64_t numExperts,
-                                 int64_t capacity) {
+                                 int64_t capacity, int64_t groups) {
   std::vector<int64_t> next(size_t(numExperts), 0);
   std::vector<int64_t> slots(static_cast<size_t>(tokens * k));
+  int64_t perGroup = tokens / groups * k;
   for (int64_t a = 0; a < tokens * k; ++a) {
+    if (a % perGroup == 0)
+      std::fill(next.begin(), next.end(), 0);
     int64_t e = experts[a];
     if (e < 0 || e >= numExperts)
       cleave_rt_fail("%s: expert %lld of token %lld (choice %lld) is out of "
@@ -36,7 +41,7 @@ std::vector<int64_t> assignSlots(const char *kernel, const int64_t *experts,
                      kernel, (long long)e, (long long)(a / k),
                      (long long)(a % k), (long long)numExperts);
     int64_t &n = next[size_t(e)];
-    slots[size_t(a)] = n < capacity ? n++ : -1;
+    slots[size_t(a)] = n < capacity ? (a / perGroup) * capacity + n++ : -1;
   }
   return slots;
 }
@@ -94,13 +99,14 @@ void cleave_rt_router_topk(char *arena, const cleave_tensor *logits,
 
 void cleave_rt_moe_dispatch(char *arena, const cleave_tensor *tokens,
                             const cleave_tensor *experts,
-                            const cleave_tensor *out) {
+                            const cleave_tensor *out, int64_t groups) {
   const char *kn = "cleave_rt_moe_dispatch";
-  checkMoeDispatch(kn, tokens, experts, out);
+  checkMoeDispatch(kn, tokens, experts, out, groups);
   int64_t t = tokens->shape[0], h = tokens->shape[1];
   int64_t k = experts->shape[1], e = out->shape[0], c = out->shape[1];
   Input<int64_t> xv(arena, *experts);
-  std::vector<int64_t> slots = assignSlots(kn, xv.data(), t, k, e, c);
+  std::vector<int64_t> slots =
+      assignSlots(kn, xv.data(), t, k, e, c / groups, groups);
   size_t row = size_t(h) * elementSize(out->dtype);
   const char *src = dataOf(arena, *tokens);
   char *dst = dataOf(arena, *out);
@@ -117,14 +123,15 @@ void cleave_rt_moe_dispatch(char *arena, const cleave_tensor *tokens,
 void cleave_rt_moe_combine(char *arena, const cleave_tensor *expert_out,
                            const cleave_tensor *gates,
                            const cleave_tensor *experts,
-                           const cleave_tensor *out) {
+                           const cleave_tensor *out, int64_t groups) {
   const char *kn = "cleave_rt_moe_combine";
-  checkMoeCombine(kn, expert_out, gates, experts, out);
+  checkMoeCombine(kn, expert_out, gates, experts, out, groups);
   int64_t t = out->shape[0], h = out->shape[1];
   int64_t k = experts->shape[1], e = expert_out->shape[0];
   int64_t c = expert_out->shape[1];
   Input<int64_t> xv(arena, *experts);
-  std::vector<int64_t> slots = assignSlots(kn, xv.data(), t, k, e, c);
+  std::vector<int64_t> slots =
+      assignSlots(kn, xv.data(), t, k, e, c / groups, groups);
   Input<float> yv(arena, *expert_out), gv(arena, *gates);
   Output<float> ov(arena, *out);
   const float *yp = yv.data(), *gp = gv.data();

@@ -16,6 +16,7 @@
 #include "../cpu/KernelChecks.h"
 #include "../cpu/Tensor.h"
 
+#include <algorithm>
 #include <cub/block/block_scan.cuh>
 
 using namespace cleave::rt;
@@ -122,51 +123,55 @@ __global__ void routerTopkKernel(const char *logits, int32_t dtype,
 
 constexpr int kScanThreads = 1024;
 
-/// Block e walks the n = T * k assignments in order, a chunk of
-/// kScanThreads at a time, and gives each one of expert e the next slot
-/// (an exclusive prefix sum of the matches plus the slots already taken):
-/// row[a] = e * capacity + slot, or -1 when the expert is full. Block 0
-/// also reports experts outside [0, E) (their row is -1).
+/// Block (e, g) walks the n / G assignments of group g in order, a chunk
+/// of kScanThreads at a time, and gives each one of expert e the next slot
+/// of the group (an exclusive prefix sum of the matches plus the slots
+/// already taken): row[a] = e * G * capacity + g * capacity + slot, or -1
+/// when the expert is full in the group. Blocks (0, g) also report experts
+/// outside [0, E) (their row is -1).
 __global__ void __launch_bounds__(kScanThreads)
     assignSlotsKernel(const char *experts, int32_t dtype, int64_t n,
-                      int64_t numExperts, int64_t capacity, int64_t *row,
-                      int32_t kernelId, DeviceError *error) {
+                      int64_t numExperts, int64_t capacity, int64_t groups,
+                      int64_t *row, int32_t kernelId, DeviceError *error) {
   using Scan = cub::BlockScan<int, kScanThreads>;
   __shared__ typename Scan::TempStorage temp;
-  int64_t e = blockIdx.x;
+  int64_t e = blockIdx.x, perGroup = n / groups;
   bool owner = e < numExperts;
-  int64_t taken = 0;
-  for (int64_t chunk = 0; chunk < n; chunk += kScanThreads) {
-    int64_t a = chunk + threadIdx.x;
-    int64_t x = a < n ? loadI64(experts, dtype, a) : -1;
-    if (blockIdx.x == 0 && a < n && (x < 0 || x >= numExperts)) {
-      raiseError(error, kExpertOutOfRange, kernelId, x, numExperts);
-      row[a] = -1;
+  for (int64_t g = blockIdx.y; g < groups; g += gridDim.y) {
+    int64_t begin = g * perGroup, end = begin + perGroup, taken = 0;
+    for (int64_t chunk = begin; chunk < end; chunk += kScanThreads) {
+      int64_t a = chunk + threadIdx.x;
+      int64_t x = a < end ? loadI64(experts, dtype, a) : -1;
+      if (blockIdx.x == 0 && a < end && (x < 0 || x >= numExperts)) {
+        raiseError(error, kExpertOutOfRange, kernelId, x, numExperts);
+        row[a] = -1;
+      }
+      int match = owner && a < end && x == e ? 1 : 0;
+      int before, total;
+      Scan(temp).ExclusiveSum(match, before, total);
+      if (match) {
+        int64_t slot = taken + before;
+        row[a] = slot < capacity ? (e * groups + g) * capacity + slot : -1;
+      }
+      taken += total;
+      __syncthreads(); // temp is reused by the next chunk's scan
     }
-    int match = owner && a < n && x == e ? 1 : 0;
-    int before, total;
-    Scan(temp).ExclusiveSum(match, before, total);
-    if (match) {
-      int64_t slot = taken + before;
-      row[a] = slot < capacity ? e * capacity + slot : -1;
-    }
-    taken += total;
-    __syncthreads(); // temp is reused by the next chunk's scan
   }
 }
 
-/// The [E * C] row of each of the n assignments (see assignSlotsKernel),
-/// in `rows`.
+/// The [E * G * C] row of each of the n assignments (see
+/// assignSlotsKernel), in `rows`; `capacity` is per group.
 void assignSlots(const char *kn, int32_t kernelId, const char *experts,
                  int32_t dtype, int64_t n, int64_t numExperts, int64_t capacity,
-                 ScratchBuffer &rows) {
+                 int64_t groups, ScratchBuffer &rows) {
   rows.allocate(size_t(n) * sizeof(int64_t), kn);
   if (n == 0)
     return;
-  unsigned blocks = static_cast<unsigned>(numExperts > 0 ? numExperts : 1);
+  dim3 blocks(static_cast<unsigned>(numExperts > 0 ? numExperts : 1),
+              static_cast<unsigned>(std::min<int64_t>(groups, 65535)));
   assignSlotsKernel<<<blocks, kScanThreads, 0, stream()>>>(
-      experts, dtype, n, numExperts, capacity, rows.as<int64_t>(), kernelId,
-      errorSlot());
+      experts, dtype, n, numExperts, capacity, groups, rows.as<int64_t>(),
+      kernelId, errorSlot());
   checkLaunchOf(kn);
 }
 
@@ -308,14 +313,14 @@ void cleave_rt_router_topk(char *arena, const cleave_tensor *logits,
 
 void cleave_rt_moe_dispatch(char *arena, const cleave_tensor *tokens,
                             const cleave_tensor *experts,
-                            const cleave_tensor *out) {
+                            const cleave_tensor *out, int64_t groups) {
   const char *kn = "cleave_rt_moe_dispatch";
-  checkMoeDispatch(kn, tokens, experts, out);
+  checkMoeDispatch(kn, tokens, experts, out, groups);
   int64_t t = tokens->shape[0], h = tokens->shape[1];
   int64_t k = experts->shape[1], e = out->shape[0], c = out->shape[1];
   ScratchBuffer rows, copy;
   assignSlots(kn, kMoeDispatch, dataOf(arena, *experts), experts->dtype, t * k,
-              e, c, rows);
+              e, c / groups, groups, rows);
   // out is zeroed before the tokens are copied in.
   const char *src =
       bytesInput(arena, *tokens, overlaps(*tokens, *out), copy, kn);
@@ -345,15 +350,15 @@ void cleave_rt_moe_dispatch(char *arena, const cleave_tensor *tokens,
 void cleave_rt_moe_combine(char *arena, const cleave_tensor *expert_out,
                            const cleave_tensor *gates,
                            const cleave_tensor *experts,
-                           const cleave_tensor *out) {
+                           const cleave_tensor *out, int64_t groups) {
   const char *kn = "cleave_rt_moe_combine";
-  checkMoeCombine(kn, expert_out, gates, experts, out);
+  checkMoeCombine(kn, expert_out, gates, experts, out, groups);
   int64_t t = out->shape[0], h = out->shape[1];
   int64_t k = experts->shape[1], e = expert_out->shape[0];
   int64_t c = expert_out->shape[1];
   ScratchBuffer rows, yCopy, gatesCopy;
   assignSlots(kn, kMoeCombine, dataOf(arena, *experts), experts->dtype, t * k,
-              e, c, rows);
+              e, c / groups, groups, rows);
   if (t * h == 0)
     return;
   // Threads write out while others still read expert_out and gates.

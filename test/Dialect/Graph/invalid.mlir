@@ -627,8 +627,32 @@ func.func @dispatch_shapes(%x: tensor<16x64xf32>, %e: tensor<8x2xi64>) {
 // -----
 
 func.func @dispatch_capacity(%x: tensor<16x64xf32>, %e: tensor<16x2xi64>) {
-  // expected-error @+1 {{experts (8) and capacity (0) must be >= 1}}
+  // expected-error @+1 {{experts (8), capacity (0) and groups (1) must be >= 1}}
   %0 = graph.moe_dispatch %x, %e experts 8 capacity 0 : tensor<16x64xf32>, tensor<16x2xi64>
+  return
+}
+
+// -----
+
+func.func @dispatch_groups(%x: tensor<16x64xf32>, %e: tensor<16x2xi64>) {
+  // expected-error @+1 {{the 3 groups do not divide the 16 tokens}}
+  %0 = graph.moe_dispatch %x, %e experts 8 capacity 4 groups 3 : tensor<16x64xf32>, tensor<16x2xi64>
+  return
+}
+
+// -----
+
+func.func @dispatch_too_large(%x: tensor<16x64xf32>, %e: tensor<16x2xi64>) {
+  // expected-error @+1 {{a dispatch buffer of 8 experts x 1 groups x 288230376151711744 slots x 64 features is too large}}
+  %0 = graph.moe_dispatch %x, %e experts 8 capacity 288230376151711744 : tensor<16x64xf32>, tensor<16x2xi64>
+  return
+}
+
+// -----
+
+func.func @combine_groups(%o: tensor<8x6x64xf32>, %g: tensor<16x2xf32>, %e: tensor<16x2xi64>) {
+  // expected-error @+1 {{groups (4) must be >= 1 and divide the 16 tokens and the 6 slots}}
+  %0 = graph.moe_combine %o, %g, %e groups 4 : tensor<8x6x64xf32>, tensor<16x2xf32>, tensor<16x2xi64>
   return
 }
 

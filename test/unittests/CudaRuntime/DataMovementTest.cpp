@@ -230,7 +230,7 @@ void moeExpertOutOfRange() {
   cleave_tensor experts = p.add(CLEAVE_I64, {2, 1});
   cleave_tensor out = p.add(CLEAVE_F32, {3, 2, 4});
   p.setValues(experts, {1, 3});
-  cleave_rt_moe_dispatch(p.deviceArena(), &tokens, &experts, &out);
+  cleave_rt_moe_dispatch(p.deviceArena(), &tokens, &experts, &out, 1);
   cleave_rt_synchronize();
 }
 

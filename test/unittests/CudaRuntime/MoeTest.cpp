@@ -49,33 +49,36 @@ TEST_F(CudaMoe, RouterTopk) {
 TEST_F(CudaMoe, DispatchAndCombineWithDrops) {
   unsigned seed = 100;
   for (int32_t dtype : {CLEAVE_F32, CLEAVE_BF16})
-    for (int32_t indexType : {CLEAVE_I64, CLEAVE_I32}) {
-      // 512 picks into 8 x 40 slots: drops.
-      int64_t t = 256, h = 64, e = 8, k = 2, c = 40;
-      DevicePair p;
-      cleave_tensor tokens = p.add(dtype, {t, h});
-      cleave_tensor experts = p.add(indexType, {t, k});
-      cleave_tensor gates = p.add(CLEAVE_F32, {t, k});
-      cleave_tensor dispatched = p.add(dtype, {e, c, h});
-      cleave_tensor expertOut = p.add(dtype, {e, c, h});
-      cleave_tensor out = p.add(dtype, {t, h});
-      p.fill(tokens, -1, 1, seed++);
-      // Skewed choices: expert 0 and 1 overflow.
-      std::vector<double> ev = p.fill(experts, 0, double(e), seed++);
-      for (size_t i = 0; i < ev.size(); i += 3)
-        ev[i] = double(i % 2);
-      p.setValues(experts, ev);
-      p.fill(gates, 0, 1, seed++);
-      p.fill(dispatched, 5, 6, seed++); // empty slots must be zeroed
-      p.fill(expertOut, -1, 1, seed++);
-      p.fill(out, 5, 6, seed++);
-      std::string what = std::string(dtypeName(dtype)) + " " +
-                         dtypeName(indexType) + " experts";
-      CUDA_AND_CPU(p, moe_dispatch, &tokens, &experts, &dispatched);
-      p.expectMatch(dispatched, "moe_dispatch " + what, {0, 0});
-      CUDA_AND_CPU(p, moe_combine, &expertOut, &gates, &experts, &out);
-      p.expectMatch(out, "moe_combine " + what);
-    }
+    for (int32_t indexType : {CLEAVE_I64, CLEAVE_I32})
+      for (int64_t groups : {int64_t(1), int64_t(4)}) {
+        // 512 picks into 8 x 40 slots: drops.
+        int64_t t = 256, h = 64, e = 8, k = 2, c = 40;
+        DevicePair p;
+        cleave_tensor tokens = p.add(dtype, {t, h});
+        cleave_tensor experts = p.add(indexType, {t, k});
+        cleave_tensor gates = p.add(CLEAVE_F32, {t, k});
+        cleave_tensor dispatched = p.add(dtype, {e, c, h});
+        cleave_tensor expertOut = p.add(dtype, {e, c, h});
+        cleave_tensor out = p.add(dtype, {t, h});
+        p.fill(tokens, -1, 1, seed++);
+        // Skewed choices: expert 0 and 1 overflow.
+        std::vector<double> ev = p.fill(experts, 0, double(e), seed++);
+        for (size_t i = 0; i < ev.size(); i += 3)
+          ev[i] = double(i % 2);
+        p.setValues(experts, ev);
+        p.fill(gates, 0, 1, seed++);
+        p.fill(dispatched, 5, 6, seed++); // empty slots must be zeroed
+        p.fill(expertOut, -1, 1, seed++);
+        p.fill(out, 5, 6, seed++);
+        std::string what = std::string(dtypeName(dtype)) + " " +
+                           dtypeName(indexType) + " experts, " +
+                           std::to_string(groups) + " groups";
+        CUDA_AND_CPU(p, moe_dispatch, &tokens, &experts, &dispatched, groups);
+        p.expectMatch(dispatched, "moe_dispatch " + what, {0, 0});
+        CUDA_AND_CPU(p, moe_combine, &expertOut, &gates, &experts, &out,
+                     groups);
+        p.expectMatch(out, "moe_combine " + what);
+      }
 }
 
 TEST_F(CudaMoe, WholeLayer) {
@@ -95,9 +98,9 @@ TEST_F(CudaMoe, WholeLayer) {
   p.fill(logits, -2, 2, 201);
   p.fill(w, -1, 1, 202);
   CUDA_AND_CPU(p, router_topk, &logits, &gates, &experts, k, int32_t(1));
-  CUDA_AND_CPU(p, moe_dispatch, &tokens, &experts, &dispatched);
+  CUDA_AND_CPU(p, moe_dispatch, &tokens, &experts, &dispatched, int64_t(1));
   CUDA_AND_CPU(p, expert_matmul, &dispatched, &w, &expertOut);
-  CUDA_AND_CPU(p, moe_combine, &expertOut, &gates, &experts, &out);
+  CUDA_AND_CPU(p, moe_combine, &expertOut, &gates, &experts, &out, int64_t(1));
   p.expectMatch(experts, "moe layer experts");
   p.expectMatch(dispatched, "moe layer dispatched", {0, 0});
   p.expectMatch(expertOut, "moe layer expert outputs");

@@ -220,10 +220,18 @@ TEST_F(ShardingRuleTest, MoeRouterDispatchExpertMatmulCombine) {
       "%0 = graph.moe_dispatch %x, %e experts 8 capacity 4 : "
       "tensor<16x64xf32>, tensor<16x2xi64>");
   EXPECT_EQ(dispatch.str(),
-            "([b, a], [b, c]) -> ([d, e, a]) {a=64, b=16 need_replication "
-            "hook, c=2 need_replication, d=8 need_replication hook, e=4 "
-            "need_replication hook}"
-            " linear in (0)");
+            "([b, a], [b, c]) -> ([d, e, a]) {a=64, b=16 need_replication, "
+            "c=2 need_replication, d=8 need_replication, e=4 "
+            "need_replication} linear in (0)");
+  // Groups split freely: the tokens' and the slots' major factor.
+  ShardingRule grouped = ruleOf(
+      "%x: tensor<16x64xf32>, %e: tensor<16x2xi64>",
+      "%0 = graph.moe_dispatch %x, %e experts 8 capacity 3 groups 4 : "
+      "tensor<16x64xf32>, tensor<16x2xi64>");
+  EXPECT_EQ(grouped.str(),
+            "([(a c), b], [(a c), d]) -> ([e, (a f), b]) {a=4, b=64, c=4 "
+            "need_replication, d=2 need_replication, e=8 need_replication, "
+            "f=3 need_replication} linear in (0)");
 
   ShardingRule expert = ruleOf(
       "%x: tensor<8x4x64xf32>, %w: tensor<8x64x256xf32>",
@@ -239,9 +247,16 @@ TEST_F(ShardingRuleTest, MoeRouterDispatchExpertMatmulCombine) {
       "tensor<16x2xf32>, tensor<16x2xi64>");
   EXPECT_EQ(combine.str(),
             "([b, c, a], [d, e], [d, e]) -> ([d, a]) {a=64, b=8 "
-            "need_replication hook, c=4 need_replication hook, d=16 "
-            "need_replication hook, e=2 need_replication}"
-            " linear in (0), (1)");
+            "need_replication, c=4 need_replication, d=16 need_replication, "
+            "e=2 need_replication} linear in (0), (1)");
+  ShardingRule groupedCombine = ruleOf(
+      "%o: tensor<8x12x64xf32>, %g: tensor<16x2xf32>, %e: tensor<16x2xi64>",
+      "%0 = graph.moe_combine %o, %g, %e groups 4 : tensor<8x12x64xf32>, "
+      "tensor<16x2xf32>, tensor<16x2xi64>");
+  EXPECT_EQ(groupedCombine.str(),
+            "([c, (a d), b], [(a e), f], [(a e), f]) -> ([(a e), b]) {a=4, "
+            "b=64, c=8 need_replication, d=3 need_replication, e=4 "
+            "need_replication, f=2 need_replication} linear in (0), (1)");
 }
 
 TEST_F(ShardingRuleTest, ElementwiseBroadcastLeavesUnitDimsEmpty) {

@@ -54,65 +54,90 @@ TEST(RuntimeMoe, RouterTopkWithTies) {
   }
 }
 
-/// Slots in (t, j) order; -1 when the expert is full.
+/// Slots in (t, j) order, each group of `perGroup` picks with its own `c`
+/// slots per expert (after those of the earlier groups); -1 when the expert
+/// is full in the group.
 std::vector<int64_t> refSlots(const std::vector<double> &experts, int64_t e,
-                              int64_t c) {
+                              int64_t c, size_t perGroup) {
   std::vector<int64_t> next(size_t(e), 0), slots;
-  for (double x : experts) {
-    int64_t &n = next[size_t(x)];
-    slots.push_back(n < c ? n++ : -1);
+  for (size_t a = 0; a < experts.size(); ++a) {
+    if (a % perGroup == 0)
+      next.assign(size_t(e), 0);
+    int64_t &n = next[size_t(experts[a])];
+    slots.push_back(n < c ? int64_t(a / perGroup) * c + n++ : -1);
   }
   return slots;
 }
 
 TEST(RuntimeMoe, DispatchCombineRoundTripWithDrops) {
-  int64_t t = 24, h = 16, f = 12, e = 4, k = 2, c = 7; // 48 picks, 28 slots
-  TestArena arena;
-  cleave_tensor tokens = arena.add(CLEAVE_F32, {t, h});
-  cleave_tensor logits = arena.add(CLEAVE_F32, {t, e});
-  cleave_tensor gates = arena.add(CLEAVE_F32, {t, k});
-  cleave_tensor experts = arena.add(CLEAVE_I64, {t, k});
-  cleave_tensor dispatched = arena.add(CLEAVE_F32, {e, c, h});
-  cleave_tensor w = arena.add(CLEAVE_F32, {e, h, f});
-  cleave_tensor expertOut = arena.add(CLEAVE_F32, {e, c, f});
-  cleave_tensor out = arena.add(CLEAVE_F32, {t, f});
-  std::vector<double> xv = arena.fill(tokens, -1, 1, 2);
-  arena.fill(logits, -1, 1, 3);
-  std::vector<double> wv = arena.fill(w, -1, 1, 4);
-  arena.fill(dispatched, 5, 6, 5); // garbage that empty slots must clear
-  cleave_rt_router_topk(arena.data(), &logits, &gates, &experts, k, 1);
-  cleave_rt_moe_dispatch(arena.data(), &tokens, &experts, &dispatched);
-  cleave_rt_expert_matmul(arena.data(), &dispatched, &w, &expertOut);
-  cleave_rt_moe_combine(arena.data(), &expertOut, &gates, &experts, &out);
+  // 48 picks into 28 slots; with 3 groups, 16 picks of each into 4 x 3.
+  for (auto [groups, perGroupCapacity] : {std::pair<int64_t, int64_t>{1, 7},
+                                          {3, 3}}) {
+    SCOPED_TRACE("groups " + std::to_string(groups));
+    int64_t t = 24, h = 16, f = 12, e = 4, k = 2;
+    int64_t c = groups * perGroupCapacity;
+    TestArena arena;
+    cleave_tensor tokens = arena.add(CLEAVE_F32, {t, h});
+    cleave_tensor logits = arena.add(CLEAVE_F32, {t, e});
+    cleave_tensor gates = arena.add(CLEAVE_F32, {t, k});
+    cleave_tensor experts = arena.add(CLEAVE_I64, {t, k});
+    cleave_tensor dispatched = arena.add(CLEAVE_F32, {e, c, h});
+    cleave_tensor w = arena.add(CLEAVE_F32, {e, h, f});
+    cleave_tensor expertOut = arena.add(CLEAVE_F32, {e, c, f});
+    cleave_tensor out = arena.add(CLEAVE_F32, {t, f});
+    std::vector<double> xv = arena.fill(tokens, -1, 1, 2);
+    arena.fill(logits, -1, 1, 3);
+    std::vector<double> wv = arena.fill(w, -1, 1, 4);
+    arena.fill(dispatched, 5, 6, 5); // garbage that empty slots must clear
+    cleave_rt_router_topk(arena.data(), &logits, &gates, &experts, k, 1);
+    cleave_rt_moe_dispatch(arena.data(), &tokens, &experts, &dispatched,
+                           groups);
+    cleave_rt_expert_matmul(arena.data(), &dispatched, &w, &expertOut);
+    cleave_rt_moe_combine(arena.data(), &expertOut, &gates, &experts, &out,
+                          groups);
 
-  std::vector<double> ev = arena.values(experts), gv = arena.values(gates);
-  std::vector<int64_t> slots = refSlots(ev, e, c);
-  int64_t dropped = std::count(slots.begin(), slots.end(), -1);
-  EXPECT_GT(dropped, 0) << "the case must exercise capacity drops";
+    std::vector<double> ev = arena.values(experts), gv = arena.values(gates);
+    std::vector<int64_t> slots =
+        refSlots(ev, e, perGroupCapacity, size_t(t / groups * k));
+    int64_t dropped = std::count(slots.begin(), slots.end(), -1);
+    EXPECT_GT(dropped, 0) << "the case must exercise capacity drops";
 
-  // Dispatch: each slot holds its token, empty slots are zero.
-  std::vector<double> want(static_cast<size_t>(e * c * h), 0.0);
-  for (int64_t a = 0; a < t * k; ++a)
-    if (slots[size_t(a)] >= 0)
-      for (int64_t d = 0; d < h; ++d)
-        want[size_t((int64_t(ev[size_t(a)]) * c + slots[size_t(a)]) * h + d)] =
-            xv[size_t((a / k) * h + d)];
-  expectClose(arena.values(dispatched), want, 0);
+    // Dispatch: each slot holds its token, empty slots are zero.
+    std::vector<double> want(static_cast<size_t>(e * c * h), 0.0);
+    for (int64_t a = 0; a < t * k; ++a)
+      if (slots[size_t(a)] >= 0)
+        for (int64_t d = 0; d < h; ++d)
+          want[size_t((int64_t(ev[size_t(a)]) * c + slots[size_t(a)]) * h +
+                      d)] = xv[size_t((a / k) * h + d)];
+    expectClose(arena.values(dispatched), want, 0);
 
-  // The whole layer: out[t] = sum over kept picks of gate * token @ w[e].
-  std::vector<double> ref(static_cast<size_t>(t * f), 0.0);
-  for (int64_t a = 0; a < t * k; ++a) {
-    if (slots[size_t(a)] < 0)
-      continue;
-    int64_t ex = int64_t(ev[size_t(a)]), tok = a / k;
-    for (int64_t j = 0; j < f; ++j) {
-      double s = 0;
-      for (int64_t d = 0; d < h; ++d)
-        s += xv[size_t(tok * h + d)] * wv[size_t((ex * h + d) * f + j)];
-      ref[size_t(tok * f + j)] += gv[size_t(a)] * s;
+    // The whole layer: out[t] = sum over kept picks of gate * token @ w[e].
+    std::vector<double> ref(static_cast<size_t>(t * f), 0.0);
+    for (int64_t a = 0; a < t * k; ++a) {
+      if (slots[size_t(a)] < 0)
+        continue;
+      int64_t ex = int64_t(ev[size_t(a)]), tok = a / k;
+      for (int64_t j = 0; j < f; ++j) {
+        double s = 0;
+        for (int64_t d = 0; d < h; ++d)
+          s += xv[size_t(tok * h + d)] * wv[size_t((ex * h + d) * f + j)];
+        ref[size_t(tok * f + j)] += gv[size_t(a)] * s;
+      }
     }
+    expectClose(arena.values(out), ref, 1e-4, 1e-5);
   }
-  expectClose(arena.values(out), ref, 1e-4, 1e-5);
+}
+
+TEST(RuntimeMoe, GroupsThatDoNotDivideFail) {
+  TestArena arena;
+  cleave_tensor tokens = arena.add(CLEAVE_F32, {6, 4});
+  cleave_tensor experts = arena.add(CLEAVE_I64, {6, 1});
+  cleave_tensor out = arena.add(CLEAVE_F32, {3, 8, 4});
+  arena.setValues(experts, {0, 1, 2, 0, 1, 2});
+  EXPECT_RT_FAIL(
+      cleave_rt_moe_dispatch(arena.data(), &tokens, &experts, &out, 4),
+      "cleave_rt_moe_dispatch: 4 groups must be >= 1 and divide the 6 tokens "
+      "and the 8 slots");
 }
 
 TEST(RuntimeMoe, ExpertOutOfRangeFails) {
@@ -121,7 +146,7 @@ TEST(RuntimeMoe, ExpertOutOfRangeFails) {
   cleave_tensor experts = arena.add(CLEAVE_I64, {2, 1});
   cleave_tensor out = arena.add(CLEAVE_F32, {3, 2, 4});
   arena.setValues(experts, {1, 3});
-  EXPECT_RT_FAIL(cleave_rt_moe_dispatch(arena.data(), &tokens, &experts, &out),
+  EXPECT_RT_FAIL(cleave_rt_moe_dispatch(arena.data(), &tokens, &experts, &out, 1),
                  "cleave_rt_moe_dispatch: expert 3 of token 1 \\(choice 0\\) "
                  "is out of range \\[0, 3\\)");
 }

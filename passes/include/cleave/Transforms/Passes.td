@@ -51,6 +51,21 @@ def RaisePass : Pass<"cleave-raise"> {
     - attention: `matmul(softmax(mask(scale * matmul(q, k^T))), v)` on
       `[B, H, S, D]` tensors, with the mask a `where` or an additive tensor;
       a constant lower-triangular mask becomes the `causal` flag.
+    - a mixture of experts written densely, as an exporter sees it: the
+      softmax router's top-k (`graph.topk`, gates optionally renormalized),
+      a dense `[T, E]` gate matrix from a one-hot of the chosen experts,
+      every expert applied to every token through stacked weights
+      (`matmul([1, T, H], [E, H, F])`, elementwise ops, `matmul` by
+      `[E, F, H]`) and a gate-weighted sum over the experts ->
+      `graph.router_topk`, `graph.moe_dispatch`, `graph.expert_matmul` per
+      expert matmul and `graph.moe_combine`, so the experts run on the
+      tokens routed to them. The tokens are grouped one sequence per group
+      (`moe-group-size` tokens per group otherwise); with the default
+      `moe-capacity-factor=0` each expert has a slot for every token of a
+      group, so no token is dropped and the result equals the dense form's;
+      with a factor f, `ceil(f * k * group / E)` slots per expert and group
+      (GShard's capacity), the assignments beyond them dropped. `moe=false`
+      keeps the dense form.
 
     A chain that differs in a constant, an axis or an operand is left alone.
 
@@ -63,6 +78,17 @@ def RaisePass : Pass<"cleave-raise"> {
     %y = graph.silu %x : tensor<4x8xf32>
     ```
   }];
+  let options = [
+    Option<"moe", "moe", "bool", /*default=*/"true",
+           "Raise dense mixtures of experts to the routed (sparse) ops">,
+    Option<"moeCapacityFactor", "moe-capacity-factor", "double",
+           /*default=*/"0.0",
+           "Slots per expert and group: ceil(f * k * group / E); 0 (the "
+           "default) gives every token a slot (dropless)">,
+    Option<"moeGroupSize", "moe-group-size", "int64_t", /*default=*/"0",
+           "Tokens per routing group (capacity is per group); 0 (the "
+           "default) groups the tokens of each sequence">,
+  ];
   let dependentDialects = ["::cleave::graph::GraphDialect"];
 }
 

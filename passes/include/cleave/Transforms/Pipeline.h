@@ -110,6 +110,28 @@ struct CleavePipelineOptions
                      "(-cleave-split-projections), as tensor parallelism "
                      "needs; the weights keep their names and bytes")};
 
+  PassOptions::Option<bool> moeDense{
+      *this, "moe-dense",
+      llvm::cl::desc("Keep a mixture of experts as the model wrote it, every "
+                     "expert on every token (default: raised to routed "
+                     "experts, which run only on their tokens and which "
+                     "expert parallelism splits)")};
+  PassOptions::Option<double> moeCapacityFactor{
+      *this, "moe-capacity-factor",
+      llvm::cl::desc("Routed experts: slots per expert and routing group, "
+                     "ceil(f * k * group tokens / experts), the assignments "
+                     "beyond them dropped as GShard and Switch do; 0 (the "
+                     "default) is dropless and computes what the dense "
+                     "form does"),
+      llvm::cl::value_desc("f"), llvm::cl::init(0.0)};
+  PassOptions::Option<int64_t> moeGroupSize{
+      *this, "moe-group-size",
+      llvm::cl::desc("Routed experts: tokens per routing group, over which "
+                     "capacity is counted (default: one sequence); a "
+                     "sharded run splits whole groups, so it drops exactly "
+                     "what one device drops"),
+      llvm::cl::value_desc("tokens"), llvm::cl::init(0)};
+
   //===--- The compute type (-cleave-mixed-precision) ---------------------===//
 
   PassOptions::Option<Precision> precision{
@@ -256,6 +278,7 @@ struct CleavePipelineOptions
   bool hasMeshAxis(llvm::StringRef name) const;
 
   /// The options of the passes, projected out of these.
+  RaisePassOptions raiseOptions() const;
   MixedPrecisionPassOptions mixedPrecisionOptions() const;
   AddLossPassOptions addLossOptions() const;
   DifferentiatePassOptions differentiateOptions() const;

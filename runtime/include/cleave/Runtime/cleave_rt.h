@@ -213,21 +213,24 @@ void cleave_rt_router_topk(char *arena, const cleave_tensor *logits,
                            const cleave_tensor *gates,
                            const cleave_tensor *experts, int64_t k,
                            int32_t normalize);
-/* tokens [T,H], experts [T,k] -> out [E,C,H]: assignment (t, j) goes to
- * expert experts[t,j] at its next free slot in (t, j) order; beyond C it is
- * dropped; empty slots are zero. An expert index outside [0, E) is fatal. */
+/* tokens [T,H], experts [T,k] -> out [E,C,H]: the tokens form `groups`
+ * groups of T/groups consecutive tokens, each with C/groups slots per
+ * expert (slots [g C/groups, (g+1) C/groups) of group g); assignment (t, j)
+ * goes to expert experts[t,j] at its next free slot of the group in (t, j)
+ * order; beyond the group's slots it is dropped; empty slots are zero. An
+ * expert index outside [0, E) is fatal. */
 void cleave_rt_moe_dispatch(char *arena, const cleave_tensor *tokens,
                             const cleave_tensor *experts,
-                            const cleave_tensor *out);
+                            const cleave_tensor *out, int64_t groups);
 /* [E,C,H] x [E,H,F] -> [E,C,F]. */
 void cleave_rt_expert_matmul(char *arena, const cleave_tensor *x,
                              const cleave_tensor *w, const cleave_tensor *out);
 /* expert_out [E,C,H], gates [T,k], experts [T,k] -> [T,H] with the slots
- * that moe_dispatch assigns. */
+ * that moe_dispatch with the same groups assigns. */
 void cleave_rt_moe_combine(char *arena, const cleave_tensor *expert_out,
                            const cleave_tensor *gates,
                            const cleave_tensor *experts,
-                           const cleave_tensor *out);
+                           const cleave_tensor *out, int64_t groups);
 
 /*===----------------------------------------------------------------------===*
  * Backward kernels (the gradient rules of -cleave-autodiff). Each computes

@@ -731,9 +731,9 @@ GRAPH_GRADIENT(MoeDispatchOp) {
       builder, getLoc(), gates,
       DenseElementsAttr::get(gates, builder.getFloatAttr(
                                         gates.getElementType(), 1.0)));
-  operandGrads[0] =
-      MoeCombineOp::create(builder, getLoc(), getTokens().getType(),
-                           resultGrads[0], ones, getExperts());
+  operandGrads[0] = MoeCombineOp::create(
+      builder, getLoc(), getTokens().getType(), resultGrads[0], ones,
+      getExperts(), builder.getI64IntegerAttr(getGroups()));
   return success();
 }
 
@@ -745,7 +745,8 @@ GRAPH_GRADIENT(MoeCombineOp) {
   int64_t t = gt.getDimSize(0), k = gt.getDimSize(1), h = out.getDimSize(2);
   // d expert_out[slot of (t, j)] = gates[t, j] dy[t]: a dispatch of the
   // T*k weighted rows, one assignment each, which fills the slots in the
-  // same (t, j) order as the forward's.
+  // same (t, j) order as the forward's (each group's rows stay together).
+  int64_t groups = getGroups();
   Value weighted = g.mul(g.reshape(getGates(), {t, k, 1}),
                          g.reshape(dy, {t, 1, h})); // [T, k, H]
   Value rows = g.reshape(weighted, {t * k, h});
@@ -753,7 +754,8 @@ GRAPH_GRADIENT(MoeCombineOp) {
   operandGrads[0] = MoeDispatchOp::create(
       builder, getLoc(), out, rows, each,
       builder.getI64IntegerAttr(out.getDimSize(0)),
-      builder.getI64IntegerAttr(out.getDimSize(1)));
+      builder.getI64IntegerAttr(out.getDimSize(1) / groups),
+      builder.getI64IntegerAttr(groups));
   // d gates[t, j] = <dy[t], expert_out[slot of (t, j)]>: combine with the
   // one-hot gate of column j reads that slot.
   SmallVector<Value> columns;
@@ -767,8 +769,9 @@ GRAPH_GRADIENT(MoeCombineOp) {
                                ArrayRef<float>(onehot)));
     if (!gt.getElementType().isF32())
       unit = CastOp::create(builder, getLoc(), gt, unit);
-    Value picked = MoeCombineOp::create(builder, getLoc(), dy.getType(),
-                                        getExpertOut(), unit, getExperts());
+    Value picked = MoeCombineOp::create(
+        builder, getLoc(), dy.getType(), getExpertOut(), unit, getExperts(),
+        builder.getI64IntegerAttr(groups));
     columns.push_back(g.sumKeep(g.mul(picked, dy), {1})); // [T, 1]
   }
   operandGrads[1] =

@@ -17,6 +17,7 @@
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallSet.h"
+#include <algorithm>
 
 #include <limits>
 #include <numeric>
@@ -797,11 +798,29 @@ LogicalResult MoeDispatchOp::inferReturnTypes(MLIRContext *, OptLoc loc,
                                   "got ",
                              *tokens, " and ", *experts);
   int64_t numExperts = adaptor.getNumExperts(), capacity = adaptor.getCapacity();
-  if (numExperts < 1 || capacity < 1)
-    return emitOptionalError(loc, "experts (", numExperts, ") and capacity (",
-                             capacity, ") must be >= 1");
+  // The parser infers before it fills in default-valued attributes.
+  IntegerAttr groupsAttr = adaptor.getGroupsAttr();
+  int64_t groups = groupsAttr ? groupsAttr.getInt() : 1;
+  if (numExperts < 1 || capacity < 1 || groups < 1)
+    return emitOptionalError(loc, "experts (", numExperts, "), capacity (",
+                             capacity, ") and groups (", groups,
+                             ") must be >= 1");
+  if (tokens->getDimSize(0) % groups != 0)
+    return emitOptionalError(loc, "the ", groups, " groups do not divide the ",
+                             tokens->getDimSize(0), " tokens");
+  // The buffer's element count must stay far from overflow (its bytes are
+  // planned in int64).
+  int64_t h = std::max<int64_t>(tokens->getDimSize(1), 1);
+  constexpr int64_t kMaxElements = int64_t(1) << 58;
+  if (numExperts > kMaxElements / groups ||
+      capacity > kMaxElements / (numExperts * groups) ||
+      h > kMaxElements / (numExperts * groups * capacity))
+    return emitOptionalError(loc, "a dispatch buffer of ", numExperts,
+                             " experts x ", groups, " groups x ", capacity,
+                             " slots x ", h, " features is too large");
   inferred.push_back(RankedTensorType::get(
-      {numExperts, capacity, tokens->getDimSize(1)}, tokens->getElementType()));
+      {numExperts, groups * capacity, tokens->getDimSize(1)},
+      tokens->getElementType()));
   return success();
 }
 
@@ -841,6 +860,14 @@ LogicalResult MoeCombineOp::inferReturnTypes(MLIRContext *, OptLoc loc,
     return emitOptionalError(loc, "expects expert_out [E, C, H] and gates and "
                                   "experts [T, k], got ",
                              *out, ", ", *gates, ", ", *experts);
+  // The parser infers before it fills in default-valued attributes.
+  IntegerAttr groupsAttr = adaptor.getGroupsAttr();
+  int64_t groups = groupsAttr ? groupsAttr.getInt() : 1;
+  if (groups < 1 || gates->getDimSize(0) % groups != 0 ||
+      out->getDimSize(1) % groups != 0)
+    return emitOptionalError(loc, "groups (", groups, ") must be >= 1 and "
+                             "divide the ", gates->getDimSize(0),
+                             " tokens and the ", out->getDimSize(1), " slots");
   inferred.push_back(RankedTensorType::get(
       {gates->getDimSize(0), out->getDimSize(2)}, out->getElementType()));
   return success();

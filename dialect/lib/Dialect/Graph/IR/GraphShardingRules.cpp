@@ -412,20 +412,22 @@ ShardingRule RouterTopKOp::getShardingRule() {
 }
 
 ShardingRule MoeDispatchOp::getShardingRule() {
-  // tokens[t, h], experts[t, k] -> [e, c, h]. Tokens and experts trade
-  // places through an all_to_all, which only the partition hook emits.
+  // tokens[(g s), h], experts[(g s), k] -> [e, (g c), h]: each group of
+  // tokens fills its own slots, so the groups split with no communication;
+  // its tokens and slots stay whole. A result split by slots reaches an
+  // expert-split reader by an all_to_all (the partitioner's conversion).
   B b(*this);
   ArrayRef<int64_t> tokens = getTokens().getType().getShape();
   ArrayRef<int64_t> out = getType().getShape();
+  int64_t groups = getGroups();
+  b.addFactor(groups, {B::operand(0, 0), B::operand(1, 0), B::result(0, 1)});
   b.addFactor(tokens[1], {B::operand(0, 1), B::result(0, 2)});
-  b.addFactor(tokens[0], {B::operand(0, 0), B::operand(1, 0)},
-              FactorKind::NeedReplication, ReductionKind::Sum, true);
+  b.addFactor(tokens[0] / groups, {B::operand(0, 0), B::operand(1, 0)},
+              FactorKind::NeedReplication);
   b.addFactor(getExperts().getType().getDimSize(1), {B::operand(1, 1)},
               FactorKind::NeedReplication);
-  b.addFactor(out[0], {B::result(0, 0)}, FactorKind::NeedReplication,
-              ReductionKind::Sum, true);
-  b.addFactor(out[1], {B::result(0, 1)}, FactorKind::NeedReplication,
-              ReductionKind::Sum, true);
+  b.addFactor(out[0], {B::result(0, 0)}, FactorKind::NeedReplication);
+  b.addFactor(out[1] / groups, {B::result(0, 1)}, FactorKind::NeedReplication);
   b.addLinearGroup({0});
   return b.take();
 }
@@ -446,17 +448,20 @@ ShardingRule ExpertMatmulOp::getShardingRule() {
 }
 
 ShardingRule MoeCombineOp::getShardingRule() {
-  // expert_out[e, c, h], gates[t, k], experts[t, k] -> [t, h].
+  // expert_out[e, (g c), h], gates[(g s), k], experts[(g s), k] ->
+  // [(g s), h]: the groups split as moe_dispatch's do.
   B b(*this);
   ArrayRef<int64_t> out = getExpertOut().getType().getShape();
   ArrayRef<int64_t> gates = getGates().getType().getShape();
+  int64_t groups = getGroups();
+  b.addFactor(groups, {B::operand(0, 1), B::operand(1, 0), B::operand(2, 0),
+                       B::result(0, 0)});
   b.addFactor(out[2], {B::operand(0, 2), B::result(0, 1)});
-  b.addFactor(out[0], {B::operand(0, 0)}, FactorKind::NeedReplication,
-              ReductionKind::Sum, true);
-  b.addFactor(out[1], {B::operand(0, 1)}, FactorKind::NeedReplication,
-              ReductionKind::Sum, true);
-  b.addFactor(gates[0], {B::operand(1, 0), B::operand(2, 0), B::result(0, 0)},
-              FactorKind::NeedReplication, ReductionKind::Sum, true);
+  b.addFactor(out[0], {B::operand(0, 0)}, FactorKind::NeedReplication);
+  b.addFactor(out[1] / groups, {B::operand(0, 1)}, FactorKind::NeedReplication);
+  b.addFactor(gates[0] / groups,
+              {B::operand(1, 0), B::operand(2, 0), B::result(0, 0)},
+              FactorKind::NeedReplication);
   b.addFactor(gates[1], {B::operand(1, 1), B::operand(2, 1)},
               FactorKind::NeedReplication);
   b.addLinearGroup({0});

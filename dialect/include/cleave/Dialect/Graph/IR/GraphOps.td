@@ -634,22 +634,29 @@ def Graph_RouterTopKOp : Graph_Op<"router_topk", [Pure, InferTypeOpAdaptor]> {
 def Graph_MoeDispatchOp : Graph_Op<"moe_dispatch", [Pure, InferTypeOpAdaptor]> {
   let summary = "scatters tokens into per-expert buffers of fixed capacity";
   let description = [{
-    `tokens: [T, H]`, `experts: [T, k]` -> `[E, C, H]`. Assignment (t, j) goes
-    to expert `experts[t, j]` at the next free slot, in order of t then j;
-    assignments beyond the capacity C are dropped; empty slots are zero.
-    Under expert parallelism the partition hook turns it into an all_to_all.
+    `tokens: [T, H]`, `experts: [T, k]` -> `[E, G * C, H]`. The tokens form
+    `G` groups of `T / G` consecutive tokens (`groups`, default 1), and each
+    group has `C` slots per expert (`capacity`, per group, as GShard defines
+    it): assignment (t, j) of group g goes to expert `experts[t, j]` at its
+    next free slot of the group, in order of t then j, slot `g * C + n`;
+    assignments beyond the group's capacity are dropped; empty slots are
+    zero. Sharding the tokens by whole groups therefore drops exactly the
+    assignments one device drops, and under expert parallelism the
+    partitioner turns the groups' slots into experts with an all_to_all.
 
     ```mlir
     %d = graph.moe_dispatch %x, %e experts 8 capacity 4 : tensor<16x64xf32>, tensor<16x2xi64>
+    %g = graph.moe_dispatch %x, %e experts 8 capacity 4 groups 2 : tensor<16x64xf32>, tensor<16x2xi64>
     ```
   }];
   let arguments = (ins Graph_FloatTensor:$tokens,
                        StaticShapeTensorOf<[I64]>:$experts,
-                       I64Attr:$num_experts, I64Attr:$capacity);
+                       I64Attr:$num_experts, I64Attr:$capacity,
+                       DefaultValuedAttr<I64Attr, "1">:$groups);
   let results = (outs Graph_FloatTensor:$result);
   let assemblyFormat = [{
-    $tokens `,` $experts `experts` $num_experts `capacity` $capacity attr-dict
-    `:` type($tokens) `,` type($experts)
+    $tokens `,` $experts `experts` $num_experts `capacity` $capacity
+    (`groups` $groups^)? attr-dict `:` type($tokens) `,` type($experts)
   }];
 }
 
@@ -671,21 +678,22 @@ def Graph_ExpertMatmulOp : Graph_Op<"expert_matmul", [Pure,
 def Graph_MoeCombineOp : Graph_Op<"moe_combine", [Pure, InferTypeOpAdaptor]> {
   let summary = "gathers expert outputs back to tokens, weighted by the gates";
   let description = [{
-    `expert_out: [E, C, H]`, `gates: [T, k]`, `experts: [T, k]` -> `[T, H]`:
-    token t receives `sum_j gates[t, j] * expert_out[experts[t, j], slot]`
-    over its assignments that were not dropped, with the slots that
-    `graph.moe_dispatch` assigns.
+    `expert_out: [E, G * C, H]`, `gates: [T, k]`, `experts: [T, k]` ->
+    `[T, H]`: token t receives `sum_j gates[t, j] * expert_out[experts[t, j],
+    slot]` over its assignments that were not dropped, with the slots that
+    `graph.moe_dispatch` with the same `groups` assigns.
 
     ```mlir
     %y = graph.moe_combine %o, %g, %e : tensor<8x4x64xf32>, tensor<16x2xf32>, tensor<16x2xi64>
     ```
   }];
   let arguments = (ins Graph_FloatTensor:$expert_out, Graph_FloatTensor:$gates,
-                       StaticShapeTensorOf<[I64]>:$experts);
+                       StaticShapeTensorOf<[I64]>:$experts,
+                       DefaultValuedAttr<I64Attr, "1">:$groups);
   let results = (outs Graph_FloatTensor:$result);
   let assemblyFormat = [{
-    $expert_out `,` $gates `,` $experts attr-dict `:` type($expert_out) `,`
-    type($gates) `,` type($experts)
+    $expert_out `,` $gates `,` $experts (`groups` $groups^)? attr-dict `:`
+    type($expert_out) `,` type($gates) `,` type($experts)
   }];
 }
 
