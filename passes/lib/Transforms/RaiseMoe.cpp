@@ -175,6 +175,8 @@ public:
 
   /// The slots' version of `v` ([E, T, F] -> [E, slots, F]), built with
   /// `dispatch` (which makes [E, slots, H] of the [T, H] tokens it is given).
+  /// Without `dispatch`, a dry run: checks the chain, finds its tokens and
+  /// builds nothing (returning `v`).
   FailureOr<Value> rebuild(Value v,
                            function_ref<Value(Value tokens)> dispatch) {
     if (auto it = done.find(v); it != done.end())
@@ -218,13 +220,15 @@ private:
         if (tokens && tokens != mm.getLhs())
           return failure(); // two token sources: not one mixture
         tokens = mm.getLhs();
-        in = dispatch(tokens);
+        in = dispatch ? dispatch(tokens) : Value();
       } else {
         FailureOr<Value> x = rebuild(mm.getLhs(), dispatch);
         if (failed(x))
           return failure();
         in = *x;
       }
+      if (!dispatch)
+        return v;
       return ExpertMatmulOp::create(b, mm.getLoc(), in, mm.getRhs())
           .getResult();
     }
@@ -250,6 +254,8 @@ private:
     }
     if (!slotsType)
       return failure();
+    if (!dispatch)
+      return v;
     RankedTensorType type = tensorType(v);
     SmallVector<int64_t> shape(type.getShape());
     shape[1] = slotsType.getDimSize(1);
@@ -303,32 +309,11 @@ FailureOr<int64_t> groupsOf(DenseMoe m, Value tokens,
 
 LogicalResult raise(DenseMoe m, const RaiseMoeOptions &options) {
   OpBuilder b(m.sum);
-  // The chain is built first, into a scratch block, to learn whether it
-  // matches and what its tokens are before anything is created in place.
+  // A dry run checks the chain and finds its tokens before anything is
+  // built in place.
   ExpertChain probe(b, m);
-  {
-    Block scratch;
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(&scratch);
-    RankedTensorType y = tensorType(m.experts);
-    auto fake = [&](Value) -> Value {
-      // Stand-in slots: the chain's types only need the slot count.
-      auto type = RankedTensorType::get({m.numExperts, m.tokens,
-                                         tensorType(m.experts).getDimSize(2)},
-                                        y.getElementType());
-      return ConstantOp::create(b, m.sum.getLoc(),
-                                DenseElementsAttr::get(
-                                    type, b.getZeroAttr(y.getElementType())))
-          .getResult();
-    };
-    bool ok = succeeded(probe.rebuild(m.experts, fake)) && probe.tokens;
-    while (!scratch.empty()) {
-      scratch.back().dropAllUses();
-      scratch.back().erase();
-    }
-    if (!ok)
-      return success(); // not a mixture this rewrite knows: left alone
-  }
+  if (failed(probe.rebuild(m.experts, {})) || !probe.tokens)
+    return success(); // not a mixture this rewrite knows: left alone
   RankedTensorType x = tensorType(probe.tokens); // [1, T, H]
   FailureOr<int64_t> groups = groupsOf(m, probe.tokens, options);
   if (failed(groups))
