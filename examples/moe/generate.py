@@ -14,9 +14,12 @@ index_add), every expert applied to every token through stacked expert weights
 over the experts.
 
 Regenerate from anywhere with:  /usr/bin/python3 examples/moe/generate.py
-Writes model.onnx, input_idx.npy and expected_logits.npy next to this script.
+Writes model.onnx, input_idx.npy and expected_logits.npy next to this script
+(--out DIR elsewhere); --batch N exports the same weights for batch N
+(examples/moe/batch4 is --batch 4).
 """
 
+import argparse
 import math
 import os
 import sys
@@ -113,11 +116,20 @@ class MoEDecoder(nn.Module):
 
 
 def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batch", type=int, default=BATCH,
+                        help=f"the batch the model is exported for (default "
+                             f"{BATCH}; the weights do not depend on it)")
+    parser.add_argument("--out", default=HERE,
+                        help="the directory to write model.onnx and the "
+                             "reference into (default: this example's)")
+    args = parser.parse_args()
     torch.manual_seed(0)
     model = MoEDecoder().eval()
     make_distinct(model)  # layer norms start at 1 / 0: keep them apart in the export
-    idx = torch.randint(0, VOCAB, (BATCH, SEQ), dtype=torch.long)
-    export_example(model, (idx,), ["idx"], ["logits"], HERE)
+    idx = torch.randint(0, VOCAB, (args.batch, SEQ), dtype=torch.long)
+    os.makedirs(args.out, exist_ok=True)
+    export_example(model, (idx,), ["idx"], ["logits"], args.out)
 
 
 if __name__ == "__main__":

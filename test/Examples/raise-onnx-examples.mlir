@@ -51,6 +51,15 @@
 // MOE: graph.router_topk
 // MOE: graph.moe_combine
 
+// The same model exported for batch 4 (examples/moe/batch4): 32 tokens,
+// as many as the hidden size, so an expert weight [4, 32, 64] has the
+// shape of a value of the experts' chain [E, T, F]; it is told apart by
+// what computes it.
+// RUN: cleave-translate --import-onnx %examples/moe/batch4/model.onnx | cleave-opt --cleave-raise | FileCheck %s --check-prefix=B4 --implicit-check-not=graph.topk
+// B4: graph.moe_dispatch %{{.*}} experts 4 capacity 8 groups 4 : tensor<32x32xf32>, tensor<32x2xi64>
+// B4: graph.expert_matmul %{{.*}} : tensor<4x32x32xf32>, tensor<4x32x64xf32>
+// B4: graph.moe_dispatch
+
 // With capacity: ceil(1.0 * 2 * 4 / 4) = 2 slots per expert in each group
 // of 4 tokens; moe=false keeps the dense form.
 // RUN: cleave-translate --import-onnx %examples/moe/model.onnx | cleave-opt --cleave-raise='moe-capacity-factor=1.0 moe-group-size=4' | FileCheck %s --check-prefix=CAP

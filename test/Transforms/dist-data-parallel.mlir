@@ -38,12 +38,13 @@ func.func @accumulating(%x: tensor<2x8x16xf32>, %labels: tensor<2x8xi64>) -> ten
 // -----
 
 // Arguments already annotated on a 2 x 2 mesh by a strategy: a batch
-// already split on "tp" is split on "dp" within each "tp" block (4 / 2
-// rows, divisible by 2); one already using "dp" is left alone. With
+// already split on "tp" is split on "dp" too (4 rows, divisible by 2 x 2),
+// the axes in the mesh's order, "dp" major as the ranks are numbered; one
+// already using "dp" is left alone. With
 // axis=tp, the first already uses "tp" and the second gets "tp" on its
 // batch. A layout the user wrote (priority user, the default) is kept.
 // CHECK-LABEL: func.func @annotated
-// CHECK-SAME: %arg0: tensor<4x16xf32> {dist.sharding = #dist.sharding<@mesh, [{"tp", "dp"}, {}], priority strategy, origin "-dist-data-parallel">}
+// CHECK-SAME: %arg0: tensor<4x16xf32> {dist.sharding = #dist.sharding<@mesh, [{"dp", "tp"}, {}], priority strategy, origin "-dist-data-parallel">}
 // CHECK-SAME: %arg1: tensor<8x4xf32> {dist.sharding = #dist.sharding<@mesh, [{}, {"dp"}], priority strategy>}
 // CHECK-SAME: %arg2: tensor<4x16xf32> {dist.sharding = #dist.sharding<@mesh, [{}, {}]>}
 // TP-LABEL: func.func @annotated

@@ -122,11 +122,11 @@ std::string cleave::applyPlanFile(const std::string &path,
       return where + ": a \"mesh\" entry is not {\"axis\": name, \"size\": n}";
     if (*size == 1)
       continue;
-    if (*name != "pp" && *name != "dp" && *name != "tp")
+    if (*name != "pp" && *name != "dp" && *name != "ep" && *name != "tp")
       return where + " splits over " + name->str() + "=" +
              std::to_string(*size) +
-             "; this compiler builds pipeline, data and tensor parallelism "
-             "(pp, dp, tp), not yet context or expert parallelism";
+             "; this compiler builds pipeline, data, expert and tensor "
+             "parallelism (pp, dp, ep, tp), not yet context parallelism";
     axes += (axes.empty() ? "" : ",") + name->str() + "=" +
             std::to_string(*size);
   }

@@ -127,6 +127,26 @@ FailureOr<Value> Partitioner::convert(Value old, const Layout &to,
   Annotator annotator(b, reader);
 
   RankedTensorType global = typeOf(old);
+  // A transpose of a value that is already converted to the layout asked
+  // for (permuted) is that conversion transposed: the backward's transpose
+  // of an expert matmul's input reuses the forward's all_to_all.
+  if (auto transpose = old.getDefiningOp<graph::TransposeOp>();
+      transpose && locals.count(transpose.getOperand())) {
+    ArrayRef<int64_t> perm = transpose.getPerm();
+    Layout in = to;
+    for (auto [d, p] : llvm::enumerate(perm))
+      in.dims[p] = to.dims[d];
+    auto done = converted.find(
+        {transpose.getOperand().getAsOpaquePointer(), in.str()});
+    if (done != converted.end()) {
+      Value v = graph::TransposeOp::create(b, transpose.getLoc(),
+                                           to.localType(global, mesh),
+                                           done->second.first,
+                                           transpose.getPermAttr());
+      converted[{old.getAsOpaquePointer(), key}] = {v, to};
+      return v;
+    }
+  }
   Layout cur = src.layout;
   Value v = src.value;
   // A partial value that an earlier reader had reduced is converted from
@@ -168,13 +188,16 @@ FailureOr<Value> Partitioner::convert(Value old, const Layout &to,
     if (to.isPartial())
       return fail();
     // Axes a dimension of `to` splits that the value is partial over are
-    // reduce-scattered there (after slicing it locally along the axes `to`
-    // splits it on before them); the other partial axes all-reduced first.
+    // reduce-scattered there; the other partial axes all-reduced first.
+    // The axes `to` splits a dimension on before any partial one are sliced
+    // locally before both, so that the reduction moves only the block (a
+    // gradient reduced over dp and read split on tp reduces its tp block).
     auto isPartialAxis = [&](StringRef a) {
       return llvm::is_contained(cur.partial, a);
     };
     std::optional<int64_t> scatterDim;
-    SmallVector<StringRef, 2> sliced, scattered;
+    SmallVector<StringRef, 2> scattered;
+    SmallVector<std::pair<int64_t, SmallVector<StringRef, 2>>> slices;
     for (auto [d, axes] : llvm::enumerate(to.dims)) {
       ArrayRef<StringRef> have = cur.dims[d];
       if (axes.size() <= have.size() ||
@@ -185,27 +208,19 @@ FailureOr<Value> Partitioner::convert(Value old, const Layout &to,
       size_t k = 0;
       while (k < extra.size() && !isPartialAxis(extra[k]))
         ++k;
-      if (k < extra.size() && llvm::all_of(extra.drop_front(k), isPartialAxis)) {
+      if (k > 0)
+        slices.push_back({d, SmallVector<StringRef, 2>(extra.take_front(k))});
+      if (!scatterDim && k < extra.size() &&
+          llvm::all_of(extra.drop_front(k), isPartialAxis)) {
         scatterDim = d;
-        sliced.assign(extra.begin(), extra.begin() + k);
         scattered.assign(extra.begin() + k, extra.end());
-        break;
       }
-    }
-    if (scatterDim && !sliced.empty()) {
-      Value index = AxisIndexOp::create(
-          b, loc("axis_index"), RankedTensorType::get({}, b.getI64Type()),
-          meshRef, b.getStrArrayAttr(sliced));
-      llvm::append_range(cur.dims[*scatterDim], sliced);
-      v = LocalSliceOp::create(b, loc("local_slice"),
-                               cur.localType(global, mesh), v, index,
-                               b.getI64IntegerAttr(*scatterDim));
     }
     SmallVector<StringRef, 2> rest;
     for (StringRef a : cur.partial)
       if (!llvm::is_contained(scattered, a))
         rest.push_back(a);
-    if (!rest.empty()) {
+    {
       // A whole all-reduce goes right after the value's producer, not
       // before its reader: started there (-cleave-overlap-collectives), a
       // gradient's reduction runs during the rest of the backward, as
@@ -214,14 +229,25 @@ FailureOr<Value> Partitioner::convert(Value old, const Layout &to,
       OpBuilder::InsertionGuard guard(b);
       std::optional<Annotator> producerPhase;
       Operation *def = v.getDefiningOp();
-      if (!scatterDim && def && def->getBlock() == reader->getBlock()) {
+      if (!scatterDim && !rest.empty() && def &&
+          def->getBlock() == reader->getBlock()) {
         b.setInsertionPointAfter(def);
         producerPhase.emplace(b, def);
       }
-      v = AllReduceOp::create(b, loc("all_reduce"), v.getType(), v, meshRef,
-                              b.getStrArrayAttr(rest),
-                              ReductionKindAttr::get(b.getContext(),
-                                                     cur.partialKind));
+      for (auto &[d, axes] : slices) {
+        Value index = AxisIndexOp::create(
+            b, loc("axis_index"), RankedTensorType::get({}, b.getI64Type()),
+            meshRef, b.getStrArrayAttr(axes));
+        llvm::append_range(cur.dims[d], axes);
+        v = LocalSliceOp::create(b, loc("local_slice"),
+                                 cur.localType(global, mesh), v, index,
+                                 b.getI64IntegerAttr(d));
+      }
+      if (!rest.empty())
+        v = AllReduceOp::create(b, loc("all_reduce"), v.getType(), v, meshRef,
+                                b.getStrArrayAttr(rest),
+                                ReductionKindAttr::get(b.getContext(),
+                                                       cur.partialKind));
     }
     if (scatterDim) {
       Layout next = cur;
@@ -239,14 +265,54 @@ FailureOr<Value> Partitioner::convert(Value old, const Layout &to,
     return fail();
   }
 
+  // An axis that leaves one dimension for another moves there by an
+  // all_to_all: the minor-most axis of a dimension that `to` splits on
+  // fewer axes, when it is the next axis `to` splits another dimension on
+  // (a dispatch's slots, split by token groups, become the experts of an
+  // expert-parallel matmul). Each device sends (n-1)/n of its block, where
+  // a gather and a slice would receive n-1 blocks.
+  auto commonPrefix = [](ArrayRef<StringRef> x, ArrayRef<StringRef> y) {
+    size_t k = 0;
+    while (k < x.size() && k < y.size() && x[k] == y[k])
+      ++k;
+    return k;
+  };
+  auto nextAxisOf = [&](int64_t d) -> std::optional<StringRef> {
+    ArrayRef<StringRef> have = cur.dims[d], want = to.dims[d];
+    if (want.size() <= have.size() || want.take_front(have.size()) != have)
+      return std::nullopt;
+    return want[have.size()];
+  };
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (int64_t i = 0, e = cur.dims.size(); i < e && !moved; ++i) {
+      ArrayRef<StringRef> have = cur.dims[i];
+      if (commonPrefix(have, to.dims[i]) == have.size())
+        continue;
+      StringRef axis = have.back();
+      for (int64_t j = 0; j < e && !moved; ++j) {
+        if (j == i || nextAxisOf(j) != axis)
+          continue;
+        Layout next = cur;
+        next.dims[i].pop_back();
+        next.dims[j].push_back(axis);
+        if (global.getDimSize(j) % groupSize(mesh, next.dims[j]) != 0)
+          continue;
+        v = AllToAllOp::create(b, loc("all_to_all"),
+                               next.localType(global, mesh), v, meshRef,
+                               b.getStrArrayAttr({axis}),
+                               b.getI64IntegerAttr(j), b.getI64IntegerAttr(i));
+        cur = next;
+        moved = true;
+      }
+    }
+  }
+
   // Axes a dimension is split on that `to` does not split it on (after
   // their common major axes) are gathered...
   for (int64_t d = 0, e = cur.dims.size(); d < e; ++d) {
     ArrayRef<StringRef> have = cur.dims[d], want = to.dims[d];
-    size_t common = 0;
-    while (common < have.size() && common < want.size() &&
-           have[common] == want[common])
-      ++common;
+    size_t common = commonPrefix(have, want);
     if (common == have.size())
       continue;
     SmallVector<StringRef, 2> extra(have.drop_front(common));
@@ -358,6 +424,18 @@ LogicalResult Partitioner::partitionRuled(Operation *op,
           limit[d] = slice.getType().getDimSize(d);
       slice.setLimit(limit);
     }
+    // A routing op's groups split with its tokens (its rule keeps each
+    // group whole): the block routes its own groups, of the same size.
+    auto localGroups = [&](Value tokens, Value localTokens, int64_t groups) {
+      int64_t groupTokens = typeOf(tokens).getDimSize(0) / groups;
+      return localTypeOf(localTokens).getDimSize(0) / groupTokens;
+    };
+    if (auto dispatch = dyn_cast<graph::MoeDispatchOp>(clone))
+      dispatch.setGroups(localGroups(op->getOperand(0), newOperands[0],
+                                     dispatch.getGroups()));
+    if (auto combine = dyn_cast<graph::MoeCombineOp>(clone))
+      combine.setGroups(localGroups(op->getOperand(1), newOperands[1],
+                                    combine.getGroups()));
     llvm::append_range(values, clone->getResults());
   }
   for (auto [i, r] : llvm::enumerate(op->getResults())) {

@@ -1,11 +1,13 @@
 //===- DistStrategies.cpp - the mesh and the strategy passes --------------===//
 //
 // -dist-add-mesh adds the device mesh; -dist-data-parallel annotates the
-// batch and, with ZeRO, the stored training state (see Passes.td). The
-// strategies only annotate: propagation and partitioning do the rest.
+// batch and, with ZeRO, the stored training state; -dist-expert-parallel
+// the stacked experts and the batch (see DistPasses.td). The strategies
+// only annotate: propagation and partitioning do the rest.
 //
 //===----------------------------------------------------------------------===//
 
+#include "DistStrategies.h"
 #include "ShardingLayout.h"
 #include "TrainingStep.h"
 
@@ -15,6 +17,7 @@
 #include "cleave/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringSet.h"
 
 #include <cctype>
@@ -22,6 +25,7 @@
 namespace cleave {
 #define GEN_PASS_DEF_DISTADDMESHPASS
 #define GEN_PASS_DEF_DISTDATAPARALLELPASS
+#define GEN_PASS_DEF_DISTEXPERTPARALLELPASS
 #include "cleave/Transforms/Passes.h.inc"
 } // namespace cleave
 
@@ -235,48 +239,7 @@ void DistDataParallelPass::runOnOperation() {
   StringAttr origin = StringAttr::get(&getContext(), "-dist-data-parallel");
 
   // The batch of every input.
-  bool failedArg = false;
-  for (auto fn : module.getOps<func::FuncOp>()) {
-    if (fn.isExternal())
-      continue;
-    int64_t batchDim = 0;
-    if (auto config = fn->getAttrOfType<DictionaryAttr>(
-            "cleave.training_config"))
-      if (auto k = config.getAs<IntegerAttr>("accumulate"))
-        batchDim = k.getInt() > 1 ? 1 : 0;
-    for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
-      auto type = dyn_cast<RankedTensorType>(fn.getArgumentTypes()[i]);
-      if (!type || type.getRank() <= batchDim)
-        continue;
-      Layout layout = Layout::replicated(type.getRank());
-      if (auto s = fn.getArgAttrOfType<ShardingAttr>(
-              i, DistDialect::getShardingAttrName())) {
-        FailureOr<Layout> l = Layout::get(s, [&]() { return fn.emitOpError(); });
-        if (failed(l))
-          return signalPassFailure();
-        // A layout the user wrote is kept as written.
-        if (s.getPriority() == ShardingPriority::User)
-          continue;
-        layout = *l;
-      }
-      if (layout.usesAxis(axis))
-        continue;
-      int64_t local =
-          type.getDimSize(batchDim) / groupSize(mesh, layout.dims[batchDim]);
-      if (local % n != 0) {
-        fn.emitOpError("argument #")
-            << i << " (" << type << ") has a batch of " << local
-            << " along dimension " << batchDim << ", which the " << n
-            << " devices of axis '" << axis << "' do not divide";
-        failedArg = true;
-        continue;
-      }
-      layout.dims[batchDim].push_back(StringAttr::get(&getContext(), axis).getValue());
-      fn.setArgAttr(i, DistDialect::getShardingAttrName(),
-                    layout.toAttr(meshRef, ShardingPriority::Strategy, origin));
-    }
-  }
-  if (failedArg)
+  if (failed(splitBatch(module, mesh, axis, n, origin)))
     return signalPassFailure();
   if (zero == 0)
     return;
@@ -301,4 +264,283 @@ void DistDataParallelPass::runOnOperation() {
   }
 }
 
+
+//===----------------------------------------------------------------------===//
+// -dist-expert-parallel
+//===----------------------------------------------------------------------===//
+
+struct DistExpertParallelPass
+    : public cleave::impl::DistExpertParallelPassBase<DistExpertParallelPass> {
+  using Base::Base;
+  void runOnOperation() override;
+};
+
+void DistExpertParallelPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  auto meshAxis = getMeshAxis(module, "-dist-expert-parallel", axis);
+  if (failed(meshAxis))
+    return signalPassFailure();
+  MeshOp mesh = meshAxis->first;
+  const int64_t n = meshAxis->second;
+  auto rankOf = [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getRank();
+  };
+  auto dim0 = [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getDimSize(0);
+  };
+
+  // The stacked experts of the forward: the weights of its expert matmuls
+  // and the per-expert values (biases) the ops between them combine with,
+  // all split along their expert dimension, 0.
+  llvm::SetVector<StringRef> stacked;
+  llvm::DenseSet<Value> perExpert;
+  int64_t numRouted = 0;
+  bool failedOp = false;
+  module.walk([&](Operation *op) {
+    std::optional<graph::Phase> phase = phaseOf(op);
+    if (phase && *phase != graph::Phase::Forward)
+      return;
+    if (auto dispatch = dyn_cast<graph::MoeDispatchOp>(op)) {
+      ++numRouted;
+      int64_t experts = dispatch.getNumExperts();
+      if (experts < n) {
+        dispatch.emitOpError("routes to ")
+            << experts << " experts, fewer than the " << n
+            << " devices of axis '" << axis
+            << "' (each device holds at least one expert; give the other "
+               "devices to dp)";
+        failedOp = true;
+      } else if (experts % n != 0) {
+        dispatch.emitOpError("routes to ")
+            << experts << " experts, which the " << n << " devices of axis '"
+            << axis << "' do not divide (-dist-expert-parallel gives each "
+            << "device the same number of experts)";
+        failedOp = true;
+      }
+      if (dispatch.getGroups() % n != 0) {
+        dispatch.emitOpError("routes its tokens in ")
+            << dispatch.getGroups() << " groups, which the " << n
+            << " devices of axis '" << axis
+            << "' do not divide (each device routes whole groups; "
+               "--moe-group-size sets their size)";
+        failedOp = true;
+      }
+      return;
+    }
+    if (auto matmul = dyn_cast<graph::ExpertMatmulOp>(op)) {
+      std::optional<ParamDim> weight = traceToParam(matmul.getWeight(), 0);
+      if (!weight) {
+        matmul.emitOpError("multiplies by expert weights that are not a "
+                           "parameter's (-dist-expert-parallel splits the "
+                           "stacked parameters [E, ...])");
+        failedOp = true;
+        return;
+      }
+      stacked.insert(weight->param);
+      perExpert.insert(matmul.getResult());
+      return;
+    }
+    if (isa<graph::MoeCombineOp>(op) || op->getNumResults() != 1 ||
+        !llvm::any_of(op->getOperands(),
+                      [&](Value v) { return perExpert.contains(v); }))
+      return;
+    Value result = op->getResult(0);
+    auto type = dyn_cast<RankedTensorType>(result.getType());
+    if (!type || type.getRank() < 2)
+      return;
+    perExpert.insert(result);
+    for (Value v : op->getOperands())
+      if (!perExpert.contains(v) && rankOf(v) == type.getRank() &&
+          dim0(v) == type.getDimSize(0))
+        if (std::optional<ParamDim> p = traceToParam(v, 0))
+          stacked.insert(p->param);
+  });
+  if (failedOp)
+    return signalPassFailure();
+  if (numRouted == 0 || stacked.empty()) {
+    module.emitError("-dist-expert-parallel found no routed experts "
+                     "(graph.moe_dispatch and graph.expert_matmul) to split "
+                     "on axis '")
+        << axis << "'; a mixture of experts compiled with --moe-dense stays "
+                   "dense, and a model without one has nothing to split";
+    return signalPassFailure();
+  }
+
+  SymbolTable symbols(module);
+  auto meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
+  StringAttr origin = StringAttr::get(&getContext(), "-dist-expert-parallel");
+  StringRef axisName = StringAttr::get(&getContext(), axis).getValue();
+  llvm::StringMap<ShardingAttr> shardings;
+  for (StringRef name : stacked) {
+    auto param = symbols.lookup<graph::ParamOp>(name);
+    if (!param)
+      continue;
+    auto type = cast<RankedTensorType>(param.getType());
+    Layout layout = Layout::replicated(type.getRank());
+    if (ShardingAttr s = param.getShardingAttr()) {
+      FailureOr<Layout> l =
+          Layout::get(s, [&]() { return param.emitOpError(); });
+      if (failed(l))
+        return signalPassFailure();
+      layout = *l;
+    }
+    if (layout.usesAxis(axis))
+      continue;
+    layout.dims[0].insert(layout.dims[0].begin(), axisName);
+    ShardingAttr s = layout.toAttr(meshRef, ShardingPriority::Strategy, origin);
+    param.setShardingAttr(s);
+    shardings[name] = s;
+  }
+  shareWithState(module, shardings);
+  // Each device routes the tokens of its own share of the batch.
+  if (failed(splitBatch(module, mesh, axis, n, origin)))
+    return signalPassFailure();
+}
+
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// What the strategies share (DistStrategies.h)
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+int64_t sizeOf(Value v, int64_t d) {
+  return cast<RankedTensorType>(v.getType()).getDimSize(d);
+}
+
+/// The dimension of `in` that dimension `d` of a reshape's `out` is, when
+/// the reshape only adds or drops size-1 dimensions around it.
+std::optional<int64_t> throughUnitReshape(ArrayRef<int64_t> out,
+                                          ArrayRef<int64_t> in, int64_t d) {
+  if (out[d] == 1)
+    return std::nullopt;
+  int64_t rank = llvm::count_if(out.take_front(d), [](int64_t s) {
+    return s != 1;
+  });
+  SmallVector<int64_t> outSizes, inSizes;
+  for (int64_t s : out)
+    if (s != 1)
+      outSizes.push_back(s);
+  for (int64_t s : in)
+    if (s != 1)
+      inSizes.push_back(s);
+  if (outSizes != inSizes)
+    return std::nullopt;
+  for (int64_t k = 0, seen = 0; k < int64_t(in.size()); ++k)
+    if (in[k] != 1 && seen++ == rank)
+      return k;
+  return std::nullopt;
+}
+
+} // namespace
+
+std::optional<ParamDim> cleave::dist::traceToParam(Value v, int64_t d) {
+  while (Operation *op = v.getDefiningOp()) {
+    if (auto read = dyn_cast<graph::ReadParamOp>(op))
+      return ParamDim{read.getParam(), d};
+    if (auto widen = dyn_cast<graph::CastOp>(op)) {
+      v = widen.getOperand();
+    } else if (auto t = dyn_cast<graph::TransposeOp>(op)) {
+      d = t.getPerm()[d];
+      v = t.getOperand();
+    } else if (auto slice = dyn_cast<graph::SliceOp>(op)) {
+      if (slice.getStart()[d] != 0 ||
+          slice.getLimit()[d] != sizeOf(slice.getOperand(), d) ||
+          slice.getStridesOrOnes()[d] != 1)
+        return std::nullopt;
+      v = slice.getOperand();
+    } else if (auto reshape = dyn_cast<graph::ReshapeOp>(op)) {
+      std::optional<int64_t> in = throughUnitReshape(
+          reshape.getType().getShape(),
+          cast<RankedTensorType>(reshape.getOperand().getType()).getShape(),
+          d);
+      if (!in)
+        return std::nullopt;
+      d = *in;
+      v = reshape.getOperand();
+    } else {
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+LogicalResult cleave::dist::splitBatch(ModuleOp module, MeshOp mesh,
+                                       StringRef axis, int64_t n,
+                                       StringAttr origin) {
+  MLIRContext *ctx = module.getContext();
+  auto meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
+  ArrayRef<Attribute> meshAxes = mesh.getAxisNames().getValue();
+  auto meshIndex = [&](StringRef a) {
+    return llvm::find(meshAxes, StringAttr::get(ctx, a)) - meshAxes.begin();
+  };
+  StringRef axisName = StringAttr::get(ctx, axis).getValue();
+  bool failedArg = false;
+  for (auto fn : module.getOps<func::FuncOp>()) {
+    if (fn.isExternal())
+      continue;
+    int64_t batchDim = 0;
+    if (auto config = fn->getAttrOfType<DictionaryAttr>(
+            "cleave.training_config"))
+      if (auto k = config.getAs<IntegerAttr>("accumulate"))
+        batchDim = k.getInt() > 1 ? 1 : 0;
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+      auto type = dyn_cast<RankedTensorType>(fn.getArgumentTypes()[i]);
+      if (!type || type.getRank() <= batchDim)
+        continue;
+      Layout layout = Layout::replicated(type.getRank());
+      if (auto s = fn.getArgAttrOfType<ShardingAttr>(
+              i, DistDialect::getShardingAttrName())) {
+        FailureOr<Layout> l = Layout::get(s, [&]() { return fn.emitOpError(); });
+        if (failed(l))
+          return failure();
+        // A layout the user wrote is kept as written.
+        if (s.getPriority() == ShardingPriority::User)
+          continue;
+        layout = *l;
+      }
+      if (layout.usesAxis(axis))
+        continue;
+      int64_t local =
+          type.getDimSize(batchDim) / groupSize(mesh, layout.dims[batchDim]);
+      if (local % n != 0) {
+        fn.emitOpError("argument #")
+            << i << " (" << type << ") has a batch of " << local
+            << " along dimension " << batchDim << ", which the " << n
+            << " devices of axis '" << axis << "' do not divide";
+        failedArg = true;
+        continue;
+      }
+      auto &axes = layout.dims[batchDim];
+      auto *at = llvm::find_if(axes, [&](StringRef a) {
+        return meshIndex(a) > meshIndex(axisName);
+      });
+      axes.insert(at, axisName);
+      fn.setArgAttr(i, DistDialect::getShardingAttrName(),
+                    layout.toAttr(meshRef, ShardingPriority::Strategy, origin));
+    }
+  }
+  return failure(failedArg);
+}
+
+void cleave::dist::shareWithState(
+    ModuleOp module, const llvm::StringMap<ShardingAttr> &shardings) {
+  SymbolTable symbols(module);
+  auto share = [&](Value param, ArrayRef<Value> state) {
+    auto read = param.getDefiningOp<graph::ReadParamOp>();
+    auto it = read ? shardings.find(read.getParam()) : shardings.end();
+    if (it == shardings.end())
+      return;
+    for (Value v : state)
+      if (auto stateRead = v ? v.getDefiningOp<graph::ReadParamOp>() : nullptr)
+        if (auto p = symbols.lookup<graph::ParamOp>(stateRead.getParam()))
+          p.setShardingAttr(it->second);
+  };
+  module.walk([&](Operation *op) {
+    if (auto adamw = dyn_cast<graph::AdamwOp>(op))
+      share(adamw.getParam(), {adamw.getFirstMoment(), adamw.getSecondMoment()});
+    if (auto sgd = dyn_cast<graph::SgdOp>(op))
+      share(sgd.getParam(), {sgd.getMomentumBuffer()});
+  });
+}

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "DistStrategies.h"
 #include "ShardingLayout.h"
 #include "TrainingStep.h"
 
@@ -32,15 +33,6 @@ using namespace cleave::dist;
 
 namespace {
 
-/// A dimension of a parameter.
-struct ParamDim {
-  StringRef param;
-  int64_t dim;
-  bool operator==(const ParamDim &o) const {
-    return param == o.param && dim == o.dim;
-  }
-};
-
 int64_t rankOf(Value v) { return cast<RankedTensorType>(v.getType()).getRank(); }
 int64_t sizeOf(Value v, int64_t d) {
   return cast<RankedTensorType>(v.getType()).getDimSize(d);
@@ -50,63 +42,6 @@ int64_t sizeOf(Value v, int64_t d) {
 bool isForward(Operation *op) {
   std::optional<graph::Phase> phase = phaseOf(op);
   return !phase || *phase == graph::Phase::Forward;
-}
-
-/// The dimension of `in` that dimension `d` of a reshape's `out` is, when
-/// the reshape only adds or drops size-1 dimensions around it.
-std::optional<int64_t> throughUnitReshape(ArrayRef<int64_t> out,
-                                          ArrayRef<int64_t> in, int64_t d) {
-  if (out[d] == 1)
-    return std::nullopt;
-  int64_t rank = llvm::count_if(out.take_front(d), [](int64_t s) {
-    return s != 1;
-  });
-  SmallVector<int64_t> outSizes, inSizes;
-  for (int64_t s : out)
-    if (s != 1)
-      outSizes.push_back(s);
-  for (int64_t s : in)
-    if (s != 1)
-      inSizes.push_back(s);
-  if (outSizes != inSizes)
-    return std::nullopt;
-  for (int64_t k = 0, seen = 0; k < int64_t(in.size()); ++k)
-    if (in[k] != 1 && seen++ == rank)
-      return k;
-  return std::nullopt;
-}
-
-/// The parameter dimension that dimension `d` of `v` is: through reads,
-/// casts, transposes, size-1 reshapes and slices that keep `d` whole.
-std::optional<ParamDim> traceToParam(Value v, int64_t d) {
-  while (Operation *op = v.getDefiningOp()) {
-    if (auto read = dyn_cast<graph::ReadParamOp>(op))
-      return ParamDim{read.getParam(), d};
-    if (auto widen = dyn_cast<graph::CastOp>(op)) {
-      v = widen.getOperand();
-    } else if (auto t = dyn_cast<graph::TransposeOp>(op)) {
-      d = t.getPerm()[d];
-      v = t.getOperand();
-    } else if (auto slice = dyn_cast<graph::SliceOp>(op)) {
-      if (slice.getStart()[d] != 0 ||
-          slice.getLimit()[d] != sizeOf(slice.getOperand(), d) ||
-          slice.getStridesOrOnes()[d] != 1)
-        return std::nullopt;
-      v = slice.getOperand();
-    } else if (auto reshape = dyn_cast<graph::ReshapeOp>(op)) {
-      std::optional<int64_t> in = throughUnitReshape(
-          reshape.getType().getShape(),
-          cast<RankedTensorType>(reshape.getOperand().getType()).getShape(),
-          d);
-      if (!in)
-        return std::nullopt;
-      d = *in;
-      v = reshape.getOperand();
-    } else {
-      return std::nullopt;
-    }
-  }
-  return std::nullopt;
 }
 
 /// A projection: a matmul whose right operand is a parameter; `out` and
@@ -465,22 +400,7 @@ void DistTensorParallelPass::runOnOperation() {
     param.setShardingAttr(s);
     shardings[name] = s;
   }
-  auto shareWith = [&](Value param, ArrayRef<Value> state) {
-    auto read = param.getDefiningOp<graph::ReadParamOp>();
-    if (!read || !shardings.count(read.getParam()))
-      return;
-    for (Value v : state)
-      if (auto stateRead = v ? v.getDefiningOp<graph::ReadParamOp>() : nullptr)
-        if (auto p = symbols.lookup<graph::ParamOp>(stateRead.getParam()))
-          p.setShardingAttr(shardings[read.getParam()]);
-  };
-  module.walk([&](Operation *op) {
-    if (auto adamw = dyn_cast<graph::AdamwOp>(op))
-      shareWith(adamw.getParam(),
-                {adamw.getFirstMoment(), adamw.getSecondMoment()});
-    if (auto sgd = dyn_cast<graph::SgdOp>(op))
-      shareWith(sgd.getParam(), {sgd.getMomentumBuffer()});
-  });
+  shareWithState(module, shardings);
 }
 
 //===----------------------------------------------------------------------===//

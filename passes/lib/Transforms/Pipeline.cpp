@@ -55,10 +55,10 @@ LogicalResult CleavePipelineOptions::verify(
     if (name.empty() || size.getAsInteger(10, n) || n < 1)
       return emitError("--mesh: '" + axis +
                        "' is not an axis name=size with size >= 1");
-    if (name != "dp" && name != "tp" && name != "pp")
+    if (name != "dp" && name != "tp" && name != "pp" && name != "ep")
       return emitError("--mesh: unknown axis '" + name +
-                       "' (dp splits the batch, tp the layers, pp cuts "
-                       "them into pipeline stages)");
+                       "' (dp splits the batch, tp the layers, ep the "
+                       "experts, pp cuts the layers into pipeline stages)");
     if (llvm::count_if(axes, [&](StringRef a) {
           return a.split('=').first == name;
         }) > 1)
@@ -86,6 +86,19 @@ LogicalResult CleavePipelineOptions::verify(
                      "links, across nodes; dp and tp inside a stage)");
   if (zero < 0 || zero > 3)
     return emitError("--zero must be 0, 1, 2 or 3");
+  auto meshIndex = [&](StringRef name) {
+    return llvm::find_if(axes, [&](StringRef a) {
+             return a.split('=').first == name;
+           }) - axes.begin();
+  };
+  if (hasMeshAxis("ep") && hasMeshAxis("dp") &&
+      meshIndex("ep") < meshIndex("dp"))
+    return emitError("--mesh: put ep after dp (each data-parallel group's "
+                     "ranks exchange their tokens over ep, the closer "
+                     "links)");
+  if (hasMeshAxis("ep") && moeDense)
+    return emitError("--mesh with ep splits routed experts: it cannot keep "
+                     "the mixture dense (--moe-dense)");
   if (zero.hasValue() && !hasMeshAxis("dp"))
     return emitError("--zero needs a dp axis in --mesh");
   if (sp && !hasMeshAxis("tp"))
@@ -252,7 +265,12 @@ static void addDistributionPasses(OpPassManager &pm,
       pm.addPass(createDistSequenceParallelPass(sp));
     }
   }
-  // After tp: ZeRO splits what tensor parallelism left whole.
+  if (options.hasMeshAxis("ep")) {
+    DistExpertParallelPassOptions ep;
+    ep.axis = "ep";
+    pm.addPass(createDistExpertParallelPass(ep));
+  }
+  // After tp and ep: ZeRO splits what they left whole.
   if (options.hasMeshAxis("dp")) {
     DistDataParallelPassOptions dp;
     dp.axis = "dp";

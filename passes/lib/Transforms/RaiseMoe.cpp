@@ -197,6 +197,15 @@ private:
     return t && t.getRank() == 3 && t.getDimSize(0) == m.numExperts &&
            t.getDimSize(1) == m.tokens;
   }
+  /// A value of the chain by what computes it, not only by its shape (an
+  /// expert weight [E, H, F] has the shape of one when H = T): a dry run of
+  /// its own. A product of two chain values is not an expert matmul.
+  bool isChainValue(Value v) const {
+    if (!inChain(v))
+      return false;
+    ExpertChain probe(b, m);
+    return succeeded(probe.rebuild(v, {}));
+  }
   /// A value that broadcasts over the tokens ([F], [1, F], [E, 1, F]...).
   bool broadcastsOverTokens(Value v) const {
     RankedTensorType t = tensorType(v);
@@ -213,7 +222,7 @@ private:
     if (auto mm = dyn_cast<MatmulOp>(def)) {
       RankedTensorType w = tensorType(mm.getRhs());
       if (!w || w.getRank() != 3 || w.getDimSize(0) != m.numExperts ||
-          inChain(mm.getRhs()))
+          isChainValue(mm.getRhs()))
         return failure();
       Value in;
       if (hasShape(mm.getLhs(), {1, m.tokens, w.getDimSize(1)})) {

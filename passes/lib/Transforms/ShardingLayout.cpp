@@ -307,7 +307,11 @@ OpLayouts decideLayouts(Operation *op, const ShardingRule &rule,
         continue;
       extra = p.axes.drop_front(axes.size());
     }
-    if (llvm::any_of(extra, [&](StringRef a) { return used.contains(a); }))
+    // Axes another factor took end the proposal: the factor keeps the major
+    // axes before them (a dispatch's slots split [dp, ep] feed an expert
+    // matmul whose experts took ep: its slots stay split on dp).
+    extra = extra.take_while([&](StringRef a) { return !used.contains(a); });
+    if (extra.empty())
       continue;
     if (axes.empty())
       out.factorSource[p.factor] = p.tensor;

@@ -161,6 +161,13 @@ def cases():
         Case("gpt-dp2-tp2", "gpt", "dp=2,tp=2", 4, ADAMW, GPT_TP,
              {"dp": {"all_reduce": dp_bytes("gpt", GPT_TP, 2)},
               "tp": {"all_reduce": (MEGATRON_BYTES + VOCAB_BYTES) // 2}}),
+        # llama's token table is not tied to its LM head: its gradient,
+        # computed whole from the data's ids, is partial over dp and read
+        # split by vocabulary on tp; each rank slices its block before the
+        # dp all-reduce, which moves the block only.
+        Case("llama-dp2-tp2", "llama", "dp=2,tp=2", 4, SGD, LLAMA_TP,
+             {"dp": {"all_reduce": dp_bytes("llama", LLAMA_TP, 2)},
+              "tp": {"all_reduce": (MEGATRON_BYTES + VOCAB_BYTES) // 2}}),
         # Megatron sequence parallelism (--sp): per layer, the forward's two
         # all-reduces become a reduce-scatter of the tokens and an
         # all-gather before the next column-parallel projection, and so in

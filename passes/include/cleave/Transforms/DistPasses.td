@@ -72,6 +72,38 @@ def DistDataParallelPass : Pass<"dist-data-parallel", "::mlir::ModuleOp"> {
   let dependentDialects = ["::cleave::dist::DistDialect"];
 }
 
+def DistExpertParallelPass : Pass<"dist-expert-parallel", "::mlir::ModuleOp"> {
+  let summary = "Splits the routed experts over a mesh axis, and the batch with them";
+  let description = [{
+    A strategy pass: it only annotates; `-dist-propagate` and
+    `-dist-partition` derive the rest. It needs routed experts (the
+    `graph.moe_dispatch`, `graph.expert_matmul` and `graph.moe_combine`
+    that `-cleave-raise` makes of a mixture of experts).
+
+    - The stacked expert parameters, `[E, ...]`, are split along E on
+      `axis`: the weights of every forward `graph.expert_matmul` (through
+      reads, casts, transposes, size-1 reshapes) and the per-expert values
+      (biases) the ops between them combine with; their optimizer state
+      like them. Each device holds E/n experts.
+    - The batch of every input is split on `axis` too (as
+      `-dist-data-parallel` splits it, among the axes already splitting it
+      in the mesh's order): each device routes the tokens of its share.
+      `moe_dispatch` fills the slots of its own token groups, and the
+      partitioner turns slots split by groups into experts split by
+      devices with one `dist.all_to_all` (and back before `moe_combine`,
+      and so in the backward). The router and the rest of the model are
+      replicated on `axis`, their gradients all-reduced over it.
+    - Errors name the op: experts or routing groups that the axis does not
+      divide (more devices than experts among them), expert weights that
+      are not parameters; a module with no routed experts is an error too.
+  }];
+  let options = [
+    Option<"axis", "axis", "std::string", /*default=*/"\"ep\"",
+           "the mesh axis to split the experts on">
+  ];
+  let dependentDialects = ["::cleave::dist::DistDialect"];
+}
+
 def DistTensorParallelPass : Pass<"dist-tensor-parallel", "::mlir::ModuleOp"> {
   let summary = "Splits pairs of projections on a mesh axis, as Megatron-LM does";
   let description = [{

@@ -171,9 +171,11 @@ struct CleavePipelineOptions
                      "to minor: dp=2,tp=2 (one rank per device, launched by "
                      "mpirun -np <product>). `dp` splits the batch "
                      "(-dist-data-parallel); `tp` splits the layers "
-                     "(-dist-tensor-parallel); `pp` cuts them into "
-                     "pipeline stages (-dist-pipeline-parallel), put it "
-                     "first"),
+                     "(-dist-tensor-parallel); `ep` splits a mixture's "
+                     "experts and the batch, tokens exchanged by "
+                     "all-to-all (-dist-expert-parallel), after dp; `pp` "
+                     "cuts the layers into pipeline stages "
+                     "(-dist-pipeline-parallel), put it first"),
       llvm::cl::value_desc("axis=size,...")};
 
   PassOptions::Option<int64_t> zero{

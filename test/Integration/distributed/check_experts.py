@@ -1,0 +1,240 @@
+#!/usr/bin/env python3
+"""Expert parallelism on the moe example under mpirun against one device.
+
+usage: check_experts.py --compile CLEAVE_COMPILE [--mpirun MPIRUN] [CASE...]
+
+Each case compiles the moe example (examples/moe: 2 layers, each a top-2
+mixture of 4 experts, routed by -cleave-raise into router_topk,
+moe_dispatch, expert_matmul and moe_combine) for one device and with
+`--mesh ...` containing an `ep` axis (-dist-expert-parallel: the stacked
+expert weights split on ep by expert, the batch split on ep, the tokens
+sent to their experts' devices and back by all_to_all), trains both on
+the same token corpus and checks:
+
+- the loss of every step on the mesh equals one device's within 1e-5
+  relative, and the final parameters and optimizer state, put together
+  from the sharded checkpoint, within 1e-5 of each tensor's largest
+  magnitude;
+- the checkpoint index splits exactly the expert weights on `ep`, by
+  expert (dim 0), and with tp the Megatron attention and vocabulary
+  layout on `tp`;
+- each rank stores the experts divided by ep (the parameters and the
+  optimizer state), the tp-split parameters divided by tp, from the
+  program's --help;
+- the bytes each rank sent per axis and collective, counted by the
+  runtime, equal the analytical figure: per MoE layer and step, four
+  all_to_alls (the dispatched tokens to the experts and back, forward and
+  backward), each (n-1)/n of the rank's dispatch buffer, E x C x H f32
+  with dropless capacity C = the rank's tokens; the gradients of every
+  parameter but the experts' all-reduced over the axes that split the
+  batch, ring 2(n-1)/n each; the experts' over dp alone;
+- the bytes `cleave-compile --dist-explain` prints per axis and collective
+  equal the runtime's count.
+
+The ep=4 and dp=2 x ep=2 cases need 4 samples to split: they train
+examples/moe/batch4, the same model exported for batch 4
+(`generate.py --batch 4 --out batch4`; the weights do not depend on the
+batch).
+
+Prints one line per check; exits non-zero on the first failing case.
+"""
+import dataclasses
+import importlib.util
+import json
+import os
+import re
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+STEPS = 8
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(
+        name, os.path.join(HERE, name + ".py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+examples = _load("check_examples")
+distributed = examples.distributed
+MPIRUN = distributed.MPIRUN
+run = distributed.run
+
+SEQ, HIDDEN, LAYERS, EXPERTS = 8, 32, 2, 4
+EXPERT_W = {f"blocks.{l}.moe.{w}" for l in range(LAYERS) for w in ("w1", "w2")}
+# Megatron's attention and vocabulary split on tp; the experts stay whole
+# on tp (each tp rank of an ep group runs the same experts on the same
+# tokens).
+MOE_TP = {
+    f"blocks.{l}.{name}": dim for l in range(LAYERS) for name, dim in [
+        ("attn.qkv.weight", 1), ("attn.qkv.bias", 1),
+        ("attn.proj.weight", 1)]}
+MOE_TP.update({"wte.weight": 0, "lm_head.weight": 0})
+ADAMW = ["--optimizer", "adamw", "--lr", "3e-3"]
+SGD = examples.SGD
+
+
+@dataclasses.dataclass
+class Case:
+    name: str
+    model: str  # under examples/
+    batch: int  # the model's
+    mesh: str
+    tp_split: dict
+    flags: list = dataclasses.field(default_factory=lambda: ADAMW)
+    rtol: float = 1e-5
+
+    def axes(self):
+        return {a: int(n) for a, n in
+                (x.split("=") for x in self.mesh.split(","))}
+
+    def ranks(self):
+        n = 1
+        for size in self.axes().values():
+            n *= size
+        return n
+
+
+CASES = [
+    Case("moe-ep2", "moe", 2, "ep=2", {}),
+    Case("moe-ep2-tp2", "moe", 2, "ep=2,tp=2", MOE_TP, SGD),
+    Case("moe-ep4", os.path.join("moe", "batch4"), 4, "ep=4", {}),
+    Case("moe-dp2-ep2", os.path.join("moe", "batch4"), 4, "dp=2,ep=2", {}),
+]
+
+
+def ring(n, nbytes, times):
+    """The runtime's bytes for one ring collective of n ranks."""
+    return times * (n - 1) * nbytes // n
+
+
+def wire_bytes(case):
+    """{axes: {kind: bytes}} each rank sends per step, analytically."""
+    axes = case.axes()
+    dp, ep, tp = (axes.get(a, 1) for a in ("dp", "ep", "tp"))
+    params = examples.model_params(case.model)
+    tokens = case.batch * SEQ // (dp * ep)  # each rank's
+    # Dropless: an expert may receive every token of the rank's group once.
+    dispatch = EXPERTS * tokens * HIDDEN * 4
+    want = {"ep": {"all_to_all": 4 * LAYERS * ring(ep, dispatch, 1)}}
+    batch_axes = ",".join(a for a in ("dp", "ep") if a in axes)
+    dense = [b // (tp if n in case.tp_split else 1)
+             for n, b in params.items() if n not in EXPERT_W]
+    want.setdefault(batch_axes, {})["all_reduce"] = sum(
+        ring(dp * ep, b, 2) for b in dense + [4])
+    if dp > 1:
+        want["dp"] = {"all_reduce": sum(ring(dp, params[n] // ep, 2)
+                                        for n in EXPERT_W)}
+    if tp > 1:
+        # Megatron's attention: its projection's partial product
+        # all-reduced in the forward, the qkv input gradient in the
+        # backward, b*s*h of the rank's samples each, per layer; around the
+        # layers the embedding's partial rows and the LM head's input
+        # gradient, and the vocabulary-parallel loss's five of b*s f32.
+        act = tokens * HIDDEN * 4
+        want["tp"] = {"all_reduce": ring(tp, act, 2) * (2 * LAYERS + 2)
+                      + 5 * ring(tp, tokens * 4, 2)}
+    return want
+
+
+def counted(work, rank):
+    stats = json.load(open(os.path.join(work, "stats",
+                                        f"comm-rank{rank}.json")))
+    got = {",".join(g["axes"]): {k: v["wire_bytes"] // STEPS
+                                 for k, v in g["kinds"].items()
+                                 if v["wire_bytes"]}
+           for g in stats["groups"]}
+    return {axes: kinds for axes, kinds in got.items() if kinds}
+
+
+def check_case(case, compile_, work):
+    model = os.path.join(ROOT, "examples", case.model, "model.onnx")
+    if not os.path.exists(model):
+        raise AssertionError(f"{case.name}: {model} is missing")
+    flags = ["--train", *case.flags]
+    one, mesh = os.path.join(work, "one"), os.path.join(work, "mesh")
+    run([compile_, model, *flags, "-o", one])
+    explained = run([compile_, model, *flags, "--mesh", case.mesh,
+                     "--dist-explain", "-o", mesh]).stdout
+    corpus = examples.write_corpus(work)
+    data = ["--tokens", corpus, "--steps", str(STEPS), "--shuffle", "--seed",
+            "1", "--quiet"]
+    run([one, *data, "--log-json", "one.jsonl", "--save", "one-ck"], cwd=work)
+    run([*MPIRUN, "-np", str(case.ranks()), mesh, *data, "--log-json",
+         "mesh.jsonl", "--save", "mesh-ck", "--comm-stats", "stats"],
+        cwd=work)
+    distributed.RTOL = case.rtol
+    distributed.compare_losses(
+        f"{case.name} on {case.ranks()} ranks",
+        distributed.losses(os.path.join(work, "one.jsonl")),
+        distributed.losses(os.path.join(work, "mesh.jsonl")),
+        list(range(1, STEPS + 1)))
+    examples.compare_final_states(case.name, work, case.rtol)
+
+    params = examples.model_params(case.model)
+    index = json.load(open(os.path.join(work, "mesh-ck", "model.index.json")))
+    split = {"ep": {}, "tp": {}}
+    for name, spec in index["params"].items():
+        if name in params:
+            for d, axes in enumerate(spec["sharding"]):
+                for a in axes:
+                    split.setdefault(a, {})[name] = d
+    want_split = {"ep": {n: 0 for n in EXPERT_W}, "tp": case.tp_split}
+    if split != want_split:
+        raise AssertionError(f"{case.name}: the checkpoint splits {split}, "
+                             f"the layout is {want_split}")
+    print(f"ok {case.name}: the experts' {len(EXPERT_W)} weights are split "
+          f"on ep by expert" + (f", {len(case.tp_split)} parameters on tp "
+                                f"as Megatron's attention and vocabulary"
+                                if case.tp_split else ""))
+
+    axes = case.axes()
+    ep, tp = axes.get("ep", 1), axes.get("tp", 1)
+    help_text = run([*MPIRUN, "-np", str(case.ranks()), mesh, "--help"]).stdout
+    model_b, state_b = map(int, re.search(
+        r"parameters: \d+ of the model \([^=]+= (\d+) B\), \d+ of optimizer "
+        r"state \([^=]+= (\d+) B\)", help_text).groups())
+    blocks = sum(b // (ep if n in EXPERT_W else
+                       tp if n in case.tp_split else 1)
+                 for n, b in params.items())
+    moments = 2 if "adamw" in case.flags else 1
+    if (model_b, state_b) != (blocks, moments * blocks + 8):
+        raise AssertionError(f"{case.name}: each rank stores {model_b} B of "
+                             f"parameters and {state_b} B of state, the "
+                             f"layout's figures are {blocks} and "
+                             f"{moments * blocks + 8}")
+    print(f"ok {case.name}: each rank stores {model_b} B of parameters and "
+          f"{state_b} B of optimizer state, the experts divided by {ep}")
+
+    want = wire_bytes(case)
+    for rank in range(case.ranks()):
+        got = counted(work, rank)
+        if got != want:
+            raise AssertionError(f"{case.name}: rank {rank} sent {got} per "
+                                 f"step, the analytical figure is {want}")
+    print(f"ok {case.name}: bytes sent per rank and step equal the "
+          f"analytical figures {want}")
+
+    told = {}
+    for kind, names, nbytes in re.findall(r'(\w+) over \[([^\]]*)\] (\d+) B',
+                                          explained.splitlines()[0]):
+        names = ",".join(a.strip().strip('"') for a in names.split(","))
+        told.setdefault(names, {})[kind] = int(nbytes)
+    if told != counted(work, 0):
+        raise AssertionError(f"{case.name}: --dist-explain says {told} per "
+                             f"rank and step, the runtime counted "
+                             f"{counted(work, 0)}")
+    print(f"ok {case.name}: --dist-explain's bytes per axis and collective "
+          f"equal the runtime's count")
+
+
+def main():
+    return distributed.run_cases(__doc__.splitlines()[0], CASES, check_case,
+                                 MPIRUN)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
