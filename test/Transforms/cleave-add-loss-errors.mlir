@@ -10,6 +10,8 @@
 // IGNORE-MSE: error: ignore-index applies to the cross-entropy loss
 // RUN: not cleave-opt %s --split-input-file --cleave-add-loss="loss=mse accumulate=2" 2>&1 | FileCheck %s --check-prefix=RANK0
 // RANK0: error: 'func.func' op accumulate=2 needs a batch dimension on every input and on the loss's target, got 'tensor<f32>'
+// RUN: not cleave-opt %s --split-input-file --cleave-add-loss="moe-aux-loss=-1" 2>&1 | FileCheck %s --check-prefix=AUX
+// AUX: error: moe-aux-loss must be a finite number >= 0, got -1
 // RUN: cleave-opt %s --split-input-file --cleave-add-loss -verify-diagnostics -o /dev/null
 
 // A scalar output has no classes for a cross-entropy (and, with

@@ -39,7 +39,7 @@
 // PASSES-NEXT: cleave-raise{moe=true moe-capacity-factor=0.000000e+00 moe-group-size=0},
 // PASSES-NEXT: cleave-mixed-precision{keep-f32={softmax} precision=f16 router-f32=true},
 // PASSES-NEXT: canonicalize
-// PASSES-NEXT: cleave-add-loss{accumulate=1 ignore-index= loss=cross-entropy},
+// PASSES-NEXT: cleave-add-loss{accumulate=1 ignore-index= loss=cross-entropy moe-aux-loss=0.000000e+00},
 // PASSES-NEXT: cleave-differentiate{loss-scale=6.553600e+04},
 // PASSES-NEXT: cleave-add-optimizer{{.*}} optimizer=adamw
 // PASSES-NEXT: canonicalize

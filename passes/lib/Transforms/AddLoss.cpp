@@ -15,6 +15,8 @@
 
 #include "mlir/IR/IRMapping.h"
 
+#include <cmath>
+
 namespace cleave {
 #define GEN_PASS_DEF_ADDLOSSPASS
 #include "cleave/Transforms/Passes.h.inc"
@@ -49,6 +51,53 @@ Value countPositions(OpBuilder &b, Location loc, Value labels,
   Value count = sumAll(b, loc, CastOp::create(b, loc, type.clone(f32), kept));
   return MaxOp::create(b, loc, RankedTensorType::get({}, f32), count,
                        scalarConstant(b, loc, f32, 1.0));
+}
+
+/// The load-balancing loss of one routed mixture, from its router's logits
+/// [T, E] and the experts it chose [T, k]: E * sum_e f_e * P_e, with f_e the
+/// share of the T * k assignments that went to expert e and P_e the mean
+/// router probability of e (Switch Transformer's, Fedus et al. 2021, eq. 4;
+/// top-k assignments counted as Megatron-Core does). Minimal (1) when both
+/// are uniform. Its gradient reaches the router through P only: f counts.
+Value loadBalancingLoss(OpBuilder &b, Location loc, RouterTopKOp router) {
+  Type f32 = b.getF32Type();
+  RankedTensorType logitsType = typeOf(router.getLogits());
+  const int64_t tokens = logitsType.getDimSize(0);
+  const int64_t experts = logitsType.getDimSize(1);
+  const int64_t k = router.getK();
+  Value logits = router.getLogits();
+  if (logitsType.getElementType() != f32)
+    logits = CastOp::create(b, loc, logitsType.clone(f32), logits);
+  auto vecType = RankedTensorType::get({experts}, f32);
+  Value probs =
+      SoftmaxOp::create(b, loc, logitsType.clone(f32), logits, /*dim=*/1);
+  auto sum = ReductionKindAttr::get(b.getContext(), ReductionKind::Sum);
+  Value probSums = ReduceOp::create(b, loc, vecType, sum, probs,
+                                    b.getDenseI64ArrayAttr({0}), UnitAttr());
+  // The assignments per expert: a one-hot [T, k, E] of the chosen ids.
+  Type i64 = b.getI64Type();
+  Value chosen = ReshapeOp::create(
+      b, loc, RankedTensorType::get({tokens, k, 1}, i64), router.getExperts());
+  SmallVector<int64_t> ids(experts);
+  for (int64_t e = 0; e < experts; ++e)
+    ids[e] = e;
+  auto idsType = RankedTensorType::get({experts}, i64);
+  Value arange = ConstantOp::create(
+      b, loc, DenseElementsAttr::get(idsType, ArrayRef<int64_t>(ids)));
+  auto hotType = RankedTensorType::get({tokens, k, experts}, b.getI1Type());
+  Value hot = CompareOp::create(
+      b, loc, hotType,
+      CompareDirectionAttr::get(b.getContext(), CompareDirection::EQ), chosen,
+      arange);
+  Value counts = ReduceOp::create(
+      b, loc, vecType, sum,
+      CastOp::create(b, loc, hotType.clone(f32), hot),
+      b.getDenseI64ArrayAttr({0, 1}), UnitAttr());
+  Value dot = sumAll(b, loc, MulOp::create(b, loc, vecType, probSums, counts));
+  // E * sum_e (counts_e / (T k)) * (probSums_e / T).
+  double scale = double(experts) / (double(k) * double(tokens) * double(tokens));
+  return MulOp::create(b, loc, RankedTensorType::get({}, f32), dot,
+                       scalarConstant(b, loc, f32, scale));
 }
 
 /// The layer a location names (the ONNX node path of an imported op).
@@ -88,6 +137,9 @@ LogicalResult checkOptions(ModuleOp module, const AddLossPassOptions &options) {
   if (options.accumulate < 1)
     return module.emitError("accumulate must be >= 1, got ")
            << static_cast<int64_t>(options.accumulate);
+  if (options.moeAuxLoss < 0 || !std::isfinite(options.moeAuxLoss))
+    return module.emitError("moe-aux-loss must be a finite number >= 0, got ")
+           << options.moeAuxLoss;
   if (!options.ignoreIndex.empty()) {
     int64_t value;
     if (StringRef(options.ignoreIndex).getAsInteger(10, value))
@@ -108,6 +160,7 @@ struct AddLossPass : cleave::impl::AddLossPassBase<AddLossPass> {
     options.loss = loss;
     options.ignoreIndex = ignoreIndex;
     options.accumulate = accumulate;
+    options.moeAuxLoss = moeAuxLoss;
     if (failed(buildLossStep(getOperation(), options, "-cleave-add-loss")))
       signalPassFailure();
   }
@@ -215,14 +268,22 @@ LogicalResult cleave::buildLossStep(ModuleOp module,
     }
     Value target = map.lookup(entry->getArguments().back());
     Value output;
+    SmallVector<std::pair<RouterTopKOp, std::optional<int64_t>>> routers;
     for (Operation &op : forward.getBody().front()) {
       if (auto ret = dyn_cast<func::ReturnOp>(op)) {
         output = map.lookup(ret.getOperand(0));
         break;
       }
       tagger.layer = layers.lookup(&op);
-      b.clone(op, map);
+      Operation *clone = b.clone(op, map);
+      if (auto router = dyn_cast<RouterTopKOp>(clone))
+        routers.push_back({router, tagger.layer});
     }
+    if (options.moeAuxLoss > 0 && routers.empty())
+      return forward.emitOpError("has no routed mixture of experts "
+                                 "(graph.router_topk) for the "
+                                 "load-balancing loss (moe-aux-loss); a "
+                                 "mixture kept dense (--moe-dense) has none");
     // Logits the forward computed in 16 bits and cast to f32 for its
     // signature (-cleave-mixed-precision) go to the cross-entropy as they
     // are: it reads them into f32 anyway, and the f32 logits and their f32
@@ -245,6 +306,20 @@ LogicalResult cleave::buildLossStep(ModuleOp module,
           ReductionKindAttr::get(b.getContext(), ReductionKind::Sum));
       lossOp = DivOp::create(b, loc, scalarType, sum.getResult(),
                              countPositions(b, loc, target, ignored));
+    }
+    // The load-balancing loss of each routed mixture, in the mixture's
+    // layer, weighted by the coefficient and added to the task's loss.
+    if (options.moeAuxLoss > 0) {
+      Value aux;
+      for (auto [router, layer] : routers) {
+        tagger.layer = layer;
+        Value l = loadBalancingLoss(b, router.getLoc(), router);
+        aux = aux ? AddOp::create(b, loc, scalarType, aux, l).getResult() : l;
+      }
+      tagger.layer = std::nullopt;
+      aux = MulOp::create(b, loc, scalarType, aux,
+                          scalarConstant(b, loc, f32, options.moeAuxLoss));
+      lossOp = AddOp::create(b, loc, scalarType, lossOp->getResult(0), aux);
     }
     // Where -cleave-differentiate starts this microbatch's backward pass.
     lossOp->setAttr(kMicrobatchLossAttr, b.getUnitAttr());
@@ -270,6 +345,8 @@ LogicalResult cleave::buildLossStep(ModuleOp module,
   if (ignored)
     config.append("ignore_index", ignored);
   config.append("accumulate", b.getI64IntegerAttr(k));
+  if (options.moeAuxLoss > 0)
+    config.append("moe_aux_loss", b.getF64FloatAttr(options.moeAuxLoss));
   step->setAttr(kLossAttr, config.getDictionary(b.getContext()));
   forward.erase();
   // Forward values off the loss's path (other outputs) are dead.

@@ -71,6 +71,7 @@ void AutodiffPass::runOnOperation() {
   lossOptions.loss = loss;
   lossOptions.ignoreIndex = ignoreIndex;
   lossOptions.accumulate = accumulate;
+  lossOptions.moeAuxLoss = moeAuxLoss;
   if (failed(buildLossStep(module, lossOptions, pass)))
     return signalPassFailure();
 

@@ -96,6 +96,12 @@ LogicalResult CleavePipelineOptions::verify(
     return emitError("--mesh: put ep after dp (each data-parallel group's "
                      "ranks exchange their tokens over ep, the closer "
                      "links)");
+  if (moeAuxLoss > 0 && moeDense)
+    return emitError("--moe-aux-loss balances routed experts: a mixture kept "
+                     "dense (--moe-dense) has no routing to balance");
+  if (moeAuxLoss > 0 && !differentiates())
+    return emitError("--moe-aux-loss is a training loss: it needs --train "
+                     "(or --loss, for the gradients)");
   if (hasMeshAxis("ep") && moeDense)
     return emitError("--mesh with ep splits routed experts: it cannot keep "
                      "the mixture dense (--moe-dense)");
@@ -151,6 +157,7 @@ AddLossPassOptions CleavePipelineOptions::addLossOptions() const {
   AddLossPassOptions options;
   options.loss = loss;
   options.ignoreIndex = ignoreIndex;
+  options.moeAuxLoss = moeAuxLoss;
   if (train)
     options.accumulate = stepMicrobatches();
   return options;
@@ -189,6 +196,7 @@ AutodiffPassOptions CleavePipelineOptions::autodiffOptions() const {
   options.loss = loss.loss;
   options.ignoreIndex = loss.ignoreIndex;
   options.accumulate = loss.accumulate;
+  options.moeAuxLoss = loss.moeAuxLoss;
   if (!train)
     return options; // no optimizer: the gradients
   options.lossScale = differentiateOptions().lossScale;

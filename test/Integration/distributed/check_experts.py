@@ -29,7 +29,8 @@ the same token corpus and checks:
   parameter but the experts' all-reduced over the axes that split the
   batch, ring 2(n-1)/n each; the experts' over dp alone;
 - the bytes `cleave-compile --dist-explain` prints per axis and collective
-  equal the runtime's count.
+  equal the runtime's count;
+- cleave-plan's estimates for the layout (see check_planner) equal them.
 
 The ep=4 and dp=2 x ep=2 cases need 4 samples to split: they train
 examples/moe/batch4, the same model exported for batch 4
@@ -41,6 +42,7 @@ Prints one line per check; exits non-zero on the first failing case.
 import dataclasses
 import importlib.util
 import json
+import math
 import os
 import re
 import sys
@@ -103,7 +105,17 @@ CASES = [
     Case("moe-ep2-tp2", "moe", 2, "ep=2,tp=2", MOE_TP, SGD),
     Case("moe-ep4", os.path.join("moe", "batch4"), 4, "ep=4", {}),
     Case("moe-dp2-ep2", os.path.join("moe", "batch4"), 4, "dp=2,ep=2", {}),
+    # GShard's capacity: ceil(1.0 * k * 8 / E) = 4 slots per expert and
+    # group of 8 tokens, so tokens are dropped, the same ones on each layout.
+    Case("moe-ep2-capacity1", "moe", 2, "ep=2", {},
+         ADAMW + ["--moe-capacity-factor", "1"]),
+    # The load-balancing loss: each layer's sums over the tokens of the
+    # router probabilities and of the assignments per expert ([E] f32
+    # each) are partial on every rank and all-reduced.
+    Case("moe-dp2-ep2-aux", os.path.join("moe", "batch4"), 4, "dp=2,ep=2",
+         {}, ADAMW + ["--moe-aux-loss", "0.01"]),
 ]
+TOP_K = 2
 
 
 def ring(n, nbytes, times):
@@ -117,14 +129,20 @@ def wire_bytes(case):
     dp, ep, tp = (axes.get(a, 1) for a in ("dp", "ep", "tp"))
     params = examples.model_params(case.model)
     tokens = case.batch * SEQ // (dp * ep)  # each rank's
-    # Dropless: an expert may receive every token of the rank's group once.
-    dispatch = EXPERTS * tokens * HIDDEN * 4
+    # One group per sequence; dropless, an expert may receive every token
+    # of a group once, else ceil(factor * k * group / E) of them.
+    slots = SEQ
+    if "--moe-capacity-factor" in case.flags:
+        factor = float(case.flags[case.flags.index("--moe-capacity-factor")
+                                  + 1])
+        slots = min(SEQ, math.ceil(factor * TOP_K * SEQ / EXPERTS))
+    dispatch = (tokens // SEQ) * EXPERTS * slots * HIDDEN * 4
     want = {"ep": {"all_to_all": 4 * LAYERS * ring(ep, dispatch, 1)}}
     batch_axes = ",".join(a for a in ("dp", "ep") if a in axes)
     dense = [b // (tp if n in case.tp_split else 1)
              for n, b in params.items() if n not in EXPERT_W]
     want.setdefault(batch_axes, {})["all_reduce"] = sum(
-        ring(dp * ep, b, 2) for b in dense + [4])
+        ring(dp * ep, b, 2) for b in dense + [4]) + aux_bytes(case)
     if dp > 1:
         want["dp"] = {"all_reduce": sum(ring(dp, params[n] // ep, 2)
                                         for n in EXPERT_W)}
@@ -138,6 +156,19 @@ def wire_bytes(case):
         want["tp"] = {"all_reduce": ring(tp, act, 2) * (2 * LAYERS + 2)
                       + 5 * ring(tp, tokens * 4, 2)}
     return want
+
+
+def aux_bytes(case):
+    """The load-balancing loss's all-reduces per rank and step: per layer,
+    the sums over the tokens of the router probabilities and of the
+    assignments ([E] f32 each) in the forward, and the probability sums'
+    gradient in the backward (computed from this rank's partial counts,
+    then reduced), ring 2(n-1)/n over the axes that split the batch."""
+    if "--moe-aux-loss" not in case.flags:
+        return 0
+    axes = case.axes()
+    n = axes.get("dp", 1) * axes.get("ep", 1)
+    return LAYERS * 3 * ring(n, EXPERTS * 4, 2)
 
 
 def counted(work, rank):
@@ -229,6 +260,49 @@ def check_case(case, compile_, work):
                              f"{counted(work, 0)}")
     print(f"ok {case.name}: --dist-explain's bytes per axis and collective "
           f"equal the runtime's count")
+    check_planner(case, compile_, told, (model_b, state_b - 8))
+
+
+def check_planner(case, compile_, told, stored):
+    """cleave-plan's estimate for the case's layout, experts folded into
+    data parallelism (its dp is the ranks that split the batch): the
+    gradient reduction per GPU equals the compiler's but for the loss's
+    all-reduce and the load-balancing loss's (which it does not model), the expert all-to-alls equal it where the capacity is
+    GShard's (the planner sends each token's k copies; dropless routing
+    sends up to E / k times that), and the parameters and the AdamW
+    state each rank stores equal the program's. Layouts without tp (the
+    planner counts the norms and biases as split by tp)."""
+    axes = case.axes()
+    dp, ep = axes.get("dp", 1), axes.get("ep", 1)
+    if "tp" in axes:
+        return
+    plan = os.path.join(os.path.dirname(compile_), "cleave-plan")
+    out = run([plan, os.path.join(ROOT, "examples", case.model, "model.onnx"),
+               "--gpus", str(dp * ep), "--dp", str(dp * ep), "--ep", str(ep),
+               "--tp", "1", "--pp", "1", "--cp", "1", "--zero", "0",
+               "--microbatches", "1", "--global-batch", str(case.batch),
+               "--precision", "fp32", "--optimizer", "adam",
+               "--cluster", "h100", "--json"]).stdout
+    estimate = json.loads(out)
+    estimate = estimate.get("estimate", estimate)
+    planned = {a: estimate["comm_gb"][a] * 1e9 for a in ("dp", "ep")}
+    loss = ring(dp * ep, 4, 2)
+    reduced = sum(kinds.get("all_reduce", 0) for names, kinds in told.items()
+                  if names in ("dp", "ep", "dp,ep")) - loss - aux_bytes(case)
+    pairs = [("gradient all-reduce", planned["dp"], reduced)]
+    if "--moe-capacity-factor" in case.flags:
+        pairs.append(("expert all-to-all", planned["ep"],
+                      told["ep"]["all_to_all"]))
+    memory = estimate["memory_gb"]
+    pairs += [("parameters", memory["params"] * 1e9, stored[0]),
+              ("optimizer state", memory["optimizer"] * 1e9, stored[1])]
+    for what, p, c in pairs:
+        if abs(p - c) > 1e-6 * max(c, 1):
+            raise AssertionError(f"{case.name}: cleave-plan estimates {what} "
+                                 f"{p:.0f} B per GPU, the compiler's figure "
+                                 f"is {c}")
+    said = ", ".join(f"{what} {p:.0f} B against {c} B" for what, p, c in pairs)
+    print(f"ok {case.name}: cleave-plan agrees per GPU: {said}")
 
 
 def main():

@@ -132,6 +132,12 @@ CONFIGS = {
                            lr=0.01, weight_decay=0.01, precision="bf16",
                            moe_dense=True,
                            state=["blocks.0.moe.router.weight"]),
+    # The load-balancing loss (--moe-aux-loss 0.01, Switch Transformer's
+    # coefficient) of each layer's mixture added to the cross-entropy, so
+    # the router is also trained to spread its assignments.
+    "moe_adamw_aux": dict(model="moe", loss="cross-entropy", optimizer="adamw",
+                          lr=0.01, weight_decay=0.01, moe_aux=0.01,
+                          state=["blocks.0.moe.router.weight"]),
     # --keep-f32 layer_norm: the layer norms compute and store float32 from
     # the bf16 activations and the float32 scales and shifts.
     "gpt_adamw_bf16_keep_ln": dict(model="gpt", loss="cross-entropy",
@@ -302,10 +308,32 @@ def cli_flags(cfg):
         flags += ["--keep-f32", ",".join(cfg["keep_f32"])]
     if cfg.get("moe_dense"):
         flags.append("--moe-dense")
+    if "moe_aux" in cfg:
+        flags += ["--moe-aux-loss", repr(cfg["moe_aux"])]
     if "loss_scale" in cfg:
         flags += ["--loss-scale", repr(cfg["loss_scale"]),
                   "--loss-scale-growth-interval", str(cfg["growth_interval"])]
     return flags
+
+
+def load_balancing_hooks(net, losses):
+    """Hooks that append each mixture's load-balancing loss to `losses` as
+    its forward runs: E * sum_e f_e * P_e (Switch Transformer, Fedus et al.
+    2021, eq. 4), f_e the share of the T * k top-k assignments routed to
+    expert e, P_e the mean router probability of e; f is a count, without
+    a gradient."""
+    def hook(moe, inputs, output):
+        x = inputs[0]
+        tokens = x.reshape(-1, x.shape[-1])
+        probs = torch.softmax(moe.router(tokens), dim=-1)  # [T, E]
+        experts = probs.shape[-1]
+        k = load_example("moe").TOP_K
+        chosen = torch.topk(probs, k, dim=-1).indices  # [T, k]
+        counts = F.one_hot(chosen, experts).sum(dim=(0, 1)).to(probs.dtype)
+        share = counts / chosen.numel()
+        losses.append(experts * (share * probs.mean(dim=0)).sum())
+    return [module.register_forward_hook(hook) for name, module in
+            net.named_modules() if name.endswith(".moe")]
 
 
 def train(cfg, inits, batch, data, targets, dtype, emulate=True):
@@ -319,6 +347,9 @@ def train(cfg, inits, batch, data, targets, dtype, emulate=True):
         else None
     tracker, scales = 0, []
     net, params = build_module(cfg["model"], inits, dtype)
+    aux = []
+    if "moe_aux" in cfg:
+        load_balancing_hooks(net, aux)
     opt = make_optimizer(cfg, list(params.values()))
     micro = cfg.get("accumulate", 1)
     assert batch % micro == 0
@@ -350,6 +381,9 @@ def train(cfg, inits, batch, data, targets, dtype, emulate=True):
                 loss = F.mse_loss(out, y)
             else:
                 loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
+            if aux:
+                loss = loss + cfg["moe_aux"] * sum(aux)
+                aux.clear()
             (loss / micro * scale if scale else loss / micro).backward()
             total += loss.item()
         losses.append(total / micro)

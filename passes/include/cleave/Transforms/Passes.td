@@ -506,7 +506,11 @@ def AddLossPass : Pass<"cleave-add-loss", "::mlir::ModuleOp"> {
            "cross-entropy: a label value that contributes no loss (e.g. "
            "-100, PyTorch's default); empty: none">,
     Option<"accumulate", "accumulate", "int64_t", /*default=*/"1",
-           "Microbatches per step, a leading dimension of every input">
+           "Microbatches per step, a leading dimension of every input">,
+    Option<"moeAuxLoss", "moe-aux-loss", "double", /*default=*/"0.0",
+           "Coefficient of the load-balancing loss of every routed mixture "
+           "of experts (graph.router_topk), E * sum_e f_e * P_e as Switch "
+           "Transformer's, added to each microbatch's loss; 0: none">
   ];
   let dependentDialects = ["::cleave::graph::GraphDialect"];
 }
@@ -727,6 +731,9 @@ def AutodiffPass : Pass<"cleave-autodiff", "::mlir::ModuleOp"> {
     Option<"ignoreIndex", "ignore-index", "std::string", /*default=*/"\"\"",
            "cross-entropy: a label value that contributes no loss (e.g. "
            "-100, PyTorch's default); empty: none">,
+    Option<"moeAuxLoss", "moe-aux-loss", "double", /*default=*/"0.0",
+           "Coefficient of the routed mixtures' load-balancing loss "
+           "(-cleave-add-loss); 0: none">,
     Option<"lossScale", "loss-scale", "double", /*default=*/"0.0",
            "Dynamic loss scaling from this initial scale (0: off), as "
            "torch.cuda.amp.GradScaler; for f16 training">,

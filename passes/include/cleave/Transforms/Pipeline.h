@@ -131,6 +131,14 @@ struct CleavePipelineOptions
                      "sharded run splits whole groups, so it drops exactly "
                      "what one device drops"),
       llvm::cl::value_desc("tokens"), llvm::cl::init(0)};
+  PassOptions::Option<double> moeAuxLoss{
+      *this, "moe-aux-loss",
+      llvm::cl::desc("Routed experts: the coefficient of the load-balancing "
+                     "loss added to the training loss, E * sum over experts "
+                     "of (share of the assignments) x (mean router "
+                     "probability) per mixture, as Switch Transformer's "
+                     "(0.01 there); 0 (the default): none"),
+      llvm::cl::value_desc("alpha"), llvm::cl::init(0.0)};
 
   //===--- The compute type (-cleave-mixed-precision) ---------------------===//
 

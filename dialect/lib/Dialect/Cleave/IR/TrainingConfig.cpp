@@ -51,6 +51,7 @@ constexpr ConfigKey kKeys[] = {
     {"weight_decay", ValueKind::Float, true, ""},
     {"grad_clip", ValueKind::Float, true, ""},
     {"accumulate", ValueKind::Integer, true, "", /*lossKey=*/true},
+    {"moe_aux_loss", ValueKind::Float, false, "", /*lossKey=*/true},
     {"precision", ValueKind::String, false, ""},
     {"loss_scale", ValueKind::Float, false, "", /*lossKey=*/true},
     {"loss_scale_growth_interval", ValueKind::Integer, false, ""},
