@@ -122,19 +122,21 @@ std::string cleave::applyPlanFile(const std::string &path,
       return where + ": a \"mesh\" entry is not {\"axis\": name, \"size\": n}";
     if (*size == 1)
       continue;
-    if (*name != "pp" && *name != "dp" && *name != "ep" && *name != "tp")
+    if (*name != "pp" && *name != "dp" && *name != "ep" && *name != "cp" &&
+        *name != "tp")
       return where + " splits over " + name->str() + "=" +
              std::to_string(*size) +
-             "; this compiler builds pipeline, data, expert and tensor "
-             "parallelism (pp, dp, ep, tp), not yet context parallelism";
+             "; this compiler knows the axes pp, dp, ep, cp and tp";
     axes += (axes.empty() ? "" : ",") + name->str() + "=" +
             std::to_string(*size);
   }
   if (axes.empty())
     return where + " is a one-device plan: compile without --plan";
   options.mesh = axes;
+  // ZeRO shards over dp; a plan without dp (cp or ep alone) has nothing
+  // for it to split.
   if (std::optional<int64_t> zero = layout->getInteger("zero"))
-    if (*zero > 0)
+    if (*zero > 0 && options.hasMeshAxis("dp"))
       options.zero = *zero;
   if (axes.rfind("pp=", 0) == 0)
     if (std::string err = applyPipeline(where, *plan, *layout, options);

@@ -14,6 +14,9 @@
 //   logits): the row maximum and the sum of exponentials are all-reduced,
 //   the label's logit is picked by a one-hot of this device's classes and
 //   all-reduced.
+// - graph.attention and graph.attention_grad, causal, with their queries
+//   split (context parallelism): the block of queries attends to all the
+//   keys under an explicit causal mask at the block's offset.
 //
 //===----------------------------------------------------------------------===//
 
@@ -189,6 +192,11 @@ Value kept(Builder &g, Value labels, std::optional<int64_t> ignore) {
 } // namespace
 
 int64_t hookFactor(Operation *op, const ShardingRule &rule) {
+  // A causal attention whose queries are split needs its offset.
+  if (auto attention = dyn_cast<AttentionOp>(op))
+    return attention.getCausal() ? factorOf(rule.getOperands()[0], 2) : -1;
+  if (auto grad = dyn_cast<AttentionGradOp>(op))
+    return grad.getCausal() ? factorOf(rule.getOperands()[0], 2) : -1;
   if (auto gather = dyn_cast<GatherOp>(op))
     return gather.getDim() == 0 ? factorOf(rule.getOperands()[0], 0) : -1;
   if (auto grad = dyn_cast<GatherGradOp>(op))
@@ -204,10 +212,58 @@ int64_t hookFactor(Operation *op, const ShardingRule &rule) {
   return -1;
 }
 
+/// The causal mask of a block of queries [sq] at this device's offset
+/// against all [sk] keys: true where the key is not after the query,
+/// [sq, sk] i1 (a causal mask is top-left aligned, as the op's own).
+Value causalBlockMask(Builder &g, FlatSymbolRefAttr mesh, ArrayAttr axes,
+                      int64_t queries, int64_t keys) {
+  Type i64 = g.b.getI64Type();
+  Value index = AxisIndexOp::create(g.b, g.loc, RankedTensorType::get({}, i64),
+                                    mesh, axes);
+  Value q = IotaOp::create(g.b, g.loc, RankedTensorType::get({queries}, i64), 0);
+  q = g.add(q, g.mul(index, g.scalar(i64, double(queries))));
+  Value k = IotaOp::create(g.b, g.loc, RankedTensorType::get({keys}, i64), 0);
+  return g.compare(CompareDirection::LE, g.reshape(k, {1, keys}),
+                   g.reshape(q, {queries, 1}));
+}
+
 FailureOr<SmallVector<Value>> partitionWithHook(
     OpBuilder &b, Operation *op, ArrayRef<Value> operands,
     ArrayRef<RankedTensorType> resultTypes, ArrayRef<StringRef> axes,
     MeshOp mesh, function_ref<RankedTensorType(Value)> localTypeOf) {
+  if (isa<AttentionOp, AttentionGradOp>(op)) {
+    // Context parallelism: this device's queries against all the keys
+    // (gathered), the causal mask at its offset.
+    std::string what;
+    llvm::raw_string_ostream os(what);
+    os << "the partition hook of " << op->getName() << " (its queries split on";
+    for (StringRef a : axes)
+      os << " \"" << a << "\"";
+    os << ")";
+    Builder g(b, NameLoc::get(b.getStringAttr(what), op->getLoc()),
+              localTypeOf);
+    if (op->getNumOperands() != (isa<AttentionOp>(op) ? 3u : 4u))
+      return op->emitOpError("cannot split its queries with both a mask and "
+                             "causal masking (context parallelism)");
+    int64_t queries = g.type(operands[0]).getDimSize(2);
+    int64_t keys = g.type(operands[1]).getDimSize(2);
+    if (keys != queries * groupSize(mesh, axes))
+      return op->emitOpError("reads a block of ")
+             << keys << " keys for its " << queries
+             << " queries: context parallelism attends to the whole sequence";
+    Value mask = causalBlockMask(g, FlatSymbolRefAttr::get(mesh.getSymNameAttr()),
+                                 b.getStrArrayAttr(axes), queries, keys);
+    if (auto attention = dyn_cast<AttentionOp>(op))
+      return SmallVector<Value>{AttentionOp::create(
+          b, g.loc, resultTypes[0], operands[0], operands[1], operands[2],
+          mask, UnitAttr(), attention.getScaleAttr())};
+    auto grad = cast<AttentionGradOp>(op);
+    SmallVector<Type> types(resultTypes.begin(), resultTypes.end());
+    auto made = AttentionGradOp::create(
+        b, g.loc, types, operands[0], operands[1],
+        operands[2], operands[3], mask, UnitAttr(), grad.getScaleAttr());
+    return SmallVector<Value>(made->getResults());
+  }
   std::string what;
   llvm::raw_string_ostream os(what);
   os << "the partition hook of " << op->getName() << " (its vocabulary split on";

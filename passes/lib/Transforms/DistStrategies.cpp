@@ -26,6 +26,7 @@ namespace cleave {
 #define GEN_PASS_DEF_DISTADDMESHPASS
 #define GEN_PASS_DEF_DISTDATAPARALLELPASS
 #define GEN_PASS_DEF_DISTEXPERTPARALLELPASS
+#define GEN_PASS_DEF_DISTCONTEXTPARALLELPASS
 #include "cleave/Transforms/Passes.h.inc"
 } // namespace cleave
 
@@ -397,6 +398,63 @@ void DistExpertParallelPass::runOnOperation() {
     return signalPassFailure();
 }
 
+//===----------------------------------------------------------------------===//
+// -dist-context-parallel
+//===----------------------------------------------------------------------===//
+
+struct DistContextParallelPass
+    : public cleave::impl::DistContextParallelPassBase<
+          DistContextParallelPass> {
+  using Base::Base;
+  void runOnOperation() override;
+};
+
+void DistContextParallelPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  auto meshAxis = getMeshAxis(module, "-dist-context-parallel", axis);
+  if (failed(meshAxis))
+    return signalPassFailure();
+  MeshOp mesh = meshAxis->first;
+  const int64_t n = meshAxis->second;
+  // The sequence: the query length of the forward's self-attentions.
+  std::optional<int64_t> sequence;
+  bool failedOp = false;
+  module.walk([&](graph::AttentionOp attention) {
+    std::optional<graph::Phase> phase = phaseOf(attention);
+    if (phase && *phase != graph::Phase::Forward)
+      return;
+    int64_t q = attention.getQuery().getType().getDimSize(2);
+    int64_t k = attention.getKey().getType().getDimSize(2);
+    if (q != k || (sequence && *sequence != q)) {
+      attention.emitOpError("attends ")
+          << q << " queries to " << k << " keys"
+          << (sequence ? " in a model of sequence " + std::to_string(*sequence)
+                       : std::string())
+          << ": -dist-context-parallel splits one sequence of self-attention";
+      failedOp = true;
+      return;
+    }
+    sequence = q;
+    if (q % n != 0) {
+      attention.emitOpError("attends over a sequence of ")
+          << q << " tokens, which the " << n << " devices of axis '" << axis
+          << "' do not divide";
+      failedOp = true;
+    }
+  });
+  if (failedOp)
+    return signalPassFailure();
+  if (!sequence) {
+    module.emitError("-dist-context-parallel found no attention "
+                     "(graph.attention) whose sequence to split on axis '")
+        << axis << "'";
+    return signalPassFailure();
+  }
+  StringAttr origin = StringAttr::get(&getContext(), "-dist-context-parallel");
+  if (failed(splitSequence(module, mesh, axis, n, *sequence, origin)))
+    return signalPassFailure();
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -466,9 +524,14 @@ std::optional<ParamDim> cleave::dist::traceToParam(Value v, int64_t d) {
   return std::nullopt;
 }
 
-LogicalResult cleave::dist::splitBatch(ModuleOp module, MeshOp mesh,
-                                       StringRef axis, int64_t n,
-                                       StringAttr origin) {
+namespace {
+
+/// Splits dimension `offset` after the batch of every tensor argument on
+/// `axis` (only where its size is `size`, when given): splitBatch and
+/// splitSequence.
+LogicalResult splitInputs(ModuleOp module, MeshOp mesh, StringRef axis,
+                          int64_t n, StringAttr origin, int64_t offset,
+                          std::optional<int64_t> size, StringRef what) {
   MLIRContext *ctx = module.getContext();
   auto meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
   ArrayRef<Attribute> meshAxes = mesh.getAxisNames().getValue();
@@ -480,14 +543,15 @@ LogicalResult cleave::dist::splitBatch(ModuleOp module, MeshOp mesh,
   for (auto fn : module.getOps<func::FuncOp>()) {
     if (fn.isExternal())
       continue;
-    int64_t batchDim = 0;
+    int64_t dim = offset;
     if (auto config = fn->getAttrOfType<DictionaryAttr>(
             "cleave.training_config"))
       if (auto k = config.getAs<IntegerAttr>("accumulate"))
-        batchDim = k.getInt() > 1 ? 1 : 0;
+        dim += k.getInt() > 1 ? 1 : 0;
     for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
       auto type = dyn_cast<RankedTensorType>(fn.getArgumentTypes()[i]);
-      if (!type || type.getRank() <= batchDim)
+      if (!type || type.getRank() <= dim ||
+          (size && type.getDimSize(dim) != *size))
         continue;
       Layout layout = Layout::replicated(type.getRank());
       if (auto s = fn.getArgAttrOfType<ShardingAttr>(
@@ -502,17 +566,16 @@ LogicalResult cleave::dist::splitBatch(ModuleOp module, MeshOp mesh,
       }
       if (layout.usesAxis(axis))
         continue;
-      int64_t local =
-          type.getDimSize(batchDim) / groupSize(mesh, layout.dims[batchDim]);
+      int64_t local = type.getDimSize(dim) / groupSize(mesh, layout.dims[dim]);
       if (local % n != 0) {
         fn.emitOpError("argument #")
-            << i << " (" << type << ") has a batch of " << local
-            << " along dimension " << batchDim << ", which the " << n
+            << i << " (" << type << ") has a " << what << " of " << local
+            << " along dimension " << dim << ", which the " << n
             << " devices of axis '" << axis << "' do not divide";
         failedArg = true;
         continue;
       }
-      auto &axes = layout.dims[batchDim];
+      auto &axes = layout.dims[dim];
       auto *at = llvm::find_if(axes, [&](StringRef a) {
         return meshIndex(a) > meshIndex(axisName);
       });
@@ -522,6 +585,20 @@ LogicalResult cleave::dist::splitBatch(ModuleOp module, MeshOp mesh,
     }
   }
   return failure(failedArg);
+}
+
+} // namespace
+
+LogicalResult cleave::dist::splitBatch(ModuleOp module, MeshOp mesh,
+                                       StringRef axis, int64_t n,
+                                       StringAttr origin) {
+  return splitInputs(module, mesh, axis, n, origin, 0, std::nullopt, "batch");
+}
+
+LogicalResult cleave::dist::splitSequence(ModuleOp module, MeshOp mesh,
+                                          StringRef axis, int64_t n,
+                                          int64_t sequence, StringAttr origin) {
+  return splitInputs(module, mesh, axis, n, origin, 1, sequence, "sequence");
 }
 
 void cleave::dist::shareWithState(

@@ -42,6 +42,13 @@ mlir::LogicalResult splitBatch(mlir::ModuleOp module, MeshOp mesh,
                                llvm::StringRef axis, int64_t n,
                                mlir::StringAttr origin);
 
+/// Splits the sequence dimension, the one after the batch, of every tensor
+/// argument whose size there is `sequence` on `axis`, as splitBatch splits
+/// the batch (the same order, the same errors).
+mlir::LogicalResult splitSequence(mlir::ModuleOp module, MeshOp mesh,
+                                  llvm::StringRef axis, int64_t n,
+                                  int64_t sequence, mlir::StringAttr origin);
+
 /// Gives the optimizer state of each parameter in `shardings` (Adam's
 /// moments, SGD's momentum: the state the updates read beside it) the
 /// parameter's sharding.

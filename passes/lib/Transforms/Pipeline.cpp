@@ -55,10 +55,12 @@ LogicalResult CleavePipelineOptions::verify(
     if (name.empty() || size.getAsInteger(10, n) || n < 1)
       return emitError("--mesh: '" + axis +
                        "' is not an axis name=size with size >= 1");
-    if (name != "dp" && name != "tp" && name != "pp" && name != "ep")
+    if (name != "dp" && name != "tp" && name != "pp" && name != "ep" &&
+        name != "cp")
       return emitError("--mesh: unknown axis '" + name +
                        "' (dp splits the batch, tp the layers, ep the "
-                       "experts, pp cuts the layers into pipeline stages)");
+                       "experts, cp the sequence, pp cuts the layers into "
+                       "pipeline stages)");
     if (llvm::count_if(axes, [&](StringRef a) {
           return a.split('=').first == name;
         }) > 1)
@@ -278,7 +280,12 @@ static void addDistributionPasses(OpPassManager &pm,
     ep.axis = "ep";
     pm.addPass(createDistExpertParallelPass(ep));
   }
-  // After tp and ep: ZeRO splits what they left whole.
+  if (options.hasMeshAxis("cp")) {
+    DistContextParallelPassOptions cp;
+    cp.axis = "cp";
+    pm.addPass(createDistContextParallelPass(cp));
+  }
+  // After tp, ep and cp: ZeRO splits what they left whole.
   if (options.hasMeshAxis("dp")) {
     DistDataParallelPassOptions dp;
     dp.axis = "dp";

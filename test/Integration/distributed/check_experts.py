@@ -181,7 +181,10 @@ def counted(work, rank):
     return {axes: kinds for axes, kinds in got.items() if kinds}
 
 
-def check_case(case, compile_, work):
+def train_both(case, compile_, work):
+    """Compiles examples/<case.model> for one device and for case.mesh,
+    trains both on the corpus and compares every loss and the final state
+    within 1e-5; returns --dist-explain's output."""
     model = os.path.join(ROOT, "examples", case.model, "model.onnx")
     if not os.path.exists(model):
         raise AssertionError(f"{case.name}: {model} is missing")
@@ -204,7 +207,21 @@ def check_case(case, compile_, work):
         distributed.losses(os.path.join(work, "mesh.jsonl")),
         list(range(1, STEPS + 1)))
     examples.compare_final_states(case.name, work, case.rtol)
+    return explained
 
+
+def explained_bytes(explained):
+    """{axes: {kind: bytes}} per rank and step of --dist-explain's summary."""
+    told = {}
+    for kind, names, nbytes in re.findall(r'(\w+) over \[([^\]]*)\] (\d+) B',
+                                          explained.splitlines()[0]):
+        names = ",".join(a.strip().strip('"') for a in names.split(","))
+        told.setdefault(names, {})[kind] = int(nbytes)
+    return told
+
+
+def check_case(case, compile_, work):
+    explained = train_both(case, compile_, work)
     params = examples.model_params(case.model)
     index = json.load(open(os.path.join(work, "mesh-ck", "model.index.json")))
     split = {"ep": {}, "tp": {}}
@@ -224,7 +241,8 @@ def check_case(case, compile_, work):
 
     axes = case.axes()
     ep, tp = axes.get("ep", 1), axes.get("tp", 1)
-    help_text = run([*MPIRUN, "-np", str(case.ranks()), mesh, "--help"]).stdout
+    help_text = run([*MPIRUN, "-np", str(case.ranks()),
+                     os.path.join(work, "mesh"), "--help"]).stdout
     model_b, state_b = map(int, re.search(
         r"parameters: \d+ of the model \([^=]+= (\d+) B\), \d+ of optimizer "
         r"state \([^=]+= (\d+) B\)", help_text).groups())
@@ -249,11 +267,7 @@ def check_case(case, compile_, work):
     print(f"ok {case.name}: bytes sent per rank and step equal the "
           f"analytical figures {want}")
 
-    told = {}
-    for kind, names, nbytes in re.findall(r'(\w+) over \[([^\]]*)\] (\d+) B',
-                                          explained.splitlines()[0]):
-        names = ",".join(a.strip().strip('"') for a in names.split(","))
-        told.setdefault(names, {})[kind] = int(nbytes)
+    told = explained_bytes(explained)
     if told != counted(work, 0):
         raise AssertionError(f"{case.name}: --dist-explain says {told} per "
                              f"rank and step, the runtime counted "

@@ -104,6 +104,35 @@ def DistExpertParallelPass : Pass<"dist-expert-parallel", "::mlir::ModuleOp"> {
   let dependentDialects = ["::cleave::dist::DistDialect"];
 }
 
+def DistContextParallelPass : Pass<"dist-context-parallel", "::mlir::ModuleOp"> {
+  let summary = "Splits the sequence over a mesh axis (context parallelism)";
+  let description = [{
+    A strategy pass: it only annotates; `-dist-propagate` and
+    `-dist-partition` derive the rest. The sequence is the query length of
+    the forward's self-attentions; the dimension after the batch of every
+    input of that length (the token ids, the labels) is split on `axis`,
+    so each device holds a contiguous chunk of every sequence, and
+    propagation carries the split through the embeddings, the norms, the
+    projections and the loss (position tables and rotary constants are
+    sliced at the device's offset).
+
+    At each attention the queries stay split and the keys and values are
+    gathered whole over `axis` (the all-gather form of context parallelism
+    that Llama 3 trained with, Dubey et al. 2024, section 3.3.2): each
+    device attends with its queries to the whole sequence. A causal mask
+    becomes an explicit one at the device's query offset (the attention's
+    partition hook), and in the backward the keys' and values' gradients,
+    partial sums over the devices' queries, are reduce-scattered or
+    all-reduced. Errors: no attention, a sequence the axis does not
+    divide, cross-attention or attentions of different lengths.
+  }];
+  let options = [
+    Option<"axis", "axis", "std::string", /*default=*/"\"cp\"",
+           "the mesh axis to split the sequence on">
+  ];
+  let dependentDialects = ["::cleave::dist::DistDialect"];
+}
+
 def DistTensorParallelPass : Pass<"dist-tensor-parallel", "::mlir::ModuleOp"> {
   let summary = "Splits pairs of projections on a mesh axis, as Megatron-LM does";
   let description = [{

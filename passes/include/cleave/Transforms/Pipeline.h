@@ -181,7 +181,10 @@ struct CleavePipelineOptions
                      "(-dist-data-parallel); `tp` splits the layers "
                      "(-dist-tensor-parallel); `ep` splits a mixture's "
                      "experts and the batch, tokens exchanged by "
-                     "all-to-all (-dist-expert-parallel), after dp; `pp` "
+                     "all-to-all (-dist-expert-parallel), after dp; `cp` "
+                     "splits the sequence, each device's queries attending "
+                     "to keys and values gathered whole "
+                     "(-dist-context-parallel); `pp` "
                      "cuts the layers into pipeline stages "
                      "(-dist-pipeline-parallel), put it first"),
       llvm::cl::value_desc("axis=size,...")};
