@@ -212,6 +212,8 @@ int64_t hookFactor(Operation *op, const ShardingRule &rule) {
   return -1;
 }
 
+namespace {
+
 /// The causal mask of a block of queries [sq] at this device's offset
 /// against all [sk] keys: true where the key is not after the query,
 /// [sq, sk] i1 (a causal mask is top-left aligned, as the op's own).
@@ -227,50 +229,60 @@ Value causalBlockMask(Builder &g, FlatSymbolRefAttr mesh, ArrayAttr axes,
                    g.reshape(q, {queries, 1}));
 }
 
+/// The location of a hook's ops: what they split, on which axes.
+Location hookLoc(OpBuilder &b, Operation *op, StringRef split,
+                 ArrayRef<StringRef> axes) {
+  std::string what;
+  llvm::raw_string_ostream os(what);
+  os << "the partition hook of " << op->getName() << " (its " << split
+     << " split on";
+  for (StringRef a : axes)
+    os << " \"" << a << "\"";
+  os << ")";
+  return NameLoc::get(b.getStringAttr(what), op->getLoc());
+}
+
+/// Context parallelism: this device's queries against all the keys
+/// (gathered), the causal mask at its offset.
+FailureOr<SmallVector<Value>>
+partitionAttention(Builder &g, Operation *op, ArrayRef<Value> operands,
+                   ArrayRef<RankedTensorType> resultTypes,
+                   ArrayRef<StringRef> axes, MeshOp mesh) {
+  if (op->getNumOperands() != (isa<AttentionOp>(op) ? 3u : 4u))
+    return op->emitOpError("cannot split its queries with both a mask and "
+                           "causal masking (context parallelism)");
+  int64_t queries = g.type(operands[0]).getDimSize(2);
+  int64_t keys = g.type(operands[1]).getDimSize(2);
+  if (keys != queries * groupSize(mesh, axes))
+    return op->emitOpError("reads a block of ")
+           << keys << " keys for its " << queries
+           << " queries: context parallelism attends to the whole sequence";
+  Value mask =
+      causalBlockMask(g, FlatSymbolRefAttr::get(mesh.getSymNameAttr()),
+                      g.b.getStrArrayAttr(axes), queries, keys);
+  if (auto attention = dyn_cast<AttentionOp>(op))
+    return SmallVector<Value>{AttentionOp::create(
+        g.b, g.loc, resultTypes[0], operands[0], operands[1], operands[2],
+        mask, UnitAttr(), attention.getScaleAttr())};
+  auto grad = cast<AttentionGradOp>(op);
+  SmallVector<Type> types(resultTypes.begin(), resultTypes.end());
+  auto made = AttentionGradOp::create(g.b, g.loc, types, operands[0],
+                                      operands[1], operands[2], operands[3],
+                                      mask, UnitAttr(), grad.getScaleAttr());
+  return SmallVector<Value>(made->getResults());
+}
+
+} // namespace
+
 FailureOr<SmallVector<Value>> partitionWithHook(
     OpBuilder &b, Operation *op, ArrayRef<Value> operands,
     ArrayRef<RankedTensorType> resultTypes, ArrayRef<StringRef> axes,
     MeshOp mesh, function_ref<RankedTensorType(Value)> localTypeOf) {
   if (isa<AttentionOp, AttentionGradOp>(op)) {
-    // Context parallelism: this device's queries against all the keys
-    // (gathered), the causal mask at its offset.
-    std::string what;
-    llvm::raw_string_ostream os(what);
-    os << "the partition hook of " << op->getName() << " (its queries split on";
-    for (StringRef a : axes)
-      os << " \"" << a << "\"";
-    os << ")";
-    Builder g(b, NameLoc::get(b.getStringAttr(what), op->getLoc()),
-              localTypeOf);
-    if (op->getNumOperands() != (isa<AttentionOp>(op) ? 3u : 4u))
-      return op->emitOpError("cannot split its queries with both a mask and "
-                             "causal masking (context parallelism)");
-    int64_t queries = g.type(operands[0]).getDimSize(2);
-    int64_t keys = g.type(operands[1]).getDimSize(2);
-    if (keys != queries * groupSize(mesh, axes))
-      return op->emitOpError("reads a block of ")
-             << keys << " keys for its " << queries
-             << " queries: context parallelism attends to the whole sequence";
-    Value mask = causalBlockMask(g, FlatSymbolRefAttr::get(mesh.getSymNameAttr()),
-                                 b.getStrArrayAttr(axes), queries, keys);
-    if (auto attention = dyn_cast<AttentionOp>(op))
-      return SmallVector<Value>{AttentionOp::create(
-          b, g.loc, resultTypes[0], operands[0], operands[1], operands[2],
-          mask, UnitAttr(), attention.getScaleAttr())};
-    auto grad = cast<AttentionGradOp>(op);
-    SmallVector<Type> types(resultTypes.begin(), resultTypes.end());
-    auto made = AttentionGradOp::create(
-        b, g.loc, types, operands[0], operands[1],
-        operands[2], operands[3], mask, UnitAttr(), grad.getScaleAttr());
-    return SmallVector<Value>(made->getResults());
+    Builder g(b, hookLoc(b, op, "queries", axes), localTypeOf);
+    return partitionAttention(g, op, operands, resultTypes, axes, mesh);
   }
-  std::string what;
-  llvm::raw_string_ostream os(what);
-  os << "the partition hook of " << op->getName() << " (its vocabulary split on";
-  for (StringRef a : axes)
-    os << " \"" << a << "\"";
-  os << ")";
-  Builder g(b, NameLoc::get(b.getStringAttr(what), op->getLoc()), localTypeOf);
+  Builder g(b, hookLoc(b, op, "vocabulary", axes), localTypeOf);
   Vocabulary v{FlatSymbolRefAttr::get(mesh.getSymNameAttr()),
                b.getStrArrayAttr(axes), 0};
   if (auto gather = dyn_cast<GatherOp>(op)) {

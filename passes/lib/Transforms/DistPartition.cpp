@@ -111,6 +111,15 @@ FailureOr<Layout> Partitioner::paramLayout(StringRef name, Operation *at) {
   return Layout::replicated(cast<RankedTensorType>(param.getType()).getRank());
 }
 
+/// The axes `want` splits a dimension on after those `have` splits it on,
+/// when `have` is a proper prefix of `want`.
+static std::optional<ArrayRef<StringRef>>
+extraAxes(ArrayRef<StringRef> have, ArrayRef<StringRef> want) {
+  if (want.size() <= have.size() || want.take_front(have.size()) != have)
+    return std::nullopt;
+  return want.drop_front(have.size());
+}
+
 FailureOr<Value> Partitioner::convert(Value old, const Layout &to,
                                       OpBuilder &b, Operation *reader,
                                       const Twine &why) {
@@ -199,12 +208,10 @@ FailureOr<Value> Partitioner::convert(Value old, const Layout &to,
     SmallVector<StringRef, 2> scattered;
     SmallVector<std::pair<int64_t, SmallVector<StringRef, 2>>> slices;
     for (auto [d, axes] : llvm::enumerate(to.dims)) {
-      ArrayRef<StringRef> have = cur.dims[d];
-      if (axes.size() <= have.size() ||
-          ArrayRef<StringRef>(axes).take_front(have.size()) != have)
+      std::optional<ArrayRef<StringRef>> more = extraAxes(cur.dims[d], axes);
+      if (!more)
         continue;
-      ArrayRef<StringRef> extra =
-          ArrayRef<StringRef>(axes).drop_front(have.size());
+      ArrayRef<StringRef> extra = *more;
       size_t k = 0;
       while (k < extra.size() && !isPartialAxis(extra[k]))
         ++k;
@@ -278,10 +285,10 @@ FailureOr<Value> Partitioner::convert(Value old, const Layout &to,
     return k;
   };
   auto nextAxisOf = [&](int64_t d) -> std::optional<StringRef> {
-    ArrayRef<StringRef> have = cur.dims[d], want = to.dims[d];
-    if (want.size() <= have.size() || want.take_front(have.size()) != have)
-      return std::nullopt;
-    return want[have.size()];
+    if (std::optional<ArrayRef<StringRef>> more =
+            extraAxes(cur.dims[d], to.dims[d]))
+      return more->front();
+    return std::nullopt;
   };
   for (bool moved = true; moved;) {
     moved = false;

@@ -283,12 +283,6 @@ void DistExpertParallelPass::runOnOperation() {
     return signalPassFailure();
   MeshOp mesh = meshAxis->first;
   const int64_t n = meshAxis->second;
-  auto rankOf = [](Value v) {
-    return cast<RankedTensorType>(v.getType()).getRank();
-  };
-  auto dim0 = [](Value v) {
-    return cast<RankedTensorType>(v.getType()).getDimSize(0);
-  };
 
   // The stacked experts of the forward: the weights of its expert matmuls
   // and the per-expert values (biases) the ops between them combine with,
@@ -350,11 +344,15 @@ void DistExpertParallelPass::runOnOperation() {
     if (!type || type.getRank() < 2)
       return;
     perExpert.insert(result);
-    for (Value v : op->getOperands())
-      if (!perExpert.contains(v) && rankOf(v) == type.getRank() &&
-          dim0(v) == type.getDimSize(0))
-        if (std::optional<ParamDim> p = traceToParam(v, 0))
-          stacked.insert(p->param);
+    for (Value v : op->getOperands()) {
+      // A per-expert operand: [E, ...] like the result.
+      auto operandType = cast<RankedTensorType>(v.getType());
+      if (perExpert.contains(v) || operandType.getRank() != type.getRank() ||
+          operandType.getDimSize(0) != type.getDimSize(0))
+        continue;
+      if (std::optional<ParamDim> p = traceToParam(v, 0))
+        stacked.insert(p->param);
+    }
   });
   if (failedOp)
     return signalPassFailure();

@@ -66,9 +66,9 @@ def check_case(case, compile_, work):
     print(f"ok {case.name}: the forward's attentions gather their keys and "
           f"values, {gathered} B per rank and step")
 
-    told = experts.explained_bytes(explained)
+    told = examples.explained_bytes(explained)
     for rank in range(case.ranks()):
-        counted = experts.counted(work, rank)
+        counted = examples.counted(work, rank)
         if told != counted:
             raise AssertionError(f"{case.name}: --dist-explain says {told} "
                                  f"per rank and step, rank {rank} counted "

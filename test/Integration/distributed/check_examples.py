@@ -261,6 +261,36 @@ def write_corpus(work):
     return corpus
 
 
+def counted(work, rank):
+    """{axes: {kind: bytes}} rank `rank` sent per step, as the runtime
+    counted it (--comm-stats stats), kinds with bytes only."""
+    stats = json.load(open(os.path.join(work, "stats",
+                                        f"comm-rank{rank}.json")))
+    got = {",".join(g["axes"]): {k: v["wire_bytes"] // STEPS
+                                 for k, v in g["kinds"].items()
+                                 if v["wire_bytes"]}
+           for g in stats["groups"]}
+    return {axes: kinds for axes, kinds in got.items() if kinds}
+
+
+def explained_bytes(explained):
+    """{axes: {kind: bytes}} per rank and step of --dist-explain's summary."""
+    told = {}
+    for kind, names, nbytes in re.findall(r'(\w+) over \[([^\]]*)\] (\d+) B',
+                                          explained.splitlines()[0]):
+        names = ",".join(a.strip().strip('"') for a in names.split(","))
+        told.setdefault(names, {})[kind] = int(nbytes)
+    return told
+
+
+def stored_bytes(help_text):
+    """(parameter bytes, optimizer-state bytes) each rank stores, from the
+    program's --help."""
+    return tuple(map(int, re.search(
+        r"parameters: \d+ of the model \([^=]+= (\d+) B\), \d+ of optimizer "
+        r"state \([^=]+= (\d+) B\)", help_text).groups()))
+
+
 def compare_final_states(name, work, rtol):
     """The final parameters and optimizer state of work/mesh-ck, put
     together by numpy, against work/one-ck: within rtol of each tensor's
@@ -318,9 +348,7 @@ def check_case(case, compile_, work):
     # momentum, and the 8-byte step counter) split on tp, and on dp from
     # ZeRO-1 (every dimension here divides).
     help_text = run([*MPIRUN, "-np", str(case.ranks), mesh, "--help"]).stdout
-    model_b, state_b = map(int, re.search(
-        r"parameters: \d+ of the model \([^=]+= (\d+) B\), \d+ of optimizer "
-        r"state \([^=]+= (\d+) B\)", help_text).groups())
+    model_b, state_b = stored_bytes(help_text)
     dp, tp, zero = layout_of(case)
     blocks = {n: b // (tp if n in case.tp_split else 1)
               for n, b in model_params(case.model).items()}
@@ -351,13 +379,7 @@ def check_case(case, compile_, work):
               f"the Megatron layout")
 
     for rank in range(case.ranks if case.wire_bytes else 0):
-        stats = json.load(open(os.path.join(work, "stats",
-                                            f"comm-rank{rank}.json")))
-        got = {",".join(g["axes"]): {k: v["wire_bytes"] // STEPS
-                                     for k, v in g["kinds"].items()
-                                     if v["wire_bytes"]}
-               for g in stats["groups"]}
-        got = {axes: kinds for axes, kinds in got.items()
+        got = {axes: kinds for axes, kinds in counted(work, rank).items()
                if axes in case.wire_bytes}
         if got != case.wire_bytes:
             raise AssertionError(f"{case.name}: rank {rank} sent {got} per "
@@ -369,21 +391,11 @@ def check_case(case, compile_, work):
 
     # --dist-explain's figures are the compiler's: they must be what the
     # runtime counted, on every axis.
-    summary = explained.splitlines()[0]
-    told = {}
-    for kind, axes, nbytes in re.findall(r'(\w+) over \[([^\]]*)\] (\d+) B',
-                                         summary):
-        axes = ",".join(a.strip().strip('"') for a in axes.split(","))
-        told.setdefault(axes, {})[kind] = int(nbytes)
-    stats = json.load(open(os.path.join(work, "stats", "comm-rank0.json")))
-    counted = {",".join(g["axes"]): {k: v["wire_bytes"] // STEPS
-                                     for k, v in g["kinds"].items()
-                                     if v["wire_bytes"]}
-               for g in stats["groups"]}
-    counted = {axes: kinds for axes, kinds in counted.items() if kinds}
-    if told != counted:
+    told = explained_bytes(explained)
+    runtime = counted(work, 0)
+    if told != runtime:
         raise AssertionError(f"{case.name}: --dist-explain says {told} per "
-                             f"rank and step, the runtime counted {counted}")
+                             f"rank and step, the runtime counted {runtime}")
     print(f"ok {case.name}: --dist-explain's bytes per axis and collective "
           f"equal the runtime's count")
     check_planner(case, compile_, told, stored)

@@ -44,7 +44,6 @@ import importlib.util
 import json
 import math
 import os
-import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -171,16 +170,6 @@ def aux_bytes(case):
     return LAYERS * 3 * ring(n, EXPERTS * 4, 2)
 
 
-def counted(work, rank):
-    stats = json.load(open(os.path.join(work, "stats",
-                                        f"comm-rank{rank}.json")))
-    got = {",".join(g["axes"]): {k: v["wire_bytes"] // STEPS
-                                 for k, v in g["kinds"].items()
-                                 if v["wire_bytes"]}
-           for g in stats["groups"]}
-    return {axes: kinds for axes, kinds in got.items() if kinds}
-
-
 def train_both(case, compile_, work):
     """Compiles examples/<case.model> for one device and for case.mesh,
     trains both on the corpus and compares every loss and the final state
@@ -210,16 +199,6 @@ def train_both(case, compile_, work):
     return explained
 
 
-def explained_bytes(explained):
-    """{axes: {kind: bytes}} per rank and step of --dist-explain's summary."""
-    told = {}
-    for kind, names, nbytes in re.findall(r'(\w+) over \[([^\]]*)\] (\d+) B',
-                                          explained.splitlines()[0]):
-        names = ",".join(a.strip().strip('"') for a in names.split(","))
-        told.setdefault(names, {})[kind] = int(nbytes)
-    return told
-
-
 def check_case(case, compile_, work):
     explained = train_both(case, compile_, work)
     params = examples.model_params(case.model)
@@ -243,9 +222,7 @@ def check_case(case, compile_, work):
     ep, tp = axes.get("ep", 1), axes.get("tp", 1)
     help_text = run([*MPIRUN, "-np", str(case.ranks()),
                      os.path.join(work, "mesh"), "--help"]).stdout
-    model_b, state_b = map(int, re.search(
-        r"parameters: \d+ of the model \([^=]+= (\d+) B\), \d+ of optimizer "
-        r"state \([^=]+= (\d+) B\)", help_text).groups())
+    model_b, state_b = examples.stored_bytes(help_text)
     blocks = sum(b // (ep if n in EXPERT_W else
                        tp if n in case.tp_split else 1)
                  for n, b in params.items())
@@ -260,18 +237,18 @@ def check_case(case, compile_, work):
 
     want = wire_bytes(case)
     for rank in range(case.ranks()):
-        got = counted(work, rank)
+        got = examples.counted(work, rank)
         if got != want:
             raise AssertionError(f"{case.name}: rank {rank} sent {got} per "
                                  f"step, the analytical figure is {want}")
     print(f"ok {case.name}: bytes sent per rank and step equal the "
           f"analytical figures {want}")
 
-    told = explained_bytes(explained)
-    if told != counted(work, 0):
+    told = examples.explained_bytes(explained)
+    runtime = examples.counted(work, 0)
+    if told != runtime:
         raise AssertionError(f"{case.name}: --dist-explain says {told} per "
-                             f"rank and step, the runtime counted "
-                             f"{counted(work, 0)}")
+                             f"rank and step, the runtime counted {runtime}")
     print(f"ok {case.name}: --dist-explain's bytes per axis and collective "
           f"equal the runtime's count")
     check_planner(case, compile_, told, (model_b, state_b - 8))
