@@ -271,13 +271,15 @@ Estimate estimate(const ModelSpec &m, const TrainingConfig &training,
     s.tpTimeIntra =
         seconds(scaled(allReduce(tpIntra, actBytes), collectives), cluster);
 
-    // Context parallelism: the ring passes c - 1 K/V blocks forward, and
-    // K/V plus their gradients backward. Attention compute hides it.
+    // Context parallelism: the ring passes its K/V block on c - 1 times in
+    // the forward (twice with the forward recomputed) and in the backward,
+    // and their gradients c times (the last pass brings them home), as the
+    // compiler's ring does. Attention compute hides it.
     if (c > 1) {
       double kv = 2.0 * kvShare * actBytes / double(t);
-      double passes = fullRecompute ? 4 : 3;
-      s.cp =
-          pointToPoint(cpInter, double(c - 1) * kv * passes * double(layers));
+      double passes =
+          double(c - 1) * (fullRecompute ? 3 : 2) + double(c);
+      s.cp = pointToPoint(cpInter, passes * kv * double(layers));
       s.cpExposed = exposed(seconds(s.cp, cluster), s.attentionCore, cluster);
     }
 

@@ -98,3 +98,24 @@ func.func @forward(%x: tensor<4xf32>) -> tensor<4xf32> attributes {dist.partitio
   %m = graph.mul %g, %b : tensor<4xf32>, tensor<4xf32>
   return %m : tensor<4xf32>
 }
+
+// -----
+
+// Ring attention's step: the permute of the next block starts before the
+// current block's compute and is waited for before its first reader.
+// CHECK-LABEL: func.func @ring
+// CHECK: %[[P:.*]] = dist.collective_permute async %arg0 on @mesh ["cp"] pairs
+// CHECK-NEXT: %[[B:.*]] = graph.matmul %arg0, %arg0
+// CHECK-NEXT: %[[N:.*]] = dist.wait %[[P]] : tensor<4x4xf32>
+// CHECK-NEXT: graph.matmul %[[B]], %[[N]]
+// LOWER: %[[H:.*]] = llvm.call @cleave_comm_collective_permute_start(
+// LOWER: llvm.call @cleave_rt_matmul(
+// LOWER: llvm.call @cleave_comm_wait(%[[H]]) : (i64) -> ()
+// LOWER: llvm.call @cleave_rt_matmul(
+dist.mesh @mesh ["cp" = 2]
+func.func @ring(%k: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %next = dist.collective_permute %k on @mesh ["cp"] pairs [[0, 1], [1, 0]] : tensor<4x4xf32>
+  %b = graph.matmul %k, %k : tensor<4x4xf32>, tensor<4x4xf32>
+  %c = graph.matmul %b, %next : tensor<4x4xf32>, tensor<4x4xf32>
+  return %c : tensor<4x4xf32>
+}

@@ -95,3 +95,26 @@ module {
     return %x : tensor<8x16xf32>
   }
 }
+
+// -----
+
+// A zigzag axis splits a dimension only as its major axis: device r holds
+// chunks r and 2n - 1 - r of the whole dimension.
+dist.mesh @mesh ["tp" = 2, "cp" = 2] {zigzag_axes = ["cp"]}
+func.func @zigzag_minor(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{cannot convert [{}, {}] to [{"tp", "cp"}, {}] for dist.shard: a zigzag axis splits dimension 0 only as its major axis, from or to the whole dimension}}
+  %s = dist.shard %x to <@mesh, [{"tp", "cp"}, {}]> : tensor<8x16xf32>
+  %r = graph.relu %s : tensor<8x16xf32>
+  return %r : tensor<8x16xf32>
+}
+
+// -----
+
+// A ring marked with another layout than the mesh gives its axis.
+dist.mesh @mesh ["cp" = 2] {zigzag_axes = ["cp"]}
+func.func @ring_layout(%x: tensor<1x2x8x4xf32>) -> tensor<1x2x8x4xf32> {
+  %q = dist.shard %x to <@mesh, [{}, {}, {"cp"}, {}]> : tensor<1x2x8x4xf32>
+  // expected-error @+1 {{'graph.attention' op is marked dist.ring = "contiguous" but its sequence axis is one of the mesh's zigzag axes}}
+  %o = graph.attention %q, %q, %q causal {dist.ring = "contiguous"} : tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>
+  return %o : tensor<1x2x8x4xf32>
+}

@@ -292,7 +292,8 @@ int main(int argc, char **argv) {
   pipelineOptions.addToCommandLine(
       [](llvm::StringRef flag) -> cl::OptionCategory & {
         if (flag == "mesh" || flag == "zero" || flag == "bucket-bytes" ||
-            flag == "dist-explain" || flag == "sp")
+            flag == "dist-explain" || flag == "sp" || flag == "cp-form" ||
+            flag == "cp-layout")
           return distCategory;
         return flag == "no-fusion" || flag == "split-projections"
                    ? category

@@ -87,6 +87,11 @@ std::optional<Collective> describe(Operation *op, MeshOp mesh) {
         return Collective{"all_to_all", c.getAxes().getValue(),
                           (n - 1) * bytesOf(c.getInput()) / n};
       })
+      .Case([&](CollectivePermuteOp c) -> std::optional<Collective> {
+        // Every source sends its whole block (a ring: every member).
+        return Collective{"collective_permute", c.getAxes().getValue(),
+                          c.getPairs().empty() ? 0 : bytesOf(c.getInput())};
+      })
       .Default([](Operation *) { return std::nullopt; });
 }
 

@@ -17,6 +17,16 @@
 // - graph.attention and graph.attention_grad, causal, with their queries
 //   split (context parallelism): the block of queries attends to all the
 //   keys under an explicit causal mask at the block's offset.
+// - the same ops marked dist.ring, with queries and keys split alike (ring
+//   attention, Liu et al. 2023): each device computes its queries against
+//   the key/value block it holds while passing the blocks on around the
+//   ring by collective_permute, and merges the blocks by their log-sum-exp
+//   (graph.attention_block). The backward passes the key/value blocks the
+//   same way, with their gradients travelling beside them, and one more
+//   step brings each block's gradient home (graph.attention_block_grad,
+//   which reads the forward's output and log-sum-exp). In the zigzag
+//   layout (the mesh's zigzag_axes) a device's block is two chunks, and
+//   the blocks' positions say which.
 //
 //===----------------------------------------------------------------------===//
 
@@ -191,12 +201,23 @@ Value kept(Builder &g, Value labels, std::optional<int64_t> ignore) {
 
 } // namespace
 
+namespace {
+bool isRing(Operation *op) {
+  return isa<AttentionOp, AttentionGradOp>(op) &&
+         op->hasAttr(DistDialect::getRingAttrName());
+}
+} // namespace
+
 int64_t hookFactor(Operation *op, const ShardingRule &rule) {
-  // A causal attention whose queries are split needs its offset.
+  // A causal attention whose queries are split needs its offset; a ring
+  // attention computes its own way whether causal or not.
   if (auto attention = dyn_cast<AttentionOp>(op))
-    return attention.getCausal() ? factorOf(rule.getOperands()[0], 2) : -1;
+    return attention.getCausal() || isRing(op)
+               ? factorOf(rule.getOperands()[0], 2)
+               : -1;
   if (auto grad = dyn_cast<AttentionGradOp>(op))
-    return grad.getCausal() ? factorOf(rule.getOperands()[0], 2) : -1;
+    return grad.getCausal() || isRing(op) ? factorOf(rule.getOperands()[0], 2)
+                                          : -1;
   if (auto gather = dyn_cast<GatherOp>(op))
     return gather.getDim() == 0 ? factorOf(rule.getOperands()[0], 0) : -1;
   if (auto grad = dyn_cast<GatherGradOp>(op))
@@ -212,18 +233,59 @@ int64_t hookFactor(Operation *op, const ShardingRule &rule) {
   return -1;
 }
 
+int64_t hookTiedFactor(Operation *op, const ShardingRule &rule) {
+  return isRing(op) ? factorOf(rule.getOperands()[1], 2) : -1;
+}
+
 namespace {
 
-/// The causal mask of a block of queries [sq] at this device's offset
+/// The sequence positions [size] of the block device `device` (an i64
+/// scalar) of `n` holds: chunk `device` of n, or under the zigzag layout
+/// chunks `device` and 2n - 1 - device of 2n, one after the other.
+Value blockPositions(Builder &g, Value device, int64_t size, int64_t n,
+                     bool zigzag) {
+  Type i64 = g.b.getI64Type();
+  auto chunk = [&](Value which, int64_t length) {
+    Value iota =
+        IotaOp::create(g.b, g.loc, RankedTensorType::get({length}, i64), 0);
+    return g.add(iota, g.mul(which, g.scalar(i64, double(length))));
+  };
+  if (!zigzag)
+    return chunk(device, size);
+  Value late = g.sub(g.scalar(i64, double(2 * n - 1)), device);
+  return ConcatOp::create(g.b, g.loc, RankedTensorType::get({size}, i64),
+                          ValueRange{chunk(device, size / 2),
+                                     chunk(late, size / 2)},
+                          0);
+}
+
+/// Whether the sequence split on `axes` is in the zigzag layout (its one
+/// axis among the mesh's zigzag axes); an error where the ring's marking
+/// and the mesh disagree, or a zigzag axis is one of several.
+FailureOr<bool> zigzagLayout(Operation *op, ArrayRef<StringRef> axes,
+                             MeshOp mesh) {
+  bool zigzag = llvm::any_of(axes, [&](StringRef a) { return mesh.isZigzag(a); });
+  if (zigzag && axes.size() != 1)
+    return op->emitOpError("splits its sequence on several axes, one of "
+                           "them zigzag: the zigzag layout takes one axis");
+  if (auto ring = op->getAttrOfType<StringAttr>(DistDialect::getRingAttrName());
+      ring && (ring.getValue() == "zigzag") != zigzag)
+    return op->emitOpError("is marked ")
+           << DistDialect::getRingAttrName() << " = \"" << ring.getValue()
+           << "\" but its sequence axis is "
+           << (zigzag ? "" : "not ") << "one of the mesh's zigzag axes";
+  return zigzag;
+}
+
+/// The causal mask of a block of queries [sq] at this device's place
 /// against all [sk] keys: true where the key is not after the query,
 /// [sq, sk] i1 (a causal mask is top-left aligned, as the op's own).
 Value causalBlockMask(Builder &g, FlatSymbolRefAttr mesh, ArrayAttr axes,
-                      int64_t queries, int64_t keys) {
+                      int64_t n, bool zigzag, int64_t queries, int64_t keys) {
   Type i64 = g.b.getI64Type();
   Value index = AxisIndexOp::create(g.b, g.loc, RankedTensorType::get({}, i64),
                                     mesh, axes);
-  Value q = IotaOp::create(g.b, g.loc, RankedTensorType::get({queries}, i64), 0);
-  q = g.add(q, g.mul(index, g.scalar(i64, double(queries))));
+  Value q = blockPositions(g, index, queries, n, zigzag);
   Value k = IotaOp::create(g.b, g.loc, RankedTensorType::get({keys}, i64), 0);
   return g.compare(CompareDirection::LE, g.reshape(k, {1, keys}),
                    g.reshape(q, {queries, 1}));
@@ -253,13 +315,17 @@ partitionAttention(Builder &g, Operation *op, ArrayRef<Value> operands,
                            "causal masking (context parallelism)");
   int64_t queries = g.type(operands[0]).getDimSize(2);
   int64_t keys = g.type(operands[1]).getDimSize(2);
-  if (keys != queries * groupSize(mesh, axes))
+  int64_t n = groupSize(mesh, axes);
+  if (keys != queries * n)
     return op->emitOpError("reads a block of ")
            << keys << " keys for its " << queries
            << " queries: context parallelism attends to the whole sequence";
+  FailureOr<bool> zigzag = zigzagLayout(op, axes, mesh);
+  if (failed(zigzag))
+    return failure();
   Value mask =
       causalBlockMask(g, FlatSymbolRefAttr::get(mesh.getSymNameAttr()),
-                      g.b.getStrArrayAttr(axes), queries, keys);
+                      g.b.getStrArrayAttr(axes), n, *zigzag, queries, keys);
   if (auto attention = dyn_cast<AttentionOp>(op))
     return SmallVector<Value>{AttentionOp::create(
         g.b, g.loc, resultTypes[0], operands[0], operands[1], operands[2],
@@ -272,12 +338,193 @@ partitionAttention(Builder &g, Operation *op, ArrayRef<Value> operands,
   return SmallVector<Value>(made->getResults());
 }
 
+/// Ring attention over the devices of `axes`: the blocks' positions, the
+/// permutes that pass a block on, the forward and backward rings.
+struct Ring {
+  Builder &g;
+  FlatSymbolRefAttr mesh;
+  ArrayAttr axes;
+  int64_t n;    // devices around the ring
+  bool causal;
+  FloatAttr scale;
+  bool zigzag;  // the sequence's layout over the devices
+
+  Value index() const {
+    return AxisIndexOp::create(g.b, g.loc,
+                               RankedTensorType::get({}, g.b.getI64Type()),
+                               mesh, axes);
+  }
+  /// The device whose block this one holds at step `i`: (index - i) mod n.
+  Value holder(int64_t i) const {
+    if (i == 0)
+      return index();
+    Type i64 = g.b.getI64Type();
+    Value at = g.sub(index(), g.scalar(i64, double(i)));
+    Value wrapped = g.add(at, g.scalar(i64, double(n)));
+    Value negative = g.compare(CompareDirection::LT, at, g.scalar(i64, 0));
+    return WhereOp::create(g.b, g.loc, g.type(at), negative, wrapped, at);
+  }
+  /// The sequence positions [size] of device `device`'s block.
+  Value positions(Value device, int64_t size) const {
+    return blockPositions(g, device, size, n, zigzag);
+  }
+  /// `x` sent to the next device around the ring, received from the one
+  /// before.
+  Value pass(Value x) const {
+    SmallVector<int64_t> pairs;
+    for (int64_t d = 0; d < n; ++d)
+      pairs.append({d, (d + 1) % n});
+    return CollectivePermuteOp::create(g.b, g.loc, x.getType(), x, mesh, axes,
+                                       g.b.getI64ArrayAttr(pairs));
+  }
+  /// Step `i`'s key and value blocks passed on for the next step (none
+  /// after the last); one permute when they are the same value.
+  std::pair<Value, Value> passOn(int64_t i, Value k, Value v) const {
+    if (i + 1 == n)
+      return {};
+    Value next = pass(k);
+    return {next, v == k ? next : pass(v)};
+  }
+  RankedTensorType lseType(Value q) const {
+    ArrayRef<int64_t> s = g.type(q).getShape();
+    return RankedTensorType::get({s[0], s[1], s[2]}, g.b.getF32Type());
+  }
+
+  /// The attention of this device's queries over every block: its output
+  /// (of `outType`) and log-sum-exp. Each step's permute is issued before
+  /// the step's block, so that the transfer can overlap it.
+  std::pair<Value, Value> forward(Value q, Value k, Value v,
+                                  RankedTensorType outType) const {
+    UnitAttr unit = causal ? g.b.getUnitAttr() : UnitAttr();
+    Value qPos = positions(index(), g.type(q).getDimSize(2));
+    Value out, lse;
+    for (int64_t i = 0; i < n; ++i) {
+      auto [nextK, nextV] = passOn(i, k, v);
+      Value kPos = positions(holder(i), g.type(k).getDimSize(2));
+      auto block = AttentionBlockOp::create(g.b, g.loc, outType, lseType(q), q,
+                                            k, v, qPos, kPos, out, lse, unit,
+                                            scale);
+      out = block.getOut();
+      lse = block.getLse();
+      k = nextK;
+      v = nextV;
+    }
+    return {out, lse};
+  }
+
+  /// dq, dk, dv of the ring: the key/value blocks pass as in the forward,
+  /// each with the gradient accumulated for it so far; after the last step
+  /// one more pass brings the gradients to the block's own device.
+  SmallVector<Value> backward(Value q, Value k, Value v, Value out, Value lse,
+                              Value dout, ArrayRef<RankedTensorType> types) {
+    UnitAttr unit = causal ? g.b.getUnitAttr() : UnitAttr();
+    Value qPos = positions(index(), g.type(q).getDimSize(2));
+    Value dq, dk, dv;
+    for (int64_t i = 0; i < n; ++i) {
+      auto [nextK, nextV] = passOn(i, k, v);
+      Value kPos = positions(holder(i), g.type(k).getDimSize(2));
+      auto block = AttentionBlockGradOp::create(
+          g.b, g.loc, types[0], types[1], types[2], q, k, v, out, lse, dout,
+          qPos, kPos, unit, scale);
+      dq = dq ? g.add(dq, block.getQueryGrad()) : block.getQueryGrad();
+      dk = dk ? g.add(dk, block.getKeyGrad()) : block.getKeyGrad();
+      dv = dv ? g.add(dv, block.getValueGrad()) : block.getValueGrad();
+      if (n > 1) {
+        dk = pass(dk);
+        dv = pass(dv);
+      }
+      k = nextK;
+      v = nextV;
+    }
+    return {dq, dk, dv};
+  }
+};
+
+/// The forward graph.attention whose gradient `grad` is: the one reading
+/// the same query, key and value with the same masking and scale.
+AttentionOp forwardOf(AttentionGradOp grad) {
+  for (Operation *user : grad.getQuery().getUsers()) {
+    auto attention = dyn_cast<AttentionOp>(user);
+    if (!attention || attention.getKey() != grad.getKey() ||
+        attention.getValue() != grad.getValue() || attention.getMask() ||
+        attention.getCausal() != grad.getCausal())
+      continue;
+    double scale = attention.getScale()
+                       ? attention.getScale()->convertToDouble()
+                       : 1.0 / std::sqrt(double(
+                                   attention.getQuery().getType().getDimSize(3)));
+    if (scale == grad.getScale().convertToDouble())
+      return attention;
+  }
+  return {};
+}
+
+FailureOr<SmallVector<Value>>
+partitionRing(Builder &g, Operation *op, ArrayRef<Value> operands,
+              ArrayRef<RankedTensorType> resultTypes, ArrayRef<StringRef> axes,
+              MeshOp mesh, HookState &state) {
+  if (op->getNumOperands() != (isa<AttentionOp>(op) ? 3u : 4u))
+    return op->emitOpError("has a mask operand, which the ring form of "
+                           "context parallelism does not take (causal "
+                           "masking it does)");
+  int64_t queries = g.type(operands[0]).getDimSize(2);
+  int64_t keys = g.type(operands[1]).getDimSize(2);
+  if (keys != queries)
+    return op->emitOpError("holds ")
+           << keys << " keys per device for its " << queries
+           << " queries: ring attention passes blocks of the sequence its "
+              "queries are split into";
+  auto attention = dyn_cast<AttentionOp>(op);
+  auto grad = dyn_cast<AttentionGradOp>(op);
+  double scale =
+      grad ? grad.getScale().convertToDouble()
+      : attention.getScale()
+          ? attention.getScale()->convertToDouble()
+          : 1.0 / std::sqrt(double(attention.getQuery().getType().getDimSize(3)));
+  FailureOr<bool> zigzag = zigzagLayout(op, axes, mesh);
+  if (failed(zigzag))
+    return failure();
+  Ring ring{g,
+            FlatSymbolRefAttr::get(mesh.getSymNameAttr()),
+            g.b.getStrArrayAttr(axes),
+            groupSize(mesh, axes),
+            attention ? attention.getCausal() : grad.getCausal(),
+            g.b.getF64FloatAttr(scale),
+            *zigzag};
+  if (attention) {
+    auto [out, lse] =
+        ring.forward(operands[0], operands[1], operands[2], resultTypes[0]);
+    state.ringResults[op] = {out, lse};
+    return SmallVector<Value>{out};
+  }
+  // The forward's output and log-sum-exp, or, where the gradient has no
+  // forward ring of its own (a recomputed forward), the ring again.
+  Value out, lse;
+  if (AttentionOp forward = forwardOf(grad)) {
+    auto it = state.ringResults.find(forward);
+    if (it != state.ringResults.end())
+      std::tie(out, lse) = it->second;
+  }
+  if (!out) {
+    RankedTensorType outType = g.type(operands[3]);
+    std::tie(out, lse) =
+        ring.forward(operands[0], operands[1], operands[2], outType);
+  }
+  return ring.backward(operands[0], operands[1], operands[2], out, lse,
+                       operands[3], resultTypes);
+}
+
 } // namespace
 
 FailureOr<SmallVector<Value>> partitionWithHook(
     OpBuilder &b, Operation *op, ArrayRef<Value> operands,
     ArrayRef<RankedTensorType> resultTypes, ArrayRef<StringRef> axes,
-    MeshOp mesh, function_ref<RankedTensorType(Value)> localTypeOf) {
+    MeshOp mesh, function_ref<RankedTensorType(Value)> localTypeOf,
+    HookState &state) {
+  if (isRing(op)) {
+    Builder g(b, hookLoc(b, op, "sequence", axes), localTypeOf);
+    return partitionRing(g, op, operands, resultTypes, axes, mesh, state);
+  }
   if (isa<AttentionOp, AttentionGradOp>(op)) {
     Builder g(b, hookLoc(b, op, "queries", axes), localTypeOf);
     return partitionAttention(g, op, operands, resultTypes, axes, mesh);

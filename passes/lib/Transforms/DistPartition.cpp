@@ -76,6 +76,21 @@ private:
   /// at `b`'s point; `why` names the reader in their location.
   FailureOr<Value> convert(Value old, const Layout &to, OpBuilder &b,
                            Operation *reader, const Twine &why);
+  /// How a conversion that starts (or stops) splitting dimension `d` on
+  /// `added` after the axes `before` treats a zigzag axis: the dimension's
+  /// chunks are reordered when it is whole before and the zigzag axis is
+  /// the first added (true), nothing when no zigzag axis is added (false),
+  /// and any other use of a zigzag axis is an error (failure).
+  FailureOr<bool> reordersChunks(ArrayRef<StringRef> before,
+                                 ArrayRef<StringRef> added);
+  /// `v`, whole along `d`, with its 2n chunks of the zigzag axis `axis`
+  /// in the order whose n contiguous blocks are the devices' zigzag pairs
+  /// (0, 2n-1, 1, 2n-2, ...), or back from that order to the sequence's.
+  FailureOr<Value> reorderChunks(OpBuilder &b, Location loc, Value v,
+                                 int64_t d, StringRef axis, bool toZigzag);
+  /// `layout` without the zigzag axes (and the axes after them) of each
+  /// dimension: how the program takes and returns values split on them.
+  Layout wholeAlongZigzag(Layout layout);
   FailureOr<Layout> layoutOf(ShardingAttr sharding, Operation *at);
   /// The layout of a parameter: its sharding's, or replicated.
   FailureOr<Layout> paramLayout(StringRef name, Operation *at);
@@ -93,6 +108,8 @@ private:
     auto it = argLocals.find(local);
     return it != argLocals.end() ? it->second : typeOf(local);
   }
+  /// What the partition hooks share across the function's ops.
+  HookState hookState;
   /// The conversions made so far: (value, target layout) -> the block.
   std::map<std::pair<void *, std::string>, std::pair<Value, Layout>>
       converted;
@@ -109,6 +126,55 @@ FailureOr<Layout> Partitioner::paramLayout(StringRef name, Operation *at) {
   if (ShardingAttr s = param.getShardingAttr())
     return layoutOf(s, param);
   return Layout::replicated(cast<RankedTensorType>(param.getType()).getRank());
+}
+
+FailureOr<bool> Partitioner::reordersChunks(ArrayRef<StringRef> before,
+                                            ArrayRef<StringRef> added) {
+  auto zigzag = [&](StringRef a) { return mesh.isZigzag(a); };
+  if (llvm::none_of(added, zigzag))
+    return false;
+  if (!before.empty() || !zigzag(added.front()) ||
+      llvm::count_if(added, zigzag) != 1)
+    return failure();
+  return true;
+}
+
+FailureOr<Value> Partitioner::reorderChunks(OpBuilder &b, Location loc,
+                                            Value v, int64_t d, StringRef axis,
+                                            bool toZigzag) {
+  RankedTensorType type = localTypeOf(v);
+  int64_t n = *mesh.getAxisSize(axis), size = type.getDimSize(d);
+  if (size % (2 * n) != 0)
+    return emitError(loc) << "dimension " << d << " of size " << size
+                          << " does not divide into the " << 2 * n
+                          << " chunks of the zigzag axis \"" << axis << "\"";
+  int64_t chunk = size / (2 * n);
+  // order[j]: the chunk of the sequence at place j of the zigzag order.
+  SmallVector<int64_t> order;
+  for (int64_t r = 0; r < n; ++r)
+    order.append({r, 2 * n - 1 - r});
+  SmallVector<int64_t> from(2 * n);
+  for (int64_t j = 0; j < 2 * n; ++j)
+    from[toZigzag ? j : order[j]] = toZigzag ? order[j] : j;
+  SmallVector<int64_t> indices;
+  indices.reserve(size);
+  for (int64_t j = 0; j < 2 * n; ++j)
+    for (int64_t i = 0; i < chunk; ++i)
+      indices.push_back(from[j] * chunk + i);
+  auto indexType = RankedTensorType::get({size}, b.getI64Type());
+  Value table = graph::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(indexType, ArrayRef<int64_t>(indices)));
+  return graph::GatherOp::create(b, loc, type, v, table, d).getResult();
+}
+
+Layout Partitioner::wholeAlongZigzag(Layout layout) {
+  for (auto &axes : layout.dims)
+    for (size_t i = 0; i < axes.size(); ++i)
+      if (mesh.isZigzag(axes[i])) {
+        axes.resize(i);
+        break;
+      }
+  return layout;
 }
 
 /// The axes `want` splits a dimension on after those `have` splits it on,
@@ -180,6 +246,24 @@ FailureOr<Value> Partitioner::convert(Value old, const Layout &to,
     return emitError(at) << "cannot convert " << src.layout.str() << " to "
                          << to.str() << " for " << why;
   };
+  // Where the split on a zigzag axis starts or stops, the chunks are
+  // reordered (MeshOp's zigzag_axes) on the whole dimension.
+  auto zigzagAt = [&](int64_t d, ArrayRef<StringRef> before,
+                      ArrayRef<StringRef> added) -> FailureOr<bool> {
+    FailureOr<bool> reorders = reordersChunks(before, added);
+    if (failed(reorders))
+      fail() << ": a zigzag axis splits dimension " << d
+             << " only as its major axis, from or to the whole dimension";
+    return reorders;
+  };
+  auto reorder = [&](int64_t d, StringRef axis, bool toZigzag) {
+    FailureOr<Value> r = reorderChunks(
+        b, loc(toZigzag ? "zigzag order" : "sequence order"), v, d, axis,
+        toZigzag);
+    if (succeeded(r))
+      v = *r;
+    return r;
+  };
 
   // A splat constant is rebuilt at the size of the block.
   if (auto constant = v.getDefiningOp<graph::ConstantOp>())
@@ -223,10 +307,15 @@ FailureOr<Value> Partitioner::convert(Value old, const Layout &to,
         scattered.assign(extra.begin() + k, extra.end());
       }
     }
+    // In the mesh's order, so that a value partial over {cp, dp} and one
+    // over {dp, cp} are reduced over one group.
     SmallVector<StringRef, 2> rest;
-    for (StringRef a : cur.partial)
-      if (!llvm::is_contained(scattered, a))
+    for (Attribute name : mesh.getAxisNames()) {
+      StringRef a = cast<StringAttr>(name).getValue();
+      if (llvm::is_contained(cur.partial, a) &&
+          !llvm::is_contained(scattered, a))
         rest.push_back(a);
+    }
     {
       // A whole all-reduce goes right after the value's producer, not
       // before its reader: started there (-cleave-overlap-collectives), a
@@ -242,6 +331,9 @@ FailureOr<Value> Partitioner::convert(Value old, const Layout &to,
         producerPhase.emplace(b, def);
       }
       for (auto &[d, axes] : slices) {
+        FailureOr<bool> zigzag = zigzagAt(d, cur.dims[d], axes);
+        if (failed(zigzag) || (*zigzag && failed(reorder(d, axes[0], true))))
+          return failure();
         Value index = AxisIndexOp::create(
             b, loc("axis_index"), RankedTensorType::get({}, b.getI64Type()),
             meshRef, b.getStrArrayAttr(axes));
@@ -257,6 +349,11 @@ FailureOr<Value> Partitioner::convert(Value old, const Layout &to,
                                                        cur.partialKind));
     }
     if (scatterDim) {
+      FailureOr<bool> zigzag =
+          zigzagAt(*scatterDim, cur.dims[*scatterDim], scattered);
+      if (failed(zigzag) ||
+          (*zigzag && failed(reorder(*scatterDim, scattered[0], true))))
+        return failure();
       Layout next = cur;
       next.dims[*scatterDim] = to.dims[*scatterDim];
       v = ReduceScatterOp::create(
@@ -305,6 +402,9 @@ FailureOr<Value> Partitioner::convert(Value old, const Layout &to,
         next.dims[j].push_back(axis);
         if (global.getDimSize(j) % groupSize(mesh, next.dims[j]) != 0)
           continue;
+        if (mesh.isZigzag(axis))
+          return fail() << ": the zigzag axis \"" << axis
+                        << "\" does not move between dimensions";
         v = AllToAllOp::create(b, loc("all_to_all"),
                                next.localType(global, mesh), v, meshRef,
                                b.getStrArrayAttr({axis}),
@@ -323,12 +423,17 @@ FailureOr<Value> Partitioner::convert(Value old, const Layout &to,
     if (common == have.size())
       continue;
     SmallVector<StringRef, 2> extra(have.drop_front(common));
+    FailureOr<bool> zigzag = zigzagAt(d, have.take_front(common), extra);
+    if (failed(zigzag))
+      return failure();
     Layout next = cur;
     next.dims[d].resize(common);
     v = AllGatherOp::create(b, loc("all_gather"), next.localType(global, mesh),
                             v, meshRef, b.getStrArrayAttr(extra),
                             b.getI64IntegerAttr(d));
     cur = next;
+    if (*zigzag && failed(reorder(d, extra[0], false)))
+      return failure();
   }
   // ...and the axes `to` splits it on in addition are sliced locally.
   for (int64_t d = 0, e = cur.dims.size(); d < e; ++d) {
@@ -336,6 +441,9 @@ FailureOr<Value> Partitioner::convert(Value old, const Layout &to,
     if (want.size() == cur.dims[d].size())
       continue;
     SmallVector<StringRef, 2> extra(want.drop_front(cur.dims[d].size()));
+    FailureOr<bool> zigzag = zigzagAt(d, cur.dims[d], extra);
+    if (failed(zigzag) || (*zigzag && failed(reorder(d, extra[0], true))))
+      return failure();
     Value index = AxisIndexOp::create(
         b, loc("axis_index"), RankedTensorType::get({}, b.getI64Type()),
         meshRef, b.getStrArrayAttr(extra));
@@ -412,7 +520,7 @@ LogicalResult Partitioner::partitionRuled(Operation *op,
     Annotator annotator(b, op);
     FailureOr<SmallVector<Value>> hookResults = partitionWithHook(
         b, op, newOperands, types, decided.factorAxes[hooked], mesh,
-        [&](Value v) { return localTypeOf(v); });
+        [&](Value v) { return localTypeOf(v); }, hookState);
     if (failed(hookResults))
       return failure();
     values = std::move(*hookResults);
@@ -523,6 +631,14 @@ LogicalResult Partitioner::partition(Operation *op) {
         return fn.emitOpError("result #")
                << i << " cannot be returned partial; a device returns its "
                << "block of the global value";
+      if (Layout whole = wholeAlongZigzag(layout); whole != layout) {
+        layout = whole;
+        auto s = fn.getResultAttrOfType<ShardingAttr>(
+            i, DistDialect::getShardingAttrName());
+        fn.setResultAttr(i, DistDialect::getShardingAttrName(),
+                         layout.toAttr(meshRef, s.getPriority(),
+                                       s.getOrigin()));
+      }
       FailureOr<Value> local = convert(v, layout, b, op,
                                        "result #" + Twine(i) + " of @" +
                                            fn.getSymName());
@@ -570,6 +686,14 @@ LogicalResult Partitioner::run() {
                << arg.getArgNumber() << " cannot be partial";
       layout = *l;
       origin = s.getOrigin();
+      // The runtime passes blocks, not zigzag pairs: an argument split on
+      // a zigzag axis comes whole along it and its readers take their
+      // chunks.
+      if (Layout whole = wholeAlongZigzag(layout); whole != layout) {
+        layout = whole;
+        fn.setArgAttr(arg.getArgNumber(), DistDialect::getShardingAttrName(),
+                      layout.toAttr(meshRef, s.getPriority(), origin));
+      }
     }
     RankedTensorType local = layout.localType(type, mesh);
     locals[arg] = {arg, layout, ShardingPriority::User, origin};

@@ -76,7 +76,7 @@ struct DistAddMeshPass
     }
     OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
     MeshOp::create(b, module.getLoc(), "mesh", b.getStrArrayAttr(names),
-                   b.getDenseI64ArrayAttr(sizes));
+                   b.getDenseI64ArrayAttr(sizes), /*zigzag_axes=*/ArrayAttr());
   }
 };
 
@@ -400,6 +400,99 @@ void DistExpertParallelPass::runOnOperation() {
 // -dist-context-parallel
 //===----------------------------------------------------------------------===//
 
+/// `v` = reshape(x) merging x's [B, S] (S = `sequence`) into the rows of a
+/// matrix and the rest of x's dimensions into its columns: x, else null.
+Value unmergedRows(Value v, int64_t sequence) {
+  auto reshape = v.getDefiningOp<graph::ReshapeOp>();
+  if (!reshape)
+    return {};
+  auto in = cast<RankedTensorType>(reshape.getOperand().getType());
+  ArrayRef<int64_t> out = reshape.getType().getShape();
+  if (in.getRank() < 3 || out.size() != 2 || in.getDimSize(1) != sequence ||
+      out[0] != in.getDimSize(0) * sequence)
+    return {};
+  return reshape.getOperand();
+}
+
+/// x [B, S, ...] as [B, S, F].
+Value asRank3(OpBuilder &b, Location loc, Value x) {
+  auto type = cast<RankedTensorType>(x.getType());
+  if (type.getRank() == 3)
+    return x;
+  ArrayRef<int64_t> shape = type.getShape();
+  int64_t features = 1;
+  for (int64_t d : shape.drop_front(2))
+    features *= d;
+  return graph::ReshapeOp::create(
+      b, loc, type.clone({shape[0], shape[1], features}), x);
+}
+
+/// Rewrites each weight gradient that contracts the merged batch and
+/// sequence rows, matmul(transpose(reshape(x, [B S, K])), reshape(dy,
+/// [B S, N])), into a batched matmul over the batch, transpose(x) [B, K, S]
+/// times dy [B, S, N], summed over B (a view for B = 1): the merged rows
+/// cannot be split on the sequence (it is their minor factor), so the
+/// partitioner would gather x and dy whole; unmerged, the contraction over
+/// the split sequence is partial and reduced like any other. Returns the
+/// number rewritten.
+int64_t contractOverTheSequence(ModuleOp module, int64_t sequence) {
+  SmallVector<graph::MatmulOp> found;
+  module.walk([&](graph::MatmulOp mm) {
+    auto lhs = mm.getLhs().getDefiningOp<graph::TransposeOp>();
+    if (lhs && lhs.getPerm() == ArrayRef<int64_t>{1, 0} &&
+        unmergedRows(lhs.getOperand(), sequence) &&
+        unmergedRows(mm.getRhs(), sequence))
+      found.push_back(mm);
+  });
+  for (graph::MatmulOp mm : found) {
+    auto lhs = mm.getLhs().getDefiningOp<graph::TransposeOp>();
+    Value x = unmergedRows(lhs.getOperand(), sequence);
+    Value dy = unmergedRows(mm.getRhs(), sequence);
+    if (cast<RankedTensorType>(x.getType()).getDimSize(0) !=
+        cast<RankedTensorType>(dy.getType()).getDimSize(0))
+      continue;
+    OpBuilder b(mm);
+    Location loc = mm.getLoc();
+    SmallVector<Operation *> made;
+    for (Value *v : {&x, &dy})
+      if (Value r = asRank3(b, loc, *v); r != *v) {
+        made.push_back(r.getDefiningOp());
+        *v = r;
+      }
+    auto xt = cast<RankedTensorType>(x.getType());
+    auto dyt = cast<RankedTensorType>(dy.getType());
+    int64_t batch = xt.getDimSize(0), k = xt.getDimSize(2),
+            n = dyt.getDimSize(2);
+    auto transposed = graph::TransposeOp::create(
+        b, loc, RankedTensorType::get({batch, k, sequence}, xt.getElementType()),
+        x, b.getDenseI64ArrayAttr({0, 2, 1}));
+    auto batched = graph::MatmulOp::create(
+        b, loc, RankedTensorType::get({batch, k, n}, mm.getType().getElementType()),
+        transposed, dy);
+    made.append({transposed, batched});
+    Value dw;
+    if (batch == 1) {
+      dw = graph::ReshapeOp::create(b, loc, mm.getType(), batched);
+    } else {
+      auto sum = ReductionKindAttr::get(b.getContext(), ReductionKind::Sum);
+      dw = graph::ReduceOp::create(b, loc, mm.getType(), sum, batched,
+                                   b.getDenseI64ArrayAttr({0}), UnitAttr());
+    }
+    made.push_back(dw.getDefiningOp());
+    for (Operation *op : made)
+      copyStepAnnotations(mm, op);
+    Value rhs = mm.getRhs();
+    mm.replaceAllUsesWith(dw);
+    mm.erase();
+    // The merging reshapes and the transpose, unless something else reads
+    // them (left, they would be partitioned, and gathered, all the same).
+    for (Value dead : SmallVector<Value, 3>{lhs.getResult(), lhs.getOperand(), rhs})
+      if (Operation *def = dead.getDefiningOp(); def && def->use_empty())
+        def->erase();
+  }
+  return int64_t(found.size());
+}
+
 struct DistContextParallelPass
     : public cleave::impl::DistContextParallelPassBase<
           DistContextParallelPass> {
@@ -414,6 +507,22 @@ void DistContextParallelPass::runOnOperation() {
     return signalPassFailure();
   MeshOp mesh = meshAxis->first;
   const int64_t n = meshAxis->second;
+  if (form != "ring" && form != "gather") {
+    module.emitError("-dist-context-parallel: form must be 'ring' or "
+                     "'gather', got '")
+        << form << "'";
+    return signalPassFailure();
+  }
+  if (layout != "zigzag" && layout != "contiguous") {
+    module.emitError("-dist-context-parallel: layout must be 'zigzag' or "
+                     "'contiguous', got '")
+        << layout << "'";
+    return signalPassFailure();
+  }
+  const bool zigzag = layout == "zigzag";
+  // Chunks of the sequence: two per device under zigzag.
+  const int64_t chunks = zigzag ? 2 * n : n;
+
   // The sequence: the query length of the forward's self-attentions.
   std::optional<int64_t> sequence;
   bool failedOp = false;
@@ -433,10 +542,15 @@ void DistContextParallelPass::runOnOperation() {
       return;
     }
     sequence = q;
-    if (q % n != 0) {
+    if (q % chunks != 0) {
       attention.emitOpError("attends over a sequence of ")
           << q << " tokens, which the " << n << " devices of axis '" << axis
-          << "' do not divide";
+          << "' do not divide"
+          << (zigzag && q % n == 0
+                  ? " into " + std::to_string(chunks) +
+                        " chunks, two per device (the zigzag layout; "
+                        "layout=contiguous takes it)"
+                  : std::string());
       failedOp = true;
     }
   });
@@ -449,7 +563,34 @@ void DistContextParallelPass::runOnOperation() {
     return signalPassFailure();
   }
   StringAttr origin = StringAttr::get(&getContext(), "-dist-context-parallel");
+  contractOverTheSequence(module, *sequence);
   if (failed(splitSequence(module, mesh, axis, n, *sequence, origin)))
+    return signalPassFailure();
+  if (zigzag) {
+    SmallVector<Attribute> axes;
+    if (ArrayAttr old = mesh.getZigzagAxesAttr())
+      llvm::append_range(axes, old.getValue());
+    if (!mesh.isZigzag(axis))
+      axes.push_back(StringAttr::get(&getContext(), axis));
+    mesh.setZigzagAxesAttr(ArrayAttr::get(&getContext(), axes));
+  }
+  if (form == "gather")
+    return;
+  // The ring: every attention and attention gradient passes its blocks.
+  module.walk([&](Operation *op) {
+    if (!isa<graph::AttentionOp, graph::AttentionGradOp>(op))
+      return;
+    bool masked = op->getNumOperands() > (isa<graph::AttentionOp>(op) ? 3u : 4u);
+    if (masked) {
+      op->emitOpError("has a mask operand, which the ring form of context "
+                      "parallelism does not take (causal masking it does; "
+                      "form=gather takes masks)");
+      failedOp = true;
+    }
+    op->setAttr(dist::DistDialect::getRingAttrName(),
+                StringAttr::get(&getContext(), layout));
+  });
+  if (failedOp)
     return signalPassFailure();
 }
 

@@ -176,15 +176,16 @@ private:
                {comm, rt.arena(), in[0], out[0]}, rt, state);
   }
   static void build(dist::CollectivePermuteOp p, Value comm, ArrayRef<Value> in,
-                    ArrayRef<Value> out, RuntimeBuilder &rt, Lowering &) {
+                    ArrayRef<Value> out, RuntimeBuilder &rt, Lowering &state) {
     SmallVector<int64_t> pairs;
     for (auto [source, target] : p.getPairs()) {
       pairs.push_back(source);
       pairs.push_back(target);
     }
-    rt.call("cleave_comm_collective_permute",
-            {comm, rt.arena(), in[0], out[0], rt.int64s(pairs),
-             rt.constI64(int64_t(pairs.size() / 2))});
+    collective(p, p.getAsync(), "collective_permute",
+               {comm, rt.arena(), in[0], out[0], rt.int64s(pairs),
+                rt.constI64(int64_t(pairs.size() / 2))},
+               rt, state);
   }
   // The engine broadcasts in place: the result starts as the input.
   static void build(dist::BroadcastOp bc, Value comm, ArrayRef<Value> in,

@@ -331,7 +331,7 @@ struct NormalizationPattern : CallPattern<NormalizationPattern, Op> {
 //===----------------------------------------------------------------------===//
 
 /// Scaled dot-product attention (an optional mask, causal or not) and its
-/// gradient.
+/// gradient; the blocks of ring attention and their gradients.
 template <typename Op>
 struct AttentionPattern : CallPattern<AttentionPattern, Op> {
   using CallPattern<AttentionPattern, Op>::CallPattern;
@@ -353,6 +353,23 @@ struct AttentionPattern : CallPattern<AttentionPattern, Op> {
     rt.call("cleave_rt_attention_grad",
             {rt.arena(), in[0], in[1], in[2], mask, in[3], out[0], out[1],
              out[2], rt.constI32(a.getCausal() ? 1 : 0),
+             rt.constF64(a.getScale().convertToDouble())});
+  }
+  static void build(AttentionBlockOp a, ArrayRef<Value> in,
+                    ArrayRef<Value> out, RuntimeBuilder &rt) {
+    bool merge = bool(a.getOutIn());
+    rt.call("cleave_rt_attention_block",
+            {rt.arena(), in[0], in[1], in[2], merge ? in[5] : rt.null(),
+             merge ? in[6] : rt.null(), in[3], in[4], out[0], out[1],
+             rt.constI32(a.getCausal() ? 1 : 0),
+             rt.constF64(a.getScale().convertToDouble())});
+  }
+  static void build(AttentionBlockGradOp a, ArrayRef<Value> in,
+                    ArrayRef<Value> out, RuntimeBuilder &rt) {
+    rt.call("cleave_rt_attention_block_grad",
+            {rt.arena(), in[0], in[1], in[2], in[3], in[4], in[5], in[6],
+             in[7], out[0], out[1], out[2],
+             rt.constI32(a.getCausal() ? 1 : 0),
              rt.constF64(a.getScale().convertToDouble())});
   }
 };
@@ -520,8 +537,8 @@ void populateGraphToRuntimePatterns(RewritePatternSet &patterns,
       patterns, converter, state);
   addFamily<NormalizationPattern, LayerNormOp, RmsNormOp, LayerNormGradOp,
             RmsNormGradOp>(patterns, converter, state);
-  addFamily<AttentionPattern, AttentionOp, AttentionGradOp>(patterns, converter,
-                                                            state);
+  addFamily<AttentionPattern, AttentionOp, AttentionGradOp, AttentionBlockOp,
+            AttentionBlockGradOp>(patterns, converter, state);
   addFamily<LossPattern, CrossEntropyOp, CrossEntropyGradOp, MseOp>(
       patterns, converter, state);
   addFamily<MoePattern, RouterTopKOp, MoeDispatchOp, ExpertMatmulOp,

@@ -27,7 +27,8 @@ namespace {
 /// True for a blocking collective the engine can start: along dimension 0.
 bool canStart(Operation *op) {
   return llvm::TypeSwitch<Operation *, bool>(op)
-      .Case<dist::AllReduceOp>([](auto c) { return !c.getAsync(); })
+      .Case<dist::AllReduceOp, dist::CollectivePermuteOp>(
+          [](auto c) { return !c.getAsync(); })
       .Case<dist::AllGatherOp, dist::ReduceScatterOp>(
           [](auto c) { return !c.getAsync() && c.getDim() == 0; })
       .Case<dist::AllToAllOp>([](dist::AllToAllOp c) {

@@ -283,6 +283,10 @@ static void addDistributionPasses(OpPassManager &pm,
   if (options.hasMeshAxis("cp")) {
     DistContextParallelPassOptions cp;
     cp.axis = "cp";
+    cp.form = options.cpForm == ContextParallelForm::Gather ? "gather" : "ring";
+    cp.layout = options.cpLayout == ContextParallelLayout::Contiguous
+                    ? "contiguous"
+                    : "zigzag";
     pm.addPass(createDistContextParallelPass(cp));
   }
   // After tp, ep and cp: ZeRO splits what they left whole.

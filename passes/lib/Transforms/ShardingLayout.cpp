@@ -200,6 +200,15 @@ int64_t numElements(Value v) {
 
 } // namespace
 
+namespace {
+/// The place of `axis` among the mesh's axes.
+int64_t axisIndex(MeshOp mesh, StringRef axis) {
+  ArrayRef<Attribute> names = mesh.getAxisNames().getValue();
+  return llvm::find(names, StringAttr::get(mesh.getContext(), axis)) -
+         names.begin();
+}
+} // namespace
+
 OpLayouts decideLayouts(Operation *op, const ShardingRule &rule,
                         ArrayRef<KnownLayout> operands,
                         ArrayRef<KnownLayout> results, MeshOp mesh) {
@@ -320,6 +329,11 @@ OpLayouts decideLayouts(Operation *op, const ShardingRule &rule,
       used.insert(a);
   }
 
+  // A ring attention's keys travel around the devices of its queries.
+  if (int64_t tied = hookTiedFactor(op, rule);
+      tied >= 0 && hooked >= 0 && !out.factorAxes[hooked].empty())
+    out.factorAxes[tied] = out.factorAxes[hooked];
+
   // Split reduction factors leave the results that do not carry them
   // partial; they must agree on the reduction (and with the partial
   // operands kept), else the later ones stay whole.
@@ -361,9 +375,19 @@ OpLayouts decideLayouts(Operation *op, const ShardingRule &rule,
         continue;
       bool carried = llvm::any_of(
           tf, [&](const DimFactors &dim) { return llvm::is_contained(dim, f); });
-      if (!carried)
-        llvm::append_range(l.partial, out.factorAxes[f]);
+      // A result split on the axes already (a ring attention's key
+      // gradients, tied to the split queries) holds its own block whole.
+      if (carried)
+        continue;
+      for (StringRef a : out.factorAxes[f])
+        if (!l.usesAxis(a))
+          l.partial.push_back(a);
     }
+    // In the mesh's order: partial over {cp, dp} and over {dp, cp} are the
+    // same layout (a sum of the two stays partial, reduced once).
+    llvm::stable_sort(l.partial, [&](StringRef x, StringRef y) {
+      return axisIndex(mesh, x) < axisIndex(mesh, y);
+    });
     if (l.isPartial())
       l.partialKind = *kind;
     out.results.push_back(std::move(l));

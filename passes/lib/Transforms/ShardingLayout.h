@@ -125,8 +125,22 @@ mlir::StringAttr joinOrigins(mlir::MLIRContext *ctx,
 
 /// The factor of `op`'s rule that the op's partition hook splits (the
 /// vocabulary of a gather along dimension 0 or of its gradient, the classes
-/// of a summed cross-entropy or of its gradient), or -1 (DistHooks.cpp).
+/// of a summed cross-entropy or of its gradient, the queries of a causal
+/// or ring attention or of its gradient), or -1 (DistHooks.cpp).
 int64_t hookFactor(mlir::Operation *op, const ShardingRule &rule);
+
+/// The factor of `op`'s rule that its hook takes split on the same axes as
+/// the hook factor, or -1: the keys of a ring attention (`dist.ring`),
+/// whose blocks travel around the ring of the queries' devices.
+int64_t hookTiedFactor(mlir::Operation *op, const ShardingRule &rule);
+
+/// What the partition hooks of one function share: the output and
+/// log-sum-exp of each ring attention (by the original graph.attention),
+/// which the ring of its gradient reads.
+struct HookState {
+  llvm::DenseMap<mlir::Operation *, std::pair<mlir::Value, mlir::Value>>
+      ringResults;
+};
 
 /// The local computation of `op` with its hook factor split along `axes`:
 /// `operands` are this device's blocks in the decided layouts,
@@ -138,7 +152,8 @@ mlir::FailureOr<llvm::SmallVector<mlir::Value>> partitionWithHook(
     llvm::ArrayRef<mlir::Value> operands,
     llvm::ArrayRef<mlir::RankedTensorType> resultTypes,
     llvm::ArrayRef<llvm::StringRef> axes, MeshOp mesh,
-    llvm::function_ref<mlir::RankedTensorType(mlir::Value)> localTypeOf);
+    llvm::function_ref<mlir::RankedTensorType(mlir::Value)> localTypeOf,
+    HookState &state);
 
 /// The single `dist.mesh` of `module`, or a diagnostic on `module` naming
 /// `pass` when there is none or more than one.

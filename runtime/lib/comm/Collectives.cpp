@@ -446,12 +446,14 @@ extern "C" void cleave_comm_sendrecv(int32_t comm, char *arena,
     count(g, CLEAVE_COMM_RECV, tensorBytes(*recv), 0);
 }
 
-extern "C" void cleave_comm_collective_permute(int32_t comm, char *arena,
-                                               const cleave_tensor *in,
-                                               const cleave_tensor *out,
-                                               const int64_t *pairs,
-                                               int64_t numPairs) {
-  const char *fn = "cleave_comm_collective_permute";
+namespace {
+
+/// A collective_permute's checks, its start and its count; `fn` names the
+/// ABI call.
+OperationPtr startCollectivePermute(const char *fn, int32_t comm, char *arena,
+                                    const cleave_tensor *in,
+                                    const cleave_tensor *out,
+                                    const int64_t *pairs, int64_t numPairs) {
   Group &g = collectiveGroup(fn, comm);
   checkPair(fn, arena, in, out);
   if (!sameShape(*in, *out))
@@ -464,11 +466,34 @@ extern "C" void cleave_comm_collective_permute(int32_t comm, char *arena,
   Engine &engine = *state().engine;
   if (peers.source < 0)
     engine.zero(arena, *out, fn);
-  engine.sendRecv(g, arena, peers.target >= 0 ? in : nullptr, peers.target,
-                  peers.source >= 0 ? out : nullptr, peers.source, fn);
+  OperationPtr o = engine.sendRecvStart(
+      g, arena, peers.target >= 0 ? in : nullptr, peers.target,
+      peers.source >= 0 ? out : nullptr, peers.source, fn);
   int64_t bytes = tensorBytes(*in);
   bool sends = peers.target >= 0 && peers.target != g.rank;
   count(g, CLEAVE_COMM_COLLECTIVE_PERMUTE, bytes, sends ? bytes : 0);
+  return o;
+}
+
+} // namespace
+
+extern "C" void cleave_comm_collective_permute(int32_t comm, char *arena,
+                                               const cleave_tensor *in,
+                                               const cleave_tensor *out,
+                                               const int64_t *pairs,
+                                               int64_t numPairs) {
+  startCollectivePermute("cleave_comm_collective_permute", comm, arena, in,
+                         out, pairs, numPairs)
+      ->wait();
+}
+
+extern "C" int64_t cleave_comm_collective_permute_start(
+    int32_t comm, char *arena, const cleave_tensor *in,
+    const cleave_tensor *out, const int64_t *pairs, int64_t numPairs) {
+  const char *fn = "cleave_comm_collective_permute_start";
+  OperationPtr o =
+      startCollectivePermute(fn, comm, arena, in, out, pairs, numPairs);
+  return track(fn, *state().groups[comm], arena, *in, *out, std::move(o));
 }
 
 extern "C" void cleave_comm_barrier(int32_t comm) {

@@ -143,6 +143,12 @@ public:
   virtual void sendRecv(Group &group, char *arena, const cleave_tensor *send,
                         int sendPeer, const cleave_tensor *recv, int recvPeer,
                         const char *fn) = 0;
+  /// sendRecv started, completed by its Operation's wait: the MPI engine
+  /// posts both requests; the NCCL engine issues the group on its stream.
+  virtual OperationPtr sendRecvStart(Group &group, char *arena,
+                                     const cleave_tensor *send, int sendPeer,
+                                     const cleave_tensor *recv, int recvPeer,
+                                     const char *fn) = 0;
   /// Zeroes `t`, in order with the calls around it; a following call
   /// waits for it (the NCCL engine: on the stream, without waiting here).
   virtual void zero(char *arena, const cleave_tensor &t, const char *fn) = 0;

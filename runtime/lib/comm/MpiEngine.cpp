@@ -121,6 +121,16 @@ private:
   MpiEngine &engine;
 };
 
+/// Operations completed by one wait, in order (a started send and receive).
+class Joined final : public Operation {
+public:
+  void wait() override {
+    for (OperationPtr &part : parts)
+      part->wait();
+  }
+  std::vector<OperationPtr> parts;
+};
+
 class MpiEngine final : public Engine {
 public:
   const char *name() const override { return "mpi"; }
@@ -288,6 +298,34 @@ public:
     waitRequests(n, requests, statuses, watchdog);
     if (recv)
       checkReceived(fn, g, *recv, recvPeer, recvCount, statuses[0]);
+  }
+
+  OperationPtr sendRecvStart(Group &g, char *arena, const cleave_tensor *send,
+                             int sendPeer, const cleave_tensor *recv,
+                             int recvPeer, const char *fn) override {
+    // Two operations in flight, the receive's and the send's, so that each
+    // is tested and watched as every started collective is.
+    auto both = std::make_unique<Joined>();
+    if (recv) {
+      int count = mpiCount(fn, tensorBytes(*recv), "bytes");
+      auto o = std::make_unique<MpiOperation>(*this, fn, g);
+      MPI_Irecv(dataOf(arena, *recv), count, MPI_BYTE, recvPeer, kSendRecvTag,
+                g.mpi, &o->request);
+      MpiOperation *op = o.get();
+      const cleave_tensor received = *recv;
+      o->finish = [op, &g, received, recvPeer, count, fn] {
+        checkReceived(fn, g, received, recvPeer, count, op->status);
+      };
+      both->parts.push_back(std::move(o));
+    }
+    if (send) {
+      auto o = std::make_unique<MpiOperation>(*this, fn, g);
+      MPI_Isend(dataOf(arena, *send),
+                mpiCount(fn, tensorBytes(*send), "bytes"), MPI_BYTE, sendPeer,
+                kSendRecvTag, g.mpi, &o->request);
+      both->parts.push_back(std::move(o));
+    }
+    return both;
   }
 
   void zero(char *arena, const cleave_tensor &t, const char *) override {

@@ -275,13 +275,14 @@ public:
     return std::make_unique<DeferredRecv>(*this, g, arena, t, peer);
   }
 
-  void sendRecv(Group &g, char *arena, const cleave_tensor *send,
-                int sendPeer, const cleave_tensor *recv, int recvPeer,
-                const char *fn) override {
-    ncclComm_t comm = commOf(g);
-    // One group: NCCL runs its sends and receives together, so neither
-    // waits for the other. An empty group still orders the streams.
-    run(fn, g, [&] {
+  /// What issues a send and a receive as one group: NCCL runs them
+  /// together, so neither waits for the other. An empty group still orders
+  /// the streams.
+  auto groupedSendRecv(Group &g, char *arena, const cleave_tensor *send,
+                       int sendPeer, const cleave_tensor *recv, int recvPeer,
+                       const char *fn) {
+    return [this, &g, arena, send, sendPeer, recv, recvPeer, fn] {
+      ncclComm_t comm = commOf(g);
       checkNccl(ncclGroupStart(), fn, g, comm);
       if (send)
         checkNccl(ncclSend(dataOf(arena, *send), size_t(tensorBytes(*send)),
@@ -292,7 +293,20 @@ public:
                            ncclUint8, recvPeer, comm, commStream),
                   fn, g, comm);
       return ncclGroupEnd();
-    });
+    };
+  }
+
+  void sendRecv(Group &g, char *arena, const cleave_tensor *send,
+                int sendPeer, const cleave_tensor *recv, int recvPeer,
+                const char *fn) override {
+    run(fn, g, groupedSendRecv(g, arena, send, sendPeer, recv, recvPeer, fn));
+  }
+
+  OperationPtr sendRecvStart(Group &g, char *arena, const cleave_tensor *send,
+                             int sendPeer, const cleave_tensor *recv,
+                             int recvPeer, const char *fn) override {
+    return start(fn, g,
+                 groupedSendRecv(g, arena, send, sendPeer, recv, recvPeer, fn));
   }
 
   void zero(char *arena, const cleave_tensor &t, const char *fn) override {

@@ -172,25 +172,6 @@ struct MaskView {
   }
 };
 
-/// C = alpha op(A) op(B) + beta C (row-major) that also accepts an empty
-/// inner dimension, which OpenBLAS does not.
-void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
-          float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
-          float beta, float *c, int64_t ldc) {
-  if (m == 0 || n == 0)
-    return;
-  if (k == 0) {
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j)
-        c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
-    return;
-  }
-  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
-              transB ? CblasTrans : CblasNoTrans, blasint(m), blasint(n),
-              blasint(k), alpha, a, blasint(lda), b, blasint(ldb), beta, c,
-              blasint(ldc));
-}
-
 /// The backward kernel on f32 views. Scores are computed for blocks of
 /// kRows query rows (and, in the key pass, kCols keys).
 struct AttentionGradProblem {
@@ -256,9 +237,9 @@ void AttentionGradProblem::queryBlock(int64_t b, int64_t h, int64_t i0,
   int64_t rows = std::min(kRows, s.Sq - i0);
   int64_t keys = causal ? std::min(s.Sk, i0 + rows) : s.Sk;
   // p = scale q k^T and dP = dO v^T, both [rows, keys].
-  gemm(false, true, rows, keys, s.D, scale, q + qOff(bh, i0), s.D,
+  rowMajorGemm(false, true, rows, keys, s.D, scale, q + qOff(bh, i0), s.D,
        k + kOff(bhk, 0), s.D, 0.0f, p, keys);
-  gemm(false, true, rows, keys, s.Dv, 1.0f, dout + oOff(bh, i0), s.Dv,
+  rowMajorGemm(false, true, rows, keys, s.Dv, 1.0f, dout + oOff(bh, i0), s.Dv,
        v + vOff(bhk, 0), s.Dv, 0.0f, ds, keys);
   for (int64_t r = 0; r < rows; ++r) {
     float *pr = p + r * keys, *dsr = ds + r * keys;
@@ -298,14 +279,14 @@ void AttentionGradProblem::queryBlock(int64_t b, int64_t h, int64_t i0,
     }
   }
   // dq = scale dS k.
-  gemm(false, false, rows, s.D, keys, scale, ds, keys, k + kOff(bhk, 0), s.D,
+  rowMajorGemm(false, false, rows, s.D, keys, scale, ds, keys, k + kOff(bhk, 0), s.D,
        0.0f, dq + qOff(bh, i0), s.D);
   if (!accumulateKV)
     return;
   // dk += scale dS^T q, dv += P^T dO.
-  gemm(true, false, keys, s.D, rows, scale, ds, keys, q + qOff(bh, i0), s.D,
+  rowMajorGemm(true, false, keys, s.D, rows, scale, ds, keys, q + qOff(bh, i0), s.D,
        1.0f, dk + kOff(bhk, 0), s.D);
-  gemm(true, false, keys, s.Dv, rows, 1.0f, p, keys, dout + oOff(bh, i0), s.Dv,
+  rowMajorGemm(true, false, keys, s.Dv, rows, 1.0f, p, keys, dout + oOff(bh, i0), s.Dv,
        1.0f, dv + vOff(bhk, 0), s.Dv);
 }
 
@@ -327,9 +308,9 @@ void AttentionGradProblem::keyBlock(int64_t b, int64_t hk, int64_t j0, float *p,
     int64_t bh = b * s.H + h;
     for (int64_t i0 = first; i0 < s.Sq; i0 += kRows) {
       int64_t rows = std::min(kRows, s.Sq - i0);
-      gemm(false, true, rows, cols, s.D, scale, q + qOff(bh, i0), s.D,
+      rowMajorGemm(false, true, rows, cols, s.D, scale, q + qOff(bh, i0), s.D,
            k + kOff(bhk, j0), s.D, 0.0f, p, cols);
-      gemm(false, true, rows, cols, s.Dv, 1.0f, dout + oOff(bh, i0), s.Dv,
+      rowMajorGemm(false, true, rows, cols, s.Dv, 1.0f, dout + oOff(bh, i0), s.Dv,
            v + vOff(bhk, j0), s.Dv, 0.0f, ds, cols);
       for (int64_t r = 0; r < rows; ++r) {
         int64_t row = bh * s.Sq + i0 + r;
@@ -343,9 +324,9 @@ void AttentionGradProblem::keyBlock(int64_t b, int64_t hk, int64_t j0, float *p,
           dsr[j] = pr[j] * (dsr[j] - dot);
         }
       }
-      gemm(true, false, cols, s.D, rows, scale, ds, cols, q + qOff(bh, i0), s.D,
+      rowMajorGemm(true, false, cols, s.D, rows, scale, ds, cols, q + qOff(bh, i0), s.D,
            1.0f, dkb, s.D);
-      gemm(true, false, cols, s.Dv, rows, 1.0f, p, cols, dout + oOff(bh, i0),
+      rowMajorGemm(true, false, cols, s.Dv, rows, 1.0f, p, cols, dout + oOff(bh, i0),
            s.Dv, 1.0f, dvb, s.Dv);
     }
   }

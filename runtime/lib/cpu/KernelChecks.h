@@ -251,6 +251,28 @@ checkAttentionGrad(const char *kn, const cleave_tensor *q,
                    const cleave_tensor *dout, const cleave_tensor *dq,
                    const cleave_tensor *dk, const cleave_tensor *dv);
 
+/// The checks of attention_block: checkAttention's with out as the
+/// output, lse (and lse_in) f32 [B, H, Sq], out_in (when given, with
+/// lse_in) of out's shape, and the positions i64 [Sq] and [Sk].
+AttentionShape checkAttentionBlock(const char *kn, const cleave_tensor *q,
+                                   const cleave_tensor *k,
+                                   const cleave_tensor *v,
+                                   const cleave_tensor *out_in,
+                                   const cleave_tensor *lse_in,
+                                   const cleave_tensor *q_pos,
+                                   const cleave_tensor *k_pos,
+                                   const cleave_tensor *out,
+                                   const cleave_tensor *lse);
+
+/// The checks of attention_block_grad: checkAttentionGrad's, out of dout's
+/// shape, lse f32 [B, H, Sq], the positions i64 [Sq] and [Sk].
+AttentionShape checkAttentionBlockGrad(
+    const char *kn, const cleave_tensor *q, const cleave_tensor *k,
+    const cleave_tensor *v, const cleave_tensor *out, const cleave_tensor *lse,
+    const cleave_tensor *dout, const cleave_tensor *q_pos,
+    const cleave_tensor *k_pos, const cleave_tensor *dq,
+    const cleave_tensor *dk, const cleave_tensor *dv);
+
 /// Checks the attention mask (i1 or float, right-aligned against
 /// [B, H, Sq, Sk] with size-1 dims broadcasting) and writes its element
 /// strides along those four dims (0 where broadcast).

@@ -9,6 +9,8 @@
 
 #include "KernelChecks.h"
 
+#include <tuple>
+
 namespace cleave::rt {
 //===----------------------------------------------------------------------===//
 // Normalization
@@ -224,6 +226,74 @@ checkAttentionGrad(const char *kn, const cleave_tensor *q,
   for (const cleave_tensor *t : {dq, dk, dv})
     if (!isFloatType(t->dtype))
       cleave_rt_fail("%s: unsupported dtype %s", kn, dtypeName(t->dtype));
+  return s;
+}
+
+namespace {
+
+/// lse (named `what`) f32 [B, H, Sq].
+void checkLse(const char *kn, const char *what, const cleave_tensor *lse,
+              const AttentionShape &s) {
+  checkTensor(kn, what, lse);
+  if (lse->dtype != CLEAVE_F32 || lse->rank != 3 || lse->shape[0] != s.B ||
+      lse->shape[1] != s.H || lse->shape[2] != s.Sq)
+    cleave_rt_fail("%s: %s must be f32 [%lld, %lld, %lld], got %s %s", kn,
+                   what, (long long)s.B, (long long)s.H, (long long)s.Sq,
+                   dtypeName(lse->dtype), shapeString(*lse).c_str());
+}
+
+/// The positions of the queries and of the keys: i64 [Sq] and [Sk].
+void checkPositions(const char *kn, const cleave_tensor *q_pos,
+                    const cleave_tensor *k_pos, const AttentionShape &s) {
+  checkTensor(kn, "q_pos", q_pos);
+  checkTensor(kn, "k_pos", k_pos);
+  for (auto [t, size, what] : {std::tuple{q_pos, s.Sq, "q_pos"},
+                               std::tuple{k_pos, s.Sk, "k_pos"}})
+    if (t->dtype != CLEAVE_I64 || t->rank != 1 || t->shape[0] != size)
+      cleave_rt_fail("%s: %s must be i64 [%lld], got %s %s", kn, what,
+                     (long long)size, dtypeName(t->dtype),
+                     shapeString(*t).c_str());
+}
+
+} // namespace
+
+AttentionShape checkAttentionBlock(const char *kn, const cleave_tensor *q,
+                                   const cleave_tensor *k,
+                                   const cleave_tensor *v,
+                                   const cleave_tensor *out_in,
+                                   const cleave_tensor *lse_in,
+                                   const cleave_tensor *q_pos,
+                                   const cleave_tensor *k_pos,
+                                   const cleave_tensor *out,
+                                   const cleave_tensor *lse) {
+  AttentionShape s = checkAttention(kn, q, k, v, out, "out");
+  checkLse(kn, "lse", lse, s);
+  if ((out_in == nullptr) != (lse_in == nullptr))
+    cleave_rt_fail("%s: out_in and lse_in must be given together", kn);
+  if (out_in) {
+    checkTensor(kn, "out_in", out_in);
+    if (!sameShape(*out_in, *out) || !isFloatType(out_in->dtype))
+      cleave_rt_fail("%s: out_in %s must be float of out's shape %s", kn,
+                     shapeString(*out_in).c_str(), shapeString(*out).c_str());
+    checkLse(kn, "lse_in", lse_in, s);
+  }
+  checkPositions(kn, q_pos, k_pos, s);
+  return s;
+}
+
+AttentionShape checkAttentionBlockGrad(
+    const char *kn, const cleave_tensor *q, const cleave_tensor *k,
+    const cleave_tensor *v, const cleave_tensor *out, const cleave_tensor *lse,
+    const cleave_tensor *dout, const cleave_tensor *q_pos,
+    const cleave_tensor *k_pos, const cleave_tensor *dq,
+    const cleave_tensor *dk, const cleave_tensor *dv) {
+  AttentionShape s = checkAttentionGrad(kn, q, k, v, dout, dq, dk, dv);
+  checkTensor(kn, "out", out);
+  if (!sameShape(*out, *dout) || !isFloatType(out->dtype))
+    cleave_rt_fail("%s: out %s must be float of dout's shape %s", kn,
+                   shapeString(*out).c_str(), shapeString(*dout).c_str());
+  checkLse(kn, "lse", lse, s);
+  checkPositions(kn, q_pos, k_pos, s);
   return s;
 }
 

@@ -34,17 +34,7 @@ namespace {
 void sgemmSerial(bool ta, bool tb, const float *a, const float *b, float *c,
                  int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb,
                  int64_t ldc) {
-  if (m == 0 || n == 0)
-    return;
-  if (k == 0) {
-    for (int64_t i = 0; i < m; ++i)
-      std::memset(c + i * ldc, 0, size_t(n) * sizeof(float));
-    return;
-  }
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
-              tb ? CblasTrans : CblasNoTrans, blasint(m), blasint(n),
-              blasint(k), 1.0f, a, blasint(lda), b, blasint(ldb), 0.0f, c,
-              blasint(ldc));
+  rowMajorGemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
 }
 
 void sgemmSerial(const float *a, const float *b, float *c, int64_t m, int64_t n,
@@ -331,6 +321,24 @@ void cleave::rt::useSingleThreadedBlas() {
     return true;
   }();
   (void)done;
+}
+
+void cleave::rt::rowMajorGemm(bool transA, bool transB, int64_t m, int64_t n,
+                              int64_t k, float alpha, const float *a,
+                              int64_t lda, const float *b, int64_t ldb,
+                              float beta, float *c, int64_t ldc) {
+  if (m == 0 || n == 0)
+    return;
+  if (k == 0) {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+              transB ? CblasTrans : CblasNoTrans, blasint(m), blasint(n),
+              blasint(k), alpha, a, blasint(lda), b, blasint(ldb), beta, c,
+              blasint(ldc));
 }
 
 extern "C" {

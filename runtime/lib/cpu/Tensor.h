@@ -186,6 +186,12 @@ void stridedCopy(const char *src, char *dst, size_t elemSize, int outRank,
 /// spin against it.
 void useSingleThreadedBlas();
 
+/// C = alpha op(A) op(B) + beta C, row-major, on the calling thread's BLAS;
+/// unlike cblas_sgemm it accepts an empty inner dimension (C = beta C).
+void rowMajorGemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                  float alpha, const float *a, int64_t lda, const float *b,
+                  int64_t ldb, float beta, float *c, int64_t ldc);
+
 /// Row-major strides of `t` in elements.
 void contiguousStrides(const cleave_tensor &t, int64_t *strides);
 

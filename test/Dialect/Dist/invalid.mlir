@@ -11,6 +11,16 @@ dist.mesh @m ["dp" = 2, "dp" = 4]
 
 // -----
 
+// expected-error @+1 {{zigzag axis "cp" is not an axis of the mesh}}
+dist.mesh @m ["dp" = 2] {zigzag_axes = ["cp"]}
+
+// -----
+
+// expected-error @+1 {{zigzag axis "cp" is named twice}}
+dist.mesh @m ["cp" = 2] {zigzag_axes = ["cp", "cp"]}
+
+// -----
+
 // expected-error @+1 {{axis "tp" must have size >= 1, got 0}}
 dist.mesh @m ["tp" = 0]
 
@@ -580,6 +590,15 @@ func.func @async_read_directly(%x: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 dist.mesh @m ["dp" = 2]
+func.func @async_permute_read_directly(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{is async: its result must have one use, a dist.wait}}
+  %0 = dist.collective_permute async %x on @m ["dp"] pairs [[0, 1], [1, 0]] : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+dist.mesh @m ["dp" = 2]
 func.func @async_waited_twice(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
   // expected-error @+1 {{is async: its result must have one use, a dist.wait}}
   %0 = dist.all_gather async %x on @m ["dp"] dim 0 : tensor<4xf32> -> tensor<8xf32>
@@ -638,4 +657,20 @@ func.func @pipeline_step_optimizer() {
   // expected-error @+1 {{marks the optimizer step, which has no microbatch or chunk}}
   dist.pipeline_step "optimizer" microbatch 2
   return
+}
+
+// -----
+
+func.func @ring_elsewhere(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dist.ring' belongs on a graph.attention or graph.attention_grad}}
+  %y = graph.neg %x {dist.ring = "contiguous"} : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @ring_layout(%q: tensor<1x1x4x4xf32>) -> tensor<1x1x4x4xf32> {
+  // expected-error @+1 {{'dist.ring' is the sequence's layout over the ring, "contiguous" (device r holds chunk r) or "zigzag" (chunks r and 2n - 1 - r of 2n), got unit}}
+  %o = graph.attention %q, %q, %q causal {dist.ring} : tensor<1x1x4x4xf32>, tensor<1x1x4x4xf32>, tensor<1x1x4x4xf32>
+  return %o : tensor<1x1x4x4xf32>
 }

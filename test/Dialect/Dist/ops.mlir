@@ -6,6 +6,8 @@
 dist.mesh @mesh ["dp" = 2, "tp" = 4]
 // CHECK: dist.mesh @pipe ["pp" = 4]
 dist.mesh @pipe ["pp" = 4]
+// CHECK: dist.mesh @context ["dp" = 2, "cp" = 4] {zigzag_axes = ["cp"]}
+dist.mesh @context ["dp" = 2, "cp" = 4] {zigzag_axes = ["cp"]}
 
 // CHECK-LABEL: func.func @shardings
 // CHECK-SAME: (%[[X:.*]]: tensor<8x16xf32> {dist.sharding = #dist.sharding<@mesh, [{"dp"}, {}]>},
@@ -34,12 +36,17 @@ func.func @async_collectives(%x: tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<
   %2 = dist.reduce_scatter async %x on @mesh ["tp"] sum dim 0 : tensor<8x16xf32> -> tensor<2x16xf32>
   // CHECK: dist.all_to_all async %{{.*}} on @mesh ["tp"] split 0 concat 0 : tensor<8x16xf32> -> tensor<8x16xf32>
   %3 = dist.all_to_all async %x on @mesh ["tp"] split 0 concat 0 : tensor<8x16xf32> -> tensor<8x16xf32>
+  // CHECK: %[[P:.*]] = dist.collective_permute async %{{.*}} on @mesh ["tp"] pairs {{\[\[}}0, 1], [1, 2], [2, 3], [3, 0]] : tensor<8x16xf32>
+  %p = dist.collective_permute async %x on @mesh ["tp"] pairs [[0, 1], [1, 2], [2, 3], [3, 0]] : tensor<8x16xf32>
   // CHECK: dist.wait %[[R]] : tensor<8x16xf32>
   %4 = dist.wait %0 : tensor<8x16xf32>
   %5 = dist.wait %1 : tensor<32x16xf32>
   %6 = dist.wait %2 : tensor<2x16xf32>
   %7 = dist.wait %3 : tensor<8x16xf32>
-  return %4, %5, %6, %7 : tensor<8x16xf32>, tensor<32x16xf32>, tensor<2x16xf32>, tensor<8x16xf32>
+  // CHECK: dist.wait %[[P]] : tensor<8x16xf32>
+  %8 = dist.wait %p : tensor<8x16xf32>
+  %9 = graph.add %7, %8 : tensor<8x16xf32>, tensor<8x16xf32>
+  return %4, %5, %6, %9 : tensor<8x16xf32>, tensor<32x16xf32>, tensor<2x16xf32>, tensor<8x16xf32>
 }
 
 // CHECK-LABEL: func.func @bucket

@@ -1072,3 +1072,51 @@ func.func @cross_entropy_grad_min(%l: tensor<4x8xf32>, %y: tensor<4xi64>, %g: te
   %0 = graph.cross_entropy_grad %l, %y, %g reduction min : tensor<4x8xf32>, tensor<4xi64>, tensor<f32>
   return
 }
+
+// -----
+
+func.func @attention_block_positions(%q: tensor<1x2x4x4xf32>, %p: tensor<4xi64>, %p3: tensor<3xi64>) {
+  // expected-error @+1 {{key positions must be tensor<4xi64>, got 'tensor<3xi64>'}}
+  %o, %l = graph.attention_block %q, %q, %q positions %p, %p3 scale 0.5 : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<4xi64>, tensor<3xi64>) -> (tensor<1x2x4x4xf32>, tensor<1x2x4xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_block_heads(%q: tensor<1x2x4x4xf32>, %k: tensor<1x3x4x4xf32>, %p: tensor<4xi64>) {
+  // expected-error @+1 {{are not the operands of one attention}}
+  %o, %l = graph.attention_block %q, %k, %k positions %p, %p scale 0.5 : (tensor<1x2x4x4xf32>, tensor<1x3x4x4xf32>, tensor<1x3x4x4xf32>, tensor<4xi64>, tensor<4xi64>) -> (tensor<1x2x4x4xf32>, tensor<1x2x4xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_block_lse(%q: tensor<1x2x4x4xf32>, %p: tensor<4xi64>) {
+  // expected-error @+1 {{results must be 'tensor<1x2x4x4xf32>' and 'tensor<1x2x4xf32>', got 'tensor<1x2x4x4xf32>' and 'tensor<1x2x4xf16>'}}
+  %o, %l = graph.attention_block %q, %q, %q positions %p, %p scale 0.5 : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<4xi64>, tensor<4xi64>) -> (tensor<1x2x4x4xf32>, tensor<1x2x4xf16>)
+  return
+}
+
+// -----
+
+func.func @attention_block_merge(%q: tensor<1x2x4x4xf32>, %p: tensor<4xi64>, %l: tensor<1x2x4xf32>, %o8: tensor<1x2x8x4xf32>) {
+  // expected-error @+1 {{merges into 'tensor<1x2x8x4xf32>' and 'tensor<1x2x4xf32>', which are not the types of its results}}
+  %o, %m = graph.attention_block %q, %q, %q positions %p, %p merge %o8, %l scale 0.5 : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<4xi64>, tensor<4xi64>, tensor<1x2x8x4xf32>, tensor<1x2x4xf32>) -> (tensor<1x2x4x4xf32>, tensor<1x2x4xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_block_scale(%q: tensor<1x2x4x4xf32>, %p: tensor<4xi64>) {
+  // expected-error @+1 {{scale must be positive, got 0}}
+  %o, %l = graph.attention_block %q, %q, %q positions %p, %p scale 0.0 : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<4xi64>, tensor<4xi64>) -> (tensor<1x2x4x4xf32>, tensor<1x2x4xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_block_grad_lse(%q: tensor<1x2x4x4xf32>, %p: tensor<4xi64>, %l: tensor<1x2xf32>) {
+  // expected-error @+1 {{expects the forward's output and its gradient of 'tensor<1x2x4x4xf32>' and its log-sum-exp of 'tensor<1x2x4xf32>'}}
+  %dq, %dk, %dv = graph.attention_block_grad %q, %q, %q, %q, %l, %q positions %p, %p scale 0.5 : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2xf32>, tensor<1x2x4x4xf32>, tensor<4xi64>, tensor<4xi64>) -> (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>)
+  return
+}

@@ -207,6 +207,13 @@ func.func @backward(%x: tensor<2x8x64xf32>, %g: tensor<64xf32>,
   %rx, %rg = graph.rms_norm_grad %x, %g, %x dim 2 eps 1.0e-06 : tensor<2x8x64xf32>, tensor<64xf32>
   // CHECK: graph.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} causal scale 2.500000e-01 : tensor<2x4x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x4x8x16xf32>
   %dq, %dk, %dv = graph.attention_grad %q, %kv, %kv, %q causal scale 0.25 : tensor<2x4x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x4x8x16xf32>
+  // CHECK: %[[BO:.*]], %[[BL:.*]] = graph.attention_block %{{.*}}, %{{.*}}, %{{.*}} positions %{{.*}}, %{{.*}} causal scale 2.500000e-01 : (tensor<2x4x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<8xi64>, tensor<8xi64>) -> (tensor<2x4x8x16xf32>, tensor<2x4x8xf32>)
+  %pos = graph.iota dim 0 : tensor<8xi64>
+  %bo, %bl = graph.attention_block %q, %kv, %kv positions %pos, %pos causal scale 0.25 : (tensor<2x4x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<8xi64>, tensor<8xi64>) -> (tensor<2x4x8x16xf32>, tensor<2x4x8xf32>)
+  // CHECK: graph.attention_block %{{.*}}, %{{.*}}, %{{.*}} positions %{{.*}}, %{{.*}} merge %[[BO]], %[[BL]] scale 2.500000e-01 :
+  %mo, %ml = graph.attention_block %q, %kv, %kv positions %pos, %pos merge %bo, %bl scale 0.25 : (tensor<2x4x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<8xi64>, tensor<8xi64>, tensor<2x4x8x16xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8x16xf32>, tensor<2x4x8xf32>)
+  // CHECK: graph.attention_block_grad %{{.*}}, %{{.*}}, %{{.*}}, %[[BO]], %[[BL]], %{{.*}} positions %{{.*}}, %{{.*}} causal scale 2.500000e-01 :
+  %bq, %bk, %bv = graph.attention_block_grad %q, %kv, %kv, %bo, %bl, %q positions %pos, %pos causal scale 0.25 : (tensor<2x4x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8xf32>, tensor<2x4x8x16xf32>, tensor<8xi64>, tensor<8xi64>) -> (tensor<2x4x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>)
   // CHECK: graph.gather_grad %{{.*}}[%{{.*}}] dim 0 : tensor<2x8x64xf32>, tensor<2x8xi64> -> tensor<100x64xf32>
   %2 = graph.gather_grad %x[%ids] dim 0 : tensor<2x8x64xf32>, tensor<2x8xi64> -> tensor<100x64xf32>
   // CHECK: graph.slice_grad %{{.*}} start [0, 0, 0] strides [1, 2, 1] : tensor<2x8x64xf32> -> tensor<2x16x64xf32>

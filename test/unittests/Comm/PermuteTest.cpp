@@ -38,10 +38,11 @@ std::string context(const TestGroup &g, int32_t dtype,
 
 /// Permutes a tensor of `dtype` and `shape` over `g` with `pairs` and
 /// checks that out holds the input of the rank whose target this one is, or
-/// zeros. out starts as other random values, so that zeros show.
+/// zeros. out starts as other random values, so that zeros show. `started`:
+/// by cleave_comm_collective_permute_start and its wait.
 void checkPermute(const TestGroup &g, const Pairs &pairs, int32_t dtype,
                   uint64_t seed, const std::string &what,
-                  const Shape &shape = {3, 5}) {
+                  const Shape &shape = {3, 5}, bool started = false) {
   const int64_t n = product(shape);
   Arena arena(2 * (n * int64_t(byteSize(dtype)) + 64));
   cleave_tensor in = arena.add(dtype, shape);
@@ -53,8 +54,12 @@ void checkPermute(const TestGroup &g, const Pairs &pairs, int32_t dtype,
     flat.push_back(source);
     flat.push_back(target);
   }
-  cleave_comm_collective_permute(g.comm, arena.data(), &in, &out, flat.data(),
-                                 int64_t(pairs.size()));
+  if (started)
+    cleave_comm_wait(cleave_comm_collective_permute_start(
+        g.comm, arena.data(), &in, &out, flat.data(), int64_t(pairs.size())));
+  else
+    cleave_comm_collective_permute(g.comm, arena.data(), &in, &out,
+                                   flat.data(), int64_t(pairs.size()));
   std::vector<double> want(size_t(n), 0.0);
   for (auto [source, target] : pairs)
     if (target == groupRankOf(g))
@@ -87,7 +92,49 @@ TEST_F(CommTest, CollectivePermuteRing) {
       // receive.
       checkPermute(g, ring(n, step), CLEAVE_F32, ++seed, "large ring",
                    {256, 256});
+      for (int32_t dtype : {CLEAVE_F32, CLEAVE_BF16, CLEAVE_I64})
+        checkPermute(g, ring(n, step), dtype, ++seed, "started ring", {3, 5},
+                     true);
+      checkPermute(g, ring(n, step), CLEAVE_F32, ++seed, "large started ring",
+                   {256, 256}, true);
     }
+  }
+}
+
+TEST_F(CommTest, StartedPermutesInFlightTogether) {
+  // Ring attention's step: the key and the value blocks started around the
+  // ring together (large, so that MPI's sends wait for their receives),
+  // waited for in the other order, the inputs read while in flight.
+  uint64_t seed = 8500;
+  const Shape shape = {128, 512};
+  const int64_t n = product(shape);
+  for (const TestGroup &g : testGroups()) {
+    Pairs pairs = ring(int(g.members.size()), 1);
+    std::vector<int64_t> flat;
+    for (auto [source, target] : pairs)
+      flat.insert(flat.end(), {source, target});
+    Arena arena(4 * (n * 4 + 64));
+    cleave_tensor k = arena.add(CLEAVE_F32, shape), v = arena.add(CLEAVE_F32, shape);
+    cleave_tensor kOut = arena.add(CLEAVE_F32, shape);
+    cleave_tensor vOut = arena.add(CLEAVE_F32, shape);
+    arena.write(k, inputOf(++seed, myRank(), n, CLEAVE_F32));
+    arena.write(v, inputOf(seed + 100, myRank(), n, CLEAVE_F32));
+    int64_t hk = cleave_comm_collective_permute_start(
+        g.comm, arena.data(), &k, &kOut, flat.data(), int64_t(pairs.size()));
+    int64_t hv = cleave_comm_collective_permute_start(
+        g.comm, arena.data(), &v, &vOut, flat.data(), int64_t(pairs.size()));
+    // Reading the inputs while they are sent is allowed.
+    expectValues(arena.read(k), exact(inputOf(seed, myRank(), n, CLEAVE_F32)),
+                 context(g, CLEAVE_F32, "k in flight"));
+    cleave_comm_wait(hv);
+    cleave_comm_wait(hk);
+    int from = g.members[size_t((groupRankOf(g) + int(pairs.size()) - 1) %
+                                int(pairs.size()))];
+    expectValues(arena.read(kOut), exact(inputOf(seed, from, n, CLEAVE_F32)),
+                 context(g, CLEAVE_F32, "started k"));
+    expectValues(arena.read(vOut),
+                 exact(inputOf(seed + 100, from, n, CLEAVE_F32)),
+                 context(g, CLEAVE_F32, "started v"));
   }
 }
 

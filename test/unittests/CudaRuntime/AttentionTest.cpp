@@ -5,7 +5,11 @@
 // left aligned), boolean and additive masks broadcast from [B, 1, 1, Sk]
 // and [Sq, Sk] or full, fully masked rows (zeros, by the mask, a -inf
 // float mask or both), head dims 8 to 128, sequences past one tile, f32,
-// bf16 and f16, and gradients written over q, k and v.
+// bf16 and f16, and gradients written over q, k and v. The blocks of ring
+// attention: attention_block over three key blocks in ring order, merged
+// (causal by position, zigzag-like positions, out and lse over their
+// inputs), and attention_block_grad of each block with the final output
+// and log-sum-exp, f32 and bf16.
 //
 // Most shapes run the fused kernels (FlashAttention.cu); the FusedKernel
 // tests aim at their tiling (32 rows and keys: several tiles, partial last
@@ -320,6 +324,64 @@ TEST_F(CudaAttention, TensorCoreKernels) {
         runCase(c, dtype, seed++, true);
     runCase(cases[0], CLEAVE_BF16, seed++, true, MaskFill::FullyMaskedRow);
   }
+}
+
+TEST_F(CudaAttention, RingBlocks) {
+  for (int32_t dtype : {CLEAVE_F32, CLEAVE_BF16})
+    for (bool causal : {true, false}) {
+      int64_t b = 2, h = 4, hkv = 2, sq = 40, len = 40, d = 32, blocks = 3;
+      DevicePair p(capacityFor({{b, h, sq, d}, {b, h, sq, d}, {b, h, sq, d},
+                                {b, h, sq, d}, {b, hkv, len * blocks, d},
+                                {b, hkv, len * blocks, d}}));
+      cleave_tensor q = p.add(dtype, {b, h, sq, d});
+      cleave_tensor dout = p.add(dtype, {b, h, sq, d});
+      cleave_tensor dq = p.add(dtype, {b, h, sq, d});
+      cleave_tensor out = p.add(dtype, {b, h, sq, d});
+      cleave_tensor lse = p.add(CLEAVE_F32, {b, h, sq});
+      cleave_tensor qPos = p.add(CLEAVE_I64, {sq});
+      p.fill(q, -2, 2, 1900);
+      p.fill(dout, -1, 1, 1901);
+      // This device holds chunks 1 and 4 of 6 chunks of 20 (zigzag-like).
+      std::vector<double> qp;
+      for (int64_t i = 0; i < sq; ++i)
+        qp.push_back(double(i < 20 ? 20 + i : 80 + i - 20));
+      p.setValues(qPos, qp);
+      struct Block {
+        cleave_tensor k, v, pos, dk, dv;
+      };
+      std::vector<Block> ring;
+      for (int64_t n = 0; n < blocks; ++n) {
+        Block blk{p.add(dtype, {b, hkv, len, d}), p.add(dtype, {b, hkv, len, d}),
+                  p.add(CLEAVE_I64, {len}), p.add(dtype, {b, hkv, len, d}),
+                  p.add(dtype, {b, hkv, len, d})};
+        p.fill(blk.k, -2, 2, 1910 + unsigned(n));
+        p.fill(blk.v, -1, 1, 1920 + unsigned(n));
+        std::vector<double> kp;
+        for (int64_t j = 0; j < len; ++j)
+          kp.push_back(double(j < 20 ? 20 * n + j : 20 * (5 - n) + j - 20));
+        p.setValues(blk.pos, kp);
+        ring.push_back(blk);
+      }
+      std::string what = std::string("ring blocks ") + dtypeName(dtype) +
+                         (causal ? " causal" : "");
+      for (int64_t n = 0; n < blocks; ++n)
+        CUDA_AND_CPU(p, attention_block, &q, &ring[size_t(n)].k,
+                     &ring[size_t(n)].v, n ? &out : nullptr,
+                     n ? &lse : nullptr, &qPos, &ring[size_t(n)].pos, &out,
+                     &lse, int32_t(causal), 0.2);
+      p.expectMatch(out, what + " out");
+      p.expectMatch(lse, what + " lse");
+      for (int64_t n = 0; n < blocks; ++n) {
+        const Block &blk = ring[size_t(n)];
+        CUDA_AND_CPU(p, attention_block_grad, &q, &blk.k, &blk.v, &out, &lse,
+                     &dout, &qPos, &blk.pos, &dq, &blk.dk, &blk.dv,
+                     int32_t(causal), 0.2);
+        std::string step = what + " block " + std::to_string(n);
+        p.expectMatch(dq, step + " dq");
+        p.expectMatch(blk.dk, step + " dk");
+        p.expectMatch(blk.dv, step + " dv");
+      }
+    }
 }
 
 void attentionWithBadImplementation() {

@@ -111,24 +111,65 @@ def DistContextParallelPass : Pass<"dist-context-parallel", "::mlir::ModuleOp"> 
     `-dist-partition` derive the rest. The sequence is the query length of
     the forward's self-attentions; the dimension after the batch of every
     input of that length (the token ids, the labels) is split on `axis`,
-    so each device holds a contiguous chunk of every sequence, and
+    so each device holds its part of every sequence (see `layout`), and
     propagation carries the split through the embeddings, the norms, the
     projections and the loss (position tables and rotary constants are
     sliced at the device's offset).
 
-    At each attention the queries stay split and the keys and values are
-    gathered whole over `axis` (the all-gather form of context parallelism
-    that Llama 3 trained with, Dubey et al. 2024, section 3.3.2): each
-    device attends with its queries to the whole sequence. A causal mask
-    becomes an explicit one at the device's query offset (the attention's
-    partition hook), and in the backward the keys' and values' gradients,
-    partial sums over the devices' queries, are reduce-scattered or
-    all-reduced. Errors: no attention, a sequence the axis does not
-    divide, cross-attention or attentions of different lengths.
+    At each attention the queries stay split. With `form=ring` (the
+    default) the keys and values stay split too: the attention's partition
+    hook computes each device's queries against one key/value block at a
+    time while `dist.collective_permute` passes the blocks on around the
+    devices of `axis`, and merges the blocks by their log-sum-exp (ring
+    attention, Liu et al. 2023); a causal mask is applied by the tokens'
+    positions. The backward passes the blocks the same way with their
+    gradients beside them, and one more step brings each block's gradient
+    home: per attention a device sends its key and value blocks n - 1
+    times in the forward and in the backward, and their gradients n times.
+    The pass marks the attentions and their gradients `dist.ring` with the
+    layout.
+
+    With `layout=zigzag` (the default) the sequence is cut into 2n chunks
+    and device r holds chunks r and 2n - 1 - r (the mesh names `axis` in
+    its `zigzag_axes`): under a causal mask every device then has the same
+    number of live query-key pairs, where in `layout=contiguous` (device r
+    holds chunk r of n) the last device has 2n - 1 times the first's. The
+    partitioner reorders the chunks where a value starts or stops being
+    split on the axis (a local copy, no communication), and passes inputs
+    and results split on the axis whole along it: each device reads its
+    chunks of the token ids and labels from the whole sequence of its
+    batch. The attention hooks take the chunks' positions (the gather
+    form's mask too).
+
+    With `form=gather` the keys and values are gathered whole over `axis`
+    (the all-gather form that Llama 3 trained with, Dubey et al. 2024,
+    section 3.3.2): each device attends with its queries to the whole
+    sequence, a causal mask becomes an explicit one at the device's query
+    offset, and in the backward the keys' and values' gradients, partial
+    sums over the devices' queries, are reduce-scattered or all-reduced.
+
+    Each weight gradient that contracts the merged batch and sequence
+    rows, `matmul(transpose(reshape(x, [B S, K])), reshape(dy, [B S, N]))`,
+    is rewritten as `transpose(x) [B, K, S]` times `dy [B, S, N]` summed
+    over B (a view for B = 1): merged rows cannot be split on the sequence
+    (their minor factor), so the partitioner would gather x and dy whole;
+    the batched contraction over the split sequence is partial, and the
+    gradient is all-reduced like data parallelism's.
+
+    Errors: no attention, a sequence the axis does not divide (2n chunks
+    under zigzag), cross-attention or attentions of different lengths, an
+    unknown form or layout, and under the ring an attention with a mask
+    operand.
   }];
   let options = [
     Option<"axis", "axis", "std::string", /*default=*/"\"cp\"",
-           "the mesh axis to split the sequence on">
+           "the mesh axis to split the sequence on">,
+    Option<"form", "form", "std::string", /*default=*/"\"ring\"",
+           "ring (pass the key/value blocks around the devices) or gather "
+           "(gather the keys and values whole)">,
+    Option<"layout", "layout", "std::string", /*default=*/"\"zigzag\"",
+           "zigzag (device r holds chunks r and 2n-1-r of 2n) or "
+           "contiguous (chunk r of n)">
   ];
   let dependentDialects = ["::cleave::dist::DistDialect"];
 }

@@ -16,6 +16,23 @@
 
 namespace cleave {
 
+/// How context parallelism (--mesh cp=N) meets the keys and values.
+enum class ContextParallelForm {
+  /// Pass the key/value blocks around the devices (ring attention).
+  Ring,
+  /// Gather the keys and values whole on every device.
+  Gather,
+};
+
+/// How context parallelism lays the sequence out over the cp devices.
+enum class ContextParallelLayout {
+  /// Device r of n holds chunks r and 2n - 1 - r of 2n: a causal
+  /// attention's work is the same on every device.
+  Zigzag,
+  /// Device r holds chunk r of n.
+  Contiguous,
+};
+
 /// The options of the pipeline, named as cleave-compile's flags: `--lr 0.1`
 /// there is `lr=0.1` in a textual pipeline. Defaults are PyTorch's. An
 /// option's `hasValue()` says whether it was given, which some options need
@@ -182,9 +199,10 @@ struct CleavePipelineOptions
                      "(-dist-tensor-parallel); `ep` splits a mixture's "
                      "experts and the batch, tokens exchanged by "
                      "all-to-all (-dist-expert-parallel), after dp; `cp` "
-                     "splits the sequence, each device's queries attending "
-                     "to keys and values gathered whole "
-                     "(-dist-context-parallel); `pp` "
+                     "splits the sequence, key/value blocks passed "
+                     "around the cp devices (ring attention; "
+                     "--cp-form, --cp-layout; -dist-context-parallel); "
+                     "`pp` "
                      "cuts the layers into pipeline stages "
                      "(-dist-pipeline-parallel), put it first"),
       llvm::cl::value_desc("axis=size,...")};
@@ -211,6 +229,33 @@ struct CleavePipelineOptions
                      "tokens between the tensor-parallel regions split over "
                      "tp, reduce-scatter and all-gather in place of each "
                      "all-reduce (-dist-sequence-parallel)")};
+
+  PassOptions::Option<ContextParallelForm> cpForm{
+      *this, "cp-form",
+      llvm::cl::desc("How context parallelism (--mesh cp=N) attends over "
+                     "the sequence split on cp (-dist-context-parallel)"),
+      llvm::cl::init(ContextParallelForm::Ring),
+      llvm::cl::values(
+          clEnumValN(ContextParallelForm::Ring, "ring",
+                     "each device's queries meet the key/value blocks "
+                     "passed around the cp devices, merged by log-sum-exp "
+                     "(ring attention; the default)"),
+          clEnumValN(ContextParallelForm::Gather, "gather",
+                     "the keys and values are gathered whole on every "
+                     "device (Llama 3's all-gather form)"))};
+
+  PassOptions::Option<ContextParallelLayout> cpLayout{
+      *this, "cp-layout",
+      llvm::cl::desc("How context parallelism (--mesh cp=N) lays the "
+                     "sequence out over the cp devices"),
+      llvm::cl::init(ContextParallelLayout::Zigzag),
+      llvm::cl::values(
+          clEnumValN(ContextParallelLayout::Zigzag, "zigzag",
+                     "device r of n holds chunks r and 2n-1-r of 2n, so a "
+                     "causal attention's work is balanced (the default; "
+                     "the sequence must divide by 2n)"),
+          clEnumValN(ContextParallelLayout::Contiguous, "contiguous",
+                     "device r holds chunk r of n"))};
 
   PassOptions::Option<int64_t> microbatches{
       *this, "microbatches",

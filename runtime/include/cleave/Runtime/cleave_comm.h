@@ -269,6 +269,15 @@ int64_t cleave_comm_reduce_scatter_start(int32_t comm, char *arena, int32_t op,
 int64_t cleave_comm_all_to_all_start(int32_t comm, char *arena,
                                      const cleave_tensor *in,
                                      const cleave_tensor *out);
+/* The sends and receives of a collective_permute, started at once as the
+ * blocking form groups them (a ring never deadlocks): the MPI engine posts
+ * both, the NCCL engine issues the group on its stream. A member that is
+ * nobody's target has its `out` zeroed at the start. */
+int64_t cleave_comm_collective_permute_start(int32_t comm, char *arena,
+                                             const cleave_tensor *in,
+                                             const cleave_tensor *out,
+                                             const int64_t *pairs,
+                                             int64_t num_pairs);
 /* Completes the collective of `handle`, as far as the program's next work
  * needs (see above); once per handle. */
 void cleave_comm_wait(int64_t handle);

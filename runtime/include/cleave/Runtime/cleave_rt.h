@@ -194,6 +194,25 @@ void cleave_rt_attention(char *arena, const cleave_tensor *q,
                          const cleave_tensor *k, const cleave_tensor *v,
                          const cleave_tensor *mask, const cleave_tensor *out,
                          int32_t causal, double scale);
+/* One block of ring attention (context parallelism): q [B,H,Sq,D] against
+ * the keys k [B,Hkv,Sk,D] and values v [B,Hkv,Sk,Dv] of one block, merged
+ * into out_in [B,H,Sq,Dv] and lse_in [B,H,Sq] (f32), the attention over the
+ * blocks before (both NULL for the first block). Writes out, the attention
+ * over every block so far, and lse, the natural log of the sum of
+ * exp(score) over their keys: -inf for a query row with no live key yet,
+ * whose out is zeros. q_pos [Sq] and k_pos [Sk] (i64) are sequence
+ * positions: under causal a key whose position is after the query's is
+ * masked. `scale` is used as given; grouped-query heads as in attention.
+ * out and lse may alias out_in and lse_in. */
+void cleave_rt_attention_block(char *arena, const cleave_tensor *q,
+                               const cleave_tensor *k, const cleave_tensor *v,
+                               const cleave_tensor *out_in,
+                               const cleave_tensor *lse_in,
+                               const cleave_tensor *q_pos,
+                               const cleave_tensor *k_pos,
+                               const cleave_tensor *out,
+                               const cleave_tensor *lse, int32_t causal,
+                               double scale);
 /* Mean (reduction CLEAVE_MEAN) or sum (CLEAVE_SUM) over positions whose
  * label != ignore_index (when has_ignore) of -log_softmax(logits)[label];
  * logits [..., C], labels [...]; out scalar. A label outside [0, C) is a
@@ -271,6 +290,19 @@ void cleave_rt_attention_grad(char *arena, const cleave_tensor *q,
                               const cleave_tensor *dq, const cleave_tensor *dk,
                               const cleave_tensor *dv, int32_t causal,
                               double scale);
+/* The gradients of one block of cleave_rt_attention_block: out and lse are
+ * the forward's final results over every block, dout the gradient flowing
+ * into out. The block's probabilities are exp(scale q k^T - lse) (zero for
+ * masked keys and for rows whose lse is -inf); dq is the block's share of
+ * the query gradient, dk and dv the block's key and value gradients, summed
+ * over the query heads that share a kv head. */
+void cleave_rt_attention_block_grad(
+    char *arena, const cleave_tensor *q, const cleave_tensor *k,
+    const cleave_tensor *v, const cleave_tensor *out, const cleave_tensor *lse,
+    const cleave_tensor *dout, const cleave_tensor *q_pos,
+    const cleave_tensor *k_pos, const cleave_tensor *dq,
+    const cleave_tensor *dk, const cleave_tensor *dv, int32_t causal,
+    double scale);
 /* The transpose of cleave_rt_gather: out (the data's shape) is zeroed, then
  * out[..., idx, ...] += dy[..., j, ...] for every index position j (a
  * negative index counts from the end, as in the forward). dy and out are

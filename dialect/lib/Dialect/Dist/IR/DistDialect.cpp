@@ -414,6 +414,23 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
              << "' is a list of mesh axis name lists on a module";
     return success();
   }
+  if (attr.getName() == getRingAttrName()) {
+    StringRef name = op->getName().getStringRef();
+    if (name != "graph.attention" && name != "graph.attention_grad")
+      return op->emitOpError("'")
+             << getRingAttrName()
+             << "' belongs on a graph.attention or graph.attention_grad";
+    auto layout = dyn_cast<StringAttr>(attr.getValue());
+    if (!layout || (layout.getValue() != "contiguous" &&
+                    layout.getValue() != "zigzag"))
+      return op->emitOpError("'")
+             << getRingAttrName()
+             << "' is the sequence's layout over the ring, \"contiguous\" "
+                "(device r holds chunk r) or \"zigzag\" (chunks r and "
+                "2n - 1 - r of 2n), got "
+             << attr.getValue();
+    return success();
+  }
   if (attr.getName() != getShardingAttrName())
     return op->emitOpError("unknown dist attribute '")
            << attr.getName().getValue() << "'";

@@ -86,7 +86,23 @@ LogicalResult MeshOp::verify() {
       return emitOpError("axis \"") << axis << "\" must have size >= 1, got "
                                     << size;
   }
+  llvm::StringSet<> zigzag;
+  for (Attribute name : getZigzagAxes() ? getZigzagAxes()->getValue()
+                                        : ArrayRef<Attribute>{}) {
+    StringRef axis = cast<StringAttr>(name).getValue();
+    if (!seen.contains(axis))
+      return emitOpError("zigzag axis \"") << axis << "\" is not an axis of "
+                                           << "the mesh";
+    if (!zigzag.insert(axis).second)
+      return emitOpError("zigzag axis \"") << axis << "\" is named twice";
+  }
   return success();
+}
+
+bool MeshOp::isZigzag(StringRef axis) {
+  return getZigzagAxes() &&
+         llvm::is_contained(getZigzagAxes()->getAsValueRange<StringAttr>(),
+                            axis);
 }
 
 std::optional<int64_t> MeshOp::getAxisSize(StringRef axis) {
@@ -363,7 +379,8 @@ LogicalResult WaitOp::verify() {
   bool started =
       start && llvm::TypeSwitch<Operation *, bool>(start)
                    .Case<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp,
-                         RecvOp>([](auto c) { return c.getAsync(); })
+                         CollectivePermuteOp, RecvOp>(
+                       [](auto c) { return c.getAsync(); })
                    .Default([](Operation *) { return false; });
   if (!started)
     return emitOpError("waits for a value that no async collective started");
@@ -406,6 +423,8 @@ LogicalResult AllToAllOp::verifyGroupSize(int64_t n) {
 }
 
 LogicalResult CollectivePermuteOp::verify() {
+  if (failed(verifyAsync(*this, getAsync())))
+    return failure();
   if (getFlatPairs().size() % 2 != 0)
     return emitOpError("expects source-target pairs, got ")
            << getFlatPairs().size() << " indices";

@@ -564,6 +564,91 @@ ShardingRule AttentionGradOp::getShardingRule() {
   return b.take();
 }
 
+ShardingRule AttentionBlockOp::getShardingRule() {
+  // q[b, (hkv g), sq, d], k[b, hkv, sk, d], v[b, hkv, sk, dv], qpos[sq],
+  // kpos[sk] (, out_in, lse_in like the results) -> out[b, (hkv g), sq, dv],
+  // lse[b, (hkv g), sq]. The queries are parallel (their positions travel
+  // with them); the block's keys meet in the softmax.
+  B b(*this);
+  ArrayRef<int64_t> q = getQuery().getType().getShape(),
+                    k = getKey().getType().getShape(),
+                    v = getValue().getType().getShape();
+  // Operand 5 and 6 when merging, then results 0 and 1: the tensors shaped
+  // as the results.
+  SmallVector<std::pair<bool, unsigned>> outs = {{true, 0}};
+  SmallVector<std::pair<bool, unsigned>> lses = {{true, 1}};
+  if (getOutIn()) {
+    outs.push_back({false, 5});
+    lses.push_back({false, 6});
+  }
+  auto ref = [](std::pair<bool, unsigned> t, int64_t d) {
+    return t.first ? B::result(t.second, d) : B::operand(t.second, d);
+  };
+  auto across = [&](SmallVector<B::DimRef> dims, int64_t d, bool withLse) {
+    for (auto t : outs)
+      dims.push_back(ref(t, d));
+    if (withLse)
+      for (auto t : lses)
+        dims.push_back(ref(t, d));
+    return dims;
+  };
+  b.addFactor(q[0], across({B::operand(0, 0), B::operand(1, 0),
+                            B::operand(2, 0)},
+                           0, true));
+  b.addFactor(k[1], across({B::operand(0, 1), B::operand(1, 1),
+                            B::operand(2, 1)},
+                           1, true));
+  b.addFactor(q[1] / k[1], across({B::operand(0, 1)}, 1, true));
+  b.addFactor(q[2], across({B::operand(0, 2), B::operand(3, 0)}, 2, true));
+  b.addFactor(k[2], {B::operand(1, 2), B::operand(2, 2), B::operand(4, 0)},
+              FactorKind::NeedReplication);
+  b.addFactor(q[3], {B::operand(0, 3), B::operand(1, 3)},
+              FactorKind::NeedReplication);
+  b.addFactor(v[3], across({B::operand(2, 3)}, 3, false));
+  return b.take();
+}
+
+ShardingRule AttentionBlockGradOp::getShardingRule() {
+  // q, k, v, out, lse, grad, qpos, kpos -> dq like q, dk like k, dv like v.
+  // With the forward's log-sum-exp each probability is known locally, so
+  // a block of keys contributes its share of dq (a sum) and its own dk, dv.
+  B b(*this);
+  ArrayRef<int64_t> q = getQuery().getType().getShape(),
+                    k = getKey().getType().getShape(),
+                    v = getValue().getType().getShape();
+  // The tensors shaped [b, (hkv g), sq, ...]: q, out, lse, grad, dq.
+  auto queryLike = [](int64_t d, bool withLse = true) {
+    SmallVector<B::DimRef> dims = {B::operand(0, d), B::operand(3, d),
+                                   B::operand(5, d), B::result(0, d)};
+    if (withLse)
+      dims.push_back(B::operand(4, d));
+    return dims;
+  };
+  auto keyLike = [](int64_t d) {
+    return SmallVector<B::DimRef>{B::operand(1, d), B::operand(2, d),
+                                  B::result(1, d), B::result(2, d)};
+  };
+  SmallVector<B::DimRef> batch = queryLike(0), heads = queryLike(1);
+  llvm::append_range(batch, keyLike(0));
+  llvm::append_range(heads, keyLike(1));
+  b.addFactor(q[0], batch);
+  b.addFactor(k[1], heads);
+  b.addFactor(q[1] / k[1], queryLike(1), FactorKind::Reduction);
+  SmallVector<B::DimRef> queries = queryLike(2);
+  queries.push_back(B::operand(6, 0));
+  b.addFactor(q[2], queries, FactorKind::Reduction);
+  SmallVector<B::DimRef> keys = keyLike(2);
+  keys.push_back(B::operand(7, 0));
+  b.addFactor(k[2], keys, FactorKind::Reduction);
+  b.addFactor(q[3], {B::operand(0, 3), B::operand(1, 3), B::result(0, 3),
+                     B::result(1, 3)},
+              FactorKind::NeedReplication);
+  b.addFactor(v[3], {B::operand(2, 3), B::operand(3, 3), B::operand(5, 3),
+                     B::result(2, 3)},
+              FactorKind::NeedReplication);
+  return b.take();
+}
+
 ShardingRule GatherGradOp::getShardingRule() {
   // grad[pre..., idx..., post...], indices[idx...] -> [pre..., V, post...]:
   // the index positions are summed away; sharding V (the vocabulary) needs

@@ -19,6 +19,94 @@ using namespace cleave::graph;
 // Backward ops
 //===----------------------------------------------------------------------===//
 
+/// The shapes the ring attention blocks share: q [B,H,Sq,D],
+/// k [B,Hkv,Sk,D], v [B,Hkv,Sk,Dv] of one float type, H a multiple of Hkv,
+/// positions [Sq] and [Sk] of i64, and a positive scale.
+static LogicalResult verifyAttentionBlock(Operation *op, RankedTensorType q,
+                                          RankedTensorType k,
+                                          RankedTensorType v,
+                                          RankedTensorType qPos,
+                                          RankedTensorType kPos,
+                                          double scale) {
+  if (q.getRank() != 4 || k.getRank() != 4 || v.getRank() != 4)
+    return op->emitOpError("expects query, key and value of rank 4 [batch, "
+                           "heads, seq, head_dim], got ")
+           << q << ", " << k << ", " << v;
+  if (q.getElementType() != k.getElementType() ||
+      q.getElementType() != v.getElementType())
+    return op->emitOpError("expects query, key and value of one element "
+                           "type, got ")
+           << q << ", " << k << ", " << v;
+  ArrayRef<int64_t> qs = q.getShape(), ks = k.getShape(), vs = v.getShape();
+  if (qs[0] != ks[0] || qs[0] != vs[0] || ks[1] < 1 || ks[1] != vs[1] ||
+      qs[1] % ks[1] != 0 || ks[2] != vs[2] || qs[3] != ks[3])
+    return op->emitOpError("query ")
+           << q << ", key " << k << " and value " << v
+           << " are not the operands of one attention";
+  auto positions = [&](RankedTensorType t, int64_t size,
+                       StringRef what) -> LogicalResult {
+    if (t.getRank() == 1 && t.getDimSize(0) == size &&
+        t.getElementType().isInteger(64))
+      return success();
+    return op->emitOpError(what)
+           << " positions must be tensor<" << size << "xi64>, got " << t;
+  };
+  if (failed(positions(qPos, qs[2], "query")) ||
+      failed(positions(kPos, ks[2], "key")))
+    return failure();
+  if (!(scale > 0.0))
+    return op->emitOpError("scale must be positive, got ") << scale;
+  return success();
+}
+
+/// [B, H, Sq, Dv] of q's element type and [B, H, Sq] f32: the output and
+/// log-sum-exp of attention on q and v.
+static std::pair<RankedTensorType, RankedTensorType>
+blockResultTypes(RankedTensorType q, RankedTensorType v) {
+  ArrayRef<int64_t> qs = q.getShape();
+  return {RankedTensorType::get({qs[0], qs[1], qs[2], v.getDimSize(3)},
+                                q.getElementType()),
+          RankedTensorType::get({qs[0], qs[1], qs[2]},
+                                Float32Type::get(q.getContext()))};
+}
+
+LogicalResult AttentionBlockOp::verify() {
+  if (failed(verifyAttentionBlock(
+          *this, getQuery().getType(), getKey().getType(),
+          getValue().getType(), getQueryPositions().getType(),
+          getKeyPositions().getType(), getScale().convertToDouble())))
+    return failure();
+  auto [out, lse] = blockResultTypes(getQuery().getType(), getValue().getType());
+  if (getOut().getType() != out || getLse().getType() != lse)
+    return emitOpError("results must be ")
+           << out << " and " << lse << ", got " << getOut().getType()
+           << " and " << getLse().getType();
+  if (bool(getOutIn()) != bool(getLseIn()))
+    return emitOpError("merges into an earlier output only with its "
+                       "log-sum-exp: out_in and lse_in come together");
+  if (getOutIn() && (getOutIn().getType() != out || getLseIn().getType() != lse))
+    return emitOpError("merges into ")
+           << getOutIn().getType() << " and " << getLseIn().getType()
+           << ", which are not the types of its results";
+  return success();
+}
+
+LogicalResult AttentionBlockGradOp::verify() {
+  if (failed(verifyAttentionBlock(
+          *this, getQuery().getType(), getKey().getType(),
+          getValue().getType(), getQueryPositions().getType(),
+          getKeyPositions().getType(), getScale().convertToDouble())))
+    return failure();
+  auto [out, lse] = blockResultTypes(getQuery().getType(), getValue().getType());
+  if (getOut().getType() != out || getGrad().getType() != out ||
+      getLse().getType() != lse)
+    return emitOpError("expects the forward's output and its gradient of ")
+           << out << " and its log-sum-exp of " << lse << ", got "
+           << getOut().getType() << ", " << getGrad().getType() << " and "
+           << getLse().getType();
+  return success();
+}
+
 LogicalResult GatherGradOp::verify() {
   RankedTensorType grad = getGrad().getType(), data = getType();
   RankedTensorType idx = getIndices().getType();

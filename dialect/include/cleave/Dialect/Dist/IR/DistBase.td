@@ -64,6 +64,17 @@ def Dist_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getGroupsAttrName() {
       return ::llvm::StringLiteral("dist.groups");
     }
+    /// The attribute of a graph.attention or graph.attention_grad whose
+    /// split queries meet the keys block by block around a ring
+    /// (-dist-context-parallel's ring form): the partition hook passes the
+    /// key and value blocks with collective_permute instead of gathering
+    /// them. Its value is the layout of the sequence over the ring's
+    /// devices: "contiguous" (device r holds chunk r of n) or "zigzag"
+    /// (chunks r and 2n - 1 - r of 2n; the mesh names the ring's axes in
+    /// its zigzag_axes).
+    static constexpr ::llvm::StringLiteral getRingAttrName() {
+      return ::llvm::StringLiteral("dist.ring");
+    }
   }];
 }
 

@@ -45,9 +45,21 @@ def Dist_MeshOp : Dist_Op<"mesh", [Symbol, HasParent<"::mlir::ModuleOp">]> {
     ```
     Devices are numbered row-major over the axes (the last axis varies
     fastest), so the minor axes should be the ones with the fastest links.
+
+    A dimension split on an axis holds, on device r of the axis's n, the
+    r-th of n contiguous blocks, unless the axis is one of `zigzag_axes`:
+    then the dimension is cut into 2n chunks and device r holds chunks r and
+    2n - 1 - r, one after the other (the zigzag layout that balances a
+    causal attention's work over context-parallel devices). A zigzag axis
+    is the major axis of any dimension it splits.
+
+    ```mlir
+    dist.mesh @mesh ["dp" = 2, "cp" = 2] {zigzag_axes = ["cp"]}
+    ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, StrArrayAttr:$axis_names,
-                       DenseI64ArrayAttr:$axis_sizes);
+                       DenseI64ArrayAttr:$axis_sizes,
+                       OptionalAttr<StrArrayAttr>:$zigzag_axes);
   let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -55,6 +67,8 @@ def Dist_MeshOp : Dist_Op<"mesh", [Symbol, HasParent<"::mlir::ModuleOp">]> {
     std::optional<int64_t> getAxisSize(::llvm::StringRef axis);
     /// The number of devices, the product of the axis sizes.
     int64_t getNumDevices();
+    /// True when dimensions split on `axis` are in the zigzag layout.
+    bool isZigzag(::llvm::StringRef axis);
   }];
 }
 
@@ -210,13 +224,18 @@ def Dist_CollectivePermuteOp : Dist_CollectiveOp<"collective_permute", [
     ```mlir
     %y = dist.collective_permute %x on @mesh ["cp"] pairs [[0, 1], [1, 2], [2, 3], [3, 0]] : tensor<4xf32>
     ```
+
+    Marked `async`, the sends and receives start here and complete at the
+    result's one use, a `dist.wait` (ring attention's next block moves
+    while the current one is computed).
   }];
   let arguments = (ins Dist_Tensor:$input, FlatSymbolRefAttr:$mesh,
-                       StrArrayAttr:$axes, I64ArrayAttr:$flat_pairs);
+                       StrArrayAttr:$axes, I64ArrayAttr:$flat_pairs,
+                       UnitAttr:$async);
   let results = (outs Dist_Tensor:$result);
   let assemblyFormat = [{
-    $input `on` $mesh $axes `pairs` custom<Pairs>($flat_pairs) attr-dict `:`
-    type($input)
+    (`async` $async^)? $input `on` $mesh $axes `pairs`
+    custom<Pairs>($flat_pairs) attr-dict `:` type($input)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = commonExtraClassDeclaration # [{

@@ -117,6 +117,81 @@ def Graph_AttentionGradOp : Graph_BackwardOp<"attention_grad", [Pure,
   }];
 }
 
+def Graph_AttentionBlockOp : Graph_BackwardOp<"attention_block", [Pure,
+    AttrSizedOperandSegments]> {
+  let summary = "attention over one block of keys, merged into the blocks before";
+  let description = [{
+    One step of ring attention (context parallelism), which the attention's
+    partition hook builds: the queries `q: [B, H, Sq, D]` attend to one block
+    of keys and values `k: [B, Hkv, Sk, D]`, `v: [B, Hkv, Sk, Dv]`, and the
+    result is merged with `out_in` and `lse_in`, the attention over the
+    blocks before (both absent for the first block). The results are the
+    attention over every block so far, `out: [B, H, Sq, Dv]`, and the log of
+    the sum of the exponentials of its scores, `lse: [B, H, Sq]` (f32):
+    merging rescales the earlier result by `exp(lse_in - lse)`. A query row
+    with no live key so far has zeros and `lse` -inf.
+
+    `query_positions: [Sq]` and `key_positions: [Sk]` (i64) are the tokens'
+    places in the sequence: under `causal` a key after the query is masked,
+    whatever the layout of the blocks. Grouped-query heads as in
+    `graph.attention`.
+
+    ```mlir
+    %o, %lse = graph.attention_block %q, %k, %v positions %qp, %kp causal scale 0.25 : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<8xi64>, tensor<8xi64>) -> (tensor<2x4x8x16xf32>, tensor<2x4x8xf32>)
+    %o2, %lse2 = graph.attention_block %q, %k2, %v2 positions %qp, %kp2 merge %o, %lse causal scale 0.25 : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<8xi64>, tensor<8xi64>, tensor<2x4x8x16xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8x16xf32>, tensor<2x4x8xf32>)
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$query, Graph_FloatTensor:$key,
+                       Graph_FloatTensor:$value,
+                       Graph_IndexTensor:$query_positions,
+                       Graph_IndexTensor:$key_positions,
+                       Optional<Graph_FloatTensor>:$out_in,
+                       Optional<Graph_FloatTensor>:$lse_in, UnitAttr:$causal,
+                       F64Attr:$scale);
+  let results = (outs Graph_FloatTensor:$out, Graph_FloatTensor:$lse);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `positions` $query_positions `,` $key_positions
+    (`merge` $out_in^ `,` $lse_in)? (`causal` $causal^)? `scale` $scale
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Graph_AttentionBlockGradOp : Graph_BackwardOp<"attention_block_grad", [
+    Pure, AllTypesMatch<["query", "query_grad"]>,
+    AllTypesMatch<["key", "key_grad"]>,
+    AllTypesMatch<["value", "value_grad"]>]> {
+  let summary = "gradients of attention for one block of keys";
+  let description = [{
+    The backward step of ring attention: `out` and `lse` are the forward's
+    final results over all the blocks (`graph.attention_block`), `grad` the
+    gradient flowing into `out`. The probabilities of this block's keys are
+    `exp(scores - lse)`, so the results are this block's exact share: the
+    query gradient (summed over the blocks by the ring) and the key and
+    value gradients of this block (summed over the query heads that share
+    a key/value head). Positions, `causal` and `scale` as in the forward.
+
+    ```mlir
+    %dq, %dk, %dv = graph.attention_block_grad %q, %k, %v, %o, %lse, %do positions %qp, %kp causal scale 0.25 : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8xf32>, tensor<2x4x8x16xf32>, tensor<8xi64>, tensor<8xi64>) -> (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>)
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$query, Graph_FloatTensor:$key,
+                       Graph_FloatTensor:$value, Graph_FloatTensor:$out,
+                       Graph_FloatTensor:$lse, Graph_FloatTensor:$grad,
+                       Graph_IndexTensor:$query_positions,
+                       Graph_IndexTensor:$key_positions, UnitAttr:$causal,
+                       F64Attr:$scale);
+  let results = (outs Graph_FloatTensor:$query_grad,
+                      Graph_FloatTensor:$key_grad,
+                      Graph_FloatTensor:$value_grad);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $out `,` $lse `,` $grad `positions`
+    $query_positions `,` $key_positions (`causal` $causal^)? `scale` $scale
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Graph_GatherGradOp : Graph_BackwardOp<"gather_grad", [Pure]> {
   let summary = "the transpose of gather: scatter-adds slices into zeros";
   let description = [{
