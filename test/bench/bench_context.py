@@ -11,7 +11,12 @@ vocabulary 1024) written as graph IR, compiled --train --optimizer adamw,
 trained --steps steps on random tokens: on one device with --cp threads
 and on --cp ranks with 1 thread each (the same cores either way). Printed
 per layout: the median step time (from --log-json, the first step left
-out), tokens/s, and the first loss's difference from one device's.
+out), tokens/s, and the first loss's difference from one device's. Then
+the memory each rank's program plans (its arena: activations, gradients
+and workspace; the parameters and optimizer state are the same on every
+cp rank) on one device and on cp = 2, 4 and 8, ring and zigzag, at
+--seq and at twice and four times it (compiled only, read from the
+program's --help).
 
 The causal attention's work per device is what the layouts change: in the
 contiguous layout device r of n has 2r + 1 units of live query-key pairs
@@ -24,6 +29,7 @@ query, so the skipped pairs cost nothing.
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -97,6 +103,39 @@ def main():
             print(f"{name:22} {ranks:5} {ms:8.1f} "
                   f"{batch * args.seq / (ms / 1000):9.0f} "
                   f"{abs(loss - first) / first:16.1e}", flush=True)
+        memory(args, compiler, work)
+
+
+def arena_bytes(binary):
+    """The arena a compiled program plans, from its --help."""
+    out = subprocess.run([binary, "--help"], check=True, capture_output=True,
+                         text=True).stdout
+    value, unit = re.search(r"^arena: ([0-9.]+) (B|KiB|MiB|GiB)$", out,
+                            re.M).groups()
+    return float(value) * {"B": 1, "KiB": 2**10, "MiB": 2**20,
+                           "GiB": 2**30}[unit]
+
+
+def memory(args, compiler, work):
+    print(f"\narena per rank (MiB): {args.layers} layers, hidden "
+          f"{args.hidden}, batch 1, AdamW")
+    sizes = [1, 2, 4, 8]
+    print(f"{'sequence':>9} " + " ".join(f"{'cp=' + str(c):>8}"
+                                         for c in sizes))
+    for seq in (args.seq, 2 * args.seq, 4 * args.seq):
+        text, _ = gpt_ir(args.layers, args.hidden, args.hidden // 64, seq, 1,
+                         1024)
+        src = os.path.join(work, f"gpt-{seq}.mlir")
+        with open(src, "w") as f:
+            f.write(text)
+        row = []
+        for c in sizes:
+            binary = os.path.join(work, f"mem-{seq}-{c}")
+            mesh = ["--mesh", f"cp={c}"] if c > 1 else []
+            subprocess.run([compiler, src, "--train", "--optimizer", "adamw",
+                            *mesh, "-o", binary], check=True, cwd=work)
+            row.append(arena_bytes(binary) / 2**20)
+        print(f"{seq:9} " + " ".join(f"{m:8.1f}" for m in row), flush=True)
 
 
 if __name__ == "__main__":

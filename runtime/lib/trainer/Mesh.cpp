@@ -191,6 +191,14 @@ void cleave::rt::trainer::onEveryRank(const std::function<void()> &work) {
 
 const Device &cleave::rt::trainer::device() { return state(); }
 
+int cleave::rt::trainer::launcherRank() {
+  for (const char *name :
+       {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID", "PMI_RANK"})
+    if (const char *value = std::getenv(name))
+      return std::atoi(value);
+  return 0;
+}
+
 const cleave_program_context *cleave::rt::trainer::programContext() {
   return &state().context;
 }

@@ -61,6 +61,9 @@ void onEveryRank(const std::function<void()> &work);
 const Device &device();
 /// The context argument of cleave_program_run.
 const cleave_program_context *programContext();
+/// This process's rank as its launcher says (Open MPI's mpirun, PMIx,
+/// Slurm's srun, MPICH), before any engine starts; 0 without a launcher.
+int launcherRank();
 /// Rank 0 of the job (always true on one device): it prints and logs.
 inline bool isRankZero() { return device().rank == 0; }
 

@@ -188,42 +188,6 @@ config or the data order differ. Ctrl-C (or SIGTERM) ends the run
 after the current step, saving a checkpoint with --save.
 )";
 
-void printUsage(const char *argv0) {
-  const cleave_program_info &p = program();
-  std::printf(kUsage, argv0, argv0);
-  int64_t modelBytes = 0, stateBytes = 0;
-  for (int64_t i = 0; i < p.num_params; ++i)
-    (i < p.num_model_params ? modelBytes : stateBytes) +=
-        tensorBytes(p.params[i].tensor);
-  std::printf("\nprogram: training\ninputs (the last is the loss target):\n%s"
-              "outputs (output 0 is the loss):\n%s"
-              "parameters: %lld of the model (%s = %lld B), %lld of "
-              "optimizer state (%s = %lld B)\n"
-              "arena: %s\nsource model: %s\ntraining config: %s\n",
-              listTensors(p.inputs, 0, p.num_inputs).c_str(),
-              listTensors(p.outputs, 0, p.num_outputs).c_str(),
-              (long long)p.num_model_params, humanBytes(modelBytes).c_str(),
-              (long long)modelBytes,
-              (long long)(p.num_params - p.num_model_params),
-              humanBytes(stateBytes).c_str(), (long long)stateBytes,
-              humanBytes(p.arena_bytes).c_str(),
-              p.source_model ? p.source_model : "(none)",
-              p.training_config ? p.training_config : "(none)");
-  if (p.mesh_rank > 0) {
-    // A partitioned program: the sizes above are one device's.
-    std::string mesh;
-    int64_t devices = 1;
-    for (int32_t a = 0; a < p.mesh_rank; ++a) {
-      mesh += std::string(a ? ", " : "") + p.mesh_axis_names[a] + "=" +
-              std::to_string(p.mesh_shape[a]);
-      devices *= p.mesh_shape[a];
-    }
-    std::printf("mesh: %s, %lld devices (one device's program: the inputs, "
-                "parameters and arena above are one device's; launch with "
-                "mpirun -np %lld, see docs/distributed.md)\n",
-                mesh.c_str(), (long long)devices, (long long)devices);
-  }
-}
 
 int64_t parseCount(const std::string &flag, const std::string &text,
                    int64_t min) {
@@ -289,13 +253,7 @@ TrainOptions parseArgs(int argc, char **argv) {
   std::string targets;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      if (isRankZero())
-        printUsage(argv[0]);
-      stopDevice();
-      std::exit(0);
-    }
-    // --flag VALUE or --flag=VALUE.
+    // --flag VALUE or --flag=VALUE (--help is main's).
     std::string flag = arg, value;
     bool inlineValue = false;
     size_t eq = arg.find('=');
@@ -492,6 +450,43 @@ void writeCommStats(const std::string &dir, int64_t steps) {
 }
 
 } // namespace
+
+void cleave::rt::trainer::printTrainingUsage(const char *argv0) {
+  const cleave_program_info &p = program();
+  std::printf(kUsage, argv0, argv0);
+  int64_t modelBytes = 0, stateBytes = 0;
+  for (int64_t i = 0; i < p.num_params; ++i)
+    (i < p.num_model_params ? modelBytes : stateBytes) +=
+        tensorBytes(p.params[i].tensor);
+  std::printf("\nprogram: training\ninputs (the last is the loss target):\n%s"
+              "outputs (output 0 is the loss):\n%s"
+              "parameters: %lld of the model (%s = %lld B), %lld of "
+              "optimizer state (%s = %lld B)\n"
+              "arena: %s\nsource model: %s\ntraining config: %s\n",
+              listTensors(p.inputs, 0, p.num_inputs).c_str(),
+              listTensors(p.outputs, 0, p.num_outputs).c_str(),
+              (long long)p.num_model_params, humanBytes(modelBytes).c_str(),
+              (long long)modelBytes,
+              (long long)(p.num_params - p.num_model_params),
+              humanBytes(stateBytes).c_str(), (long long)stateBytes,
+              humanBytes(p.arena_bytes).c_str(),
+              p.source_model ? p.source_model : "(none)",
+              p.training_config ? p.training_config : "(none)");
+  if (p.mesh_rank > 0) {
+    // A partitioned program: the sizes above are one device's.
+    std::string mesh;
+    int64_t devices = 1;
+    for (int32_t a = 0; a < p.mesh_rank; ++a) {
+      mesh += std::string(a ? ", " : "") + p.mesh_axis_names[a] + "=" +
+              std::to_string(p.mesh_shape[a]);
+      devices *= p.mesh_shape[a];
+    }
+    std::printf("mesh: %s, %lld devices (one device's program: the inputs, "
+                "parameters and arena above are one device's; launch with "
+                "mpirun -np %lld, see docs/distributed.md)\n",
+                mesh.c_str(), (long long)devices, (long long)devices);
+  }
+}
 
 int cleave::rt::trainer::runTraining(int argc, char **argv) {
   const cleave_program_info &p = program();

@@ -14,6 +14,8 @@ namespace cleave::rt::trainer {
 /// Runs the training program as the command line asks; returns the exit
 /// status. User errors are thrown as trainer::Error.
 int runTraining(int argc, char **argv);
+/// The training program's usage and what it holds (its --help).
+void printTrainingUsage(const char *argv0);
 
 } // namespace cleave::rt::trainer
 

@@ -25,6 +25,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <new>
@@ -84,12 +85,6 @@ Options parseArgs(int argc, char **argv) {
   };
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      if (isRankZero())
-        printUsage(argv[0]);
-      stopDevice();
-      std::exit(0);
-    }
     if (arg == "--output-dir" || arg.rfind("--output-dir=", 0) == 0) {
       opts.outputDir = value(i, arg, "--output-dir");
       continue;
@@ -237,6 +232,19 @@ int runInference(int argc, char **argv) {
 int main(int argc, char **argv) {
   try {
     checkProgram();
+    // --help needs no engine, so that it works without mpirun; under a
+    // launcher the launcher's rank 0 prints it.
+    for (int i = 1; i < argc; ++i)
+      if (std::strcmp(argv[i], "--help") == 0 ||
+          std::strcmp(argv[i], "-h") == 0) {
+        if (launcherRank() == 0) {
+          if (program().kind == CLEAVE_PROGRAM_TRAINING)
+            printTrainingUsage(argv[0]);
+          else
+            printUsage(argv[0]);
+        }
+        return 0;
+      }
     // A partitioned program's engine first: from here on an error on one
     // rank ends every rank.
     startDevice(&argc, &argv);

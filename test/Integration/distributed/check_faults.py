@@ -10,6 +10,7 @@ every rank within seconds:
 
 - rank-count: the program launched with -np 1, -np 3 and without
   mpirun: every rank exits 1 naming the expected and the actual count;
+- help: --help without mpirun and under it: exit 0, one usage text;
 - rank-killed: SIGKILL to one rank while training: the job ends;
 - rank-stopped: SIGSTOP to one rank while training: the other rank's
   watchdog (CLEAVE_COMM_TIMEOUT_S) ends the job, naming the collective;
@@ -314,6 +315,25 @@ def check_rank_count(fx):
               f"{took:.1f} s: {line}")
 
 
+def check_help(fx):
+    """--help starts no engine: it works without mpirun (the rank-count
+    check does not stop it) and, under mpirun, only rank 0 prints it."""
+    for np_ in (None, fx.ranks):
+        cmd = [fx.binary, "--help"]
+        if np_:
+            cmd = [*MPIRUN, "-np", str(np_), *cmd]
+        where = f"-np {np_}" if np_ else "without mpirun"
+        out = subprocess.run(cmd, capture_output=True, text=True,
+                             timeout=JOB_TIMEOUT, env=fx.env)
+        usages = out.stdout.count("usage: ")
+        if out.returncode != 0 or usages != 1 or \
+                f"{fx.ranks} devices" not in out.stdout:
+            raise AssertionError(f"--help {where}: exit {out.returncode}, "
+                                 f"{usages} usage texts, stderr "
+                                 f"{out.stderr[-500:]!r}")
+        print(f"ok --help {where}: exit 0, one usage text with the mesh")
+
+
 def lose_rank(fx, tag, sig, comm_timeout, limit):
     """Trains "forever" and sends `sig` to rank 1 after step 50. Returns
     the job, mpirun's status, and the seconds from the signal to the end
@@ -609,6 +629,7 @@ def check_trace_flags(fx):
 
 CHECKS = {
     "rank-count": check_rank_count,
+    "help": check_help,
     "rank-killed": check_rank_killed,
     "rank-stopped": check_rank_stopped,
     "sigterm": check_sigterm,
