@@ -5,7 +5,9 @@
 // state, and the arena may be device memory); reading checks the header
 // against the program before touching the arena, so that a checkpoint of
 // another model is reported with its first differences and nothing is
-// loaded.
+// loaded. Every tensor's CRC-32C is in its file's __metadata__
+// ("crc32c:<name>"), and reading checks it: a damaged byte is an error
+// naming the tensor, not a resume with other values.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +18,7 @@
 #include "Program.h"
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -23,6 +26,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <unistd.h>
@@ -133,7 +137,49 @@ struct Entry {
   int32_t dtype = -1;
   std::vector<int64_t> shape;
   int64_t begin = 0, end = 0;
+  /// The CRC-32C its file records (checkpoints before checksums have none).
+  std::optional<uint32_t> crc;
 };
+
+/// The __metadata__ key of a tensor's CRC-32C.
+std::string crcKey(const std::string &name) { return "crc32c:" + name; }
+
+/// CRC-32C (Castagnoli, reflected polynomial 0x82F63B78) of `n` bytes,
+/// continuing from `crc` (0 to start): table-driven, eight bytes a step.
+uint32_t crc32c(const void *data, size_t n, uint32_t crc = 0) {
+  static const auto tables = [] {
+    std::array<std::array<uint32_t, 256>, 8> t{};
+    for (uint32_t i = 0; i < 256; ++i) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; ++k)
+        c = c & 1 ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+      t[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; ++i)
+      for (int k = 1; k < 8; ++k)
+        t[k][i] = (t[k - 1][i] >> 8) ^ t[0][t[k - 1][i] & 0xFF];
+    return t;
+  }();
+  const auto *p = static_cast<const unsigned char *>(data);
+  crc = ~crc;
+  for (; n >= 8; n -= 8, p += 8) {
+    uint32_t lo = crc ^ (uint32_t(p[0]) | uint32_t(p[1]) << 8 |
+                         uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24);
+    crc = tables[7][lo & 0xFF] ^ tables[6][(lo >> 8) & 0xFF] ^
+          tables[5][(lo >> 16) & 0xFF] ^ tables[4][lo >> 24] ^
+          tables[3][p[4]] ^ tables[2][p[5]] ^ tables[1][p[6]] ^
+          tables[0][p[7]];
+  }
+  for (; n; --n, ++p)
+    crc = (crc >> 8) ^ tables[0][(crc ^ *p) & 0xFF];
+  return ~crc;
+}
+
+std::string hex8(uint32_t v) {
+  char buf[9];
+  std::snprintf(buf, sizeof(buf), "%08x", unsigned(v));
+  return buf;
+}
 
 [[noreturn]] void badFile(const std::string &path, const std::string &why) {
   fail("checkpoint " + path + " is not a valid safetensors file: " + why);
@@ -215,6 +261,38 @@ void readHeader(const std::string &path, FILE *f,
     if (!entries.emplace(name, e).second)
       badFile(path, "tensor '" + name + "' appears twice");
   }
+  // The reference reader's layout: the tensors tile the data from 0 to
+  // its end, in some order, with no gap, overlap or trailing byte.
+  std::vector<const std::pair<const std::string, Entry> *> order;
+  for (const auto &entry : entries)
+    order.push_back(&entry);
+  std::stable_sort(order.begin(), order.end(), [](auto *a, auto *b) {
+    return a->second.begin < b->second.begin;
+  });
+  int64_t at = 0;
+  for (const auto *entry : order) {
+    if (entry->second.begin != at)
+      badFile(path, "tensor '" + entry->first + "' starts at byte " +
+                        std::to_string(entry->second.begin) + " of the data, " +
+                        (entry->second.begin < at ? "inside another tensor"
+                                                  : "after a gap") +
+                        " (the tensors must tile the data)");
+    at = entry->second.end;
+  }
+  if (uint64_t(at) != dataBytes)
+    badFile(path, std::to_string(dataBytes - uint64_t(at)) +
+                      " bytes after the last tensor");
+  for (auto &[name, e] : entries) {
+    auto it = metadata.find(crcKey(name));
+    if (it == metadata.end())
+      continue;
+    char *end = nullptr;
+    unsigned long v = std::strtoul(it->second.c_str(), &end, 16);
+    if (it->second.size() != 8 || *end != '\0')
+      badFile(path, "tensor '" + name + "' has a bad CRC-32C '" + it->second +
+                        "' in __metadata__");
+    e.crc = uint32_t(v);
+  }
 }
 
 } // namespace
@@ -292,7 +370,18 @@ void writeSafetensors(const std::string &path, const std::string &meta,
       [](const cleave_named_tensor *a, const cleave_named_tensor *b) {
         return dtypeSize(a->tensor.dtype) > dtypeSize(b->tensor.dtype);
       });
-  std::string header = "{\"__metadata__\":{" + meta + "}";
+  // The checksums go in the header, before the data: a first pass reads
+  // each tensor for its CRC-32C, the second writes it.
+  std::vector<char> host; // one tensor at a time, reused
+  std::string crcs;
+  for (const cleave_named_tensor *t : tensors) {
+    host.resize(size_t(tensorBytes(t->tensor)));
+    if (!host.empty())
+      arena.read(t->tensor, host.data());
+    crcs += "," + jsonQuote(crcKey(t->name)) + ":\"" +
+            hex8(crc32c(host.data(), host.size())) + "\"";
+  }
+  std::string header = "{\"__metadata__\":{" + meta + crcs + "}";
   int64_t offset = 0;
   for (const cleave_named_tensor *t : tensors) {
     int64_t bytes = tensorBytes(t->tensor);
@@ -310,7 +399,6 @@ void writeSafetensors(const std::string &path, const std::string &meta,
   for (int i = 0; i < 8; ++i)
     len[i] = (unsigned char)(uint64_t(header.size()) >> (8 * i));
 
-  std::vector<char> host; // one tensor at a time, reused
   writeFileAtomically(path, "checkpoint", [&](FILE *f) {
     if (std::fwrite(len, 1, 8, f) != 8 ||
         std::fwrite(header.data(), 1, header.size(), f) != header.size())
@@ -612,6 +700,13 @@ void readGlobal(OpenCheckpoint &c, const std::string &name,
               std::fread(bytes.data(), 1, n, f) != n))
       fail("checkpoint " + c.paths[b.file] + ": cannot read tensor '" + name +
            "'");
+    if (b.entry.crc) {
+      uint32_t got = crc32c(bytes.data(), n);
+      if (got != *b.entry.crc)
+        fail("checkpoint " + c.paths[b.file] + ": tensor '" + name +
+             "' fails its CRC-32C check (recorded " + hex8(*b.entry.crc) +
+             ", read " + hex8(got) + "): the file is damaged");
+    }
     copyRegion(global.data(), src.shape, b.start, b.entry.shape, es,
                bytes.data(), /*toGlobal=*/true);
     covered += int64_t(n / (es ? es : 1));

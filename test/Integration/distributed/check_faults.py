@@ -18,7 +18,8 @@ every rank within seconds:
   --save: every rank stops after the same step N with status 128+15, the
   checkpoint is complete, at step N and equal to an uninterrupted run's
   at N, and resuming it gives the losses of an uninterrupted run;
-- bad-shard: a truncated shard and a missing shard: --resume fails on
+- bad-shard: a truncated shard, a missing shard and one flipped bit in a
+  shard: --resume fails on
   every rank naming the file, and the directory is left as it was;
 - other-model: an index edited to another shape, and the checkpoint of
   a wider model: --resume fails on every rank with "from another model";
@@ -560,18 +561,27 @@ def expect_resume_failure(fx, ck, what, pattern):
 
 def check_bad_shard(fx):
     good = checkpoint_at_5(fx)
-    for rank, damage in ((1, "truncated"), (0, "missing")):
+    for rank, damage in ((1, "truncated"), (0, "missing"), (1, "flipped")):
         ck = os.path.join(fx.work, f"{damage}-ck")
         shutil.copytree(good, ck)
         shard = f"shard-{rank:05d}-of-{fx.ranks:05d}.step-5.safetensors"
         path = os.path.join(ck, shard)
+        detail = ""
         if damage == "truncated":
             # A write cut short: the last tensor's final bytes are missing.
             os.truncate(path, os.path.getsize(path) - 4)
+        elif damage == "flipped":
+            # One bit of the last tensor's data: its CRC-32C says so.
+            with open(path, "r+b") as f:
+                f.seek(-3, os.SEEK_END)
+                byte = f.read(1)
+                f.seek(-3, os.SEEK_END)
+                f.write(bytes([byte[0] ^ 0x04]))
+            detail = r".*fails its CRC-32C check"
         else:
             os.remove(path)
         expect_resume_failure(fx, ck, f"{damage} shard", rf"error: .*"
-                              rf"{re.escape(shard)}[^\n]*")
+                              rf"{re.escape(shard)}{detail}[^\n]*")
 
 
 def check_other_model(fx):

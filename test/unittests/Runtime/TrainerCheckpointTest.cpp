@@ -13,6 +13,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
 using namespace cleave::rt;
 using namespace cleave::rt::test;
@@ -178,7 +179,8 @@ TEST_F(Trainer, CheckpointFormat) {
         R"("w.momentum":{"dtype":"F32","shape":[3],"data_offsets":[24,36]})",
         R"("b.momentum":{"dtype":"F32","shape":[],"data_offsets":[36,40]})",
         R"("source_model":"fake_train_model.onnx")",
-        R"("data_order":"sequential"})",
+        R"("data_order":"sequential",)",
+        R"("crc32c:w":")", R"("crc32c:optimizer.step":")",
         R"("training_config":"{\"loss\":\"mse\",)"})
     EXPECT_NE(f.header.find(entry), std::string::npos) << entry << "\n"
                                                        << f.header;
@@ -274,6 +276,64 @@ TEST_F(Trainer, ResumeFromAnotherModel) {
   EXPECT_EQ(run(CLEAVE_FAKE_TRAIN, "--steps 4 --resume ck"), 1);
   EXPECT_ERR_HAS("is not a valid safetensors file: tensor 'b.momentum' "
                  "has data_offsets outside the file");
+}
+
+// Every tensor's CRC-32C is in the header: one flipped bit of its data is
+// an error naming it, not a resume with another value; the data must be
+// tiled by the tensors, with nothing after the last.
+TEST_F(Trainer, DamagedCheckpointIsRefused) {
+  writeRegressionData(8);
+  ASSERT_EQ(run(CLEAVE_FAKE_TRAIN,
+                "--inputs x.npy --targets t.npy --steps 2 --quiet --save ck"),
+            0)
+      << err;
+  std::string bytes = slurp("ck/model.safetensors");
+  SafetensorsFile f = readSafetensors(bytes);
+  // The CRC-32C of w's 12 bytes (offsets 8..20), as an independent
+  // bitwise computation finds it.
+  uint32_t crc = ~0u;
+  for (size_t i = 8; i < 20; ++i) {
+    crc ^= uint8_t(f.data[i]);
+    for (int k = 0; k < 8; ++k)
+      crc = crc & 1 ? (crc >> 1) ^ 0x82F63B78u : crc >> 1;
+  }
+  char want[32];
+  std::snprintf(want, sizeof(want), "\"crc32c:w\":\"%08x\"", ~crc);
+  EXPECT_NE(f.header.find(want), std::string::npos) << want << "\n"
+                                                     << f.header;
+  auto rewrite = [&](const std::string &name, const std::string &content) {
+    std::filesystem::create_directories(dir + "/" + name);
+    std::filesystem::copy_file(dir + "/ck/meta.json",
+                               dir + "/" + name + "/meta.json",
+                               std::filesystem::copy_options::overwrite_existing);
+    std::ofstream out(dir + "/" + name + "/model.safetensors",
+                      std::ios::binary);
+    out.write(content.data(), std::streamsize(content.size()));
+  };
+  size_t dataStart = 8 + f.headerBytes;
+  for (size_t at : {dataStart + 9, dataStart + 21, dataStart + 39}) {
+    std::string flipped = bytes;
+    flipped[at] = char(flipped[at] ^ 0x10);
+    rewrite("flip", flipped);
+    EXPECT_EQ(run(CLEAVE_FAKE_TRAIN, "--steps 4 --resume flip"), 1);
+    const char *tensor = at < dataStart + 20   ? "'w'"
+                         : at < dataStart + 24 ? "'b'"
+                                               : "'b.momentum'";
+    EXPECT_ERR_HAS(std::string("tensor ") + tensor +
+                   " fails its CRC-32C check");
+    EXPECT_ERR_HAS("the file is damaged");
+    EXPECT_EQ(out.find("step "), std::string::npos) << "no step ran";
+  }
+  rewrite("trailing", bytes + "x");
+  EXPECT_EQ(run(CLEAVE_FAKE_TRAIN, "--steps 4 --resume trailing"), 1);
+  EXPECT_ERR_HAS("is not a valid safetensors file: 1 bytes after the last "
+                 "tensor");
+  // The untouched copy resumes.
+  rewrite("same", bytes);
+  EXPECT_EQ(run(CLEAVE_FAKE_TRAIN, "--inputs x.npy --targets t.npy --steps 3 "
+                                   "--quiet --resume same"),
+            0)
+      << err;
 }
 
 // --export-onnx writes the source model with the trained w and b inline
