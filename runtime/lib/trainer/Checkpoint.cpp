@@ -838,6 +838,19 @@ int64_t cleave::rt::trainer::loadCheckpoint(const std::string &dir,
   for (int64_t i = 0; i < p.num_params; ++i) {
     const cleave_named_tensor &param = p.params[i];
     readGlobal(c, param.name, global);
+    // The optimizer's update count can trail the metadata's step (fp16
+    // skips the updates of non-finite steps) but never pass it: a
+    // checkpoint where it does was edited or mixed.
+    if (std::strcmp(param.name, "optimizer.step") == 0 &&
+        param.tensor.dtype == CLEAVE_I64 && global.size() == 8) {
+      int64_t counted;
+      std::memcpy(&counted, global.data(), 8);
+      if (counted < 0 || counted > step)
+        fail("checkpoint " + dir + " is at step " + std::to_string(step) +
+             " by its metadata but its optimizer.step is " +
+             std::to_string(counted) +
+             " (more updates than steps: an edited or mixed checkpoint)");
+    }
     block.resize(size_t(tensorBytes(param.tensor)));
     copyBlock(param, device().coords, global.data(), block.data());
     arena.write(param.tensor, block.data());

@@ -324,6 +324,17 @@ TEST_F(Trainer, DamagedCheckpointIsRefused) {
     EXPECT_ERR_HAS("the file is damaged");
     EXPECT_EQ(out.find("step "), std::string::npos) << "no step ran";
   }
+  // The metadata's step edited below the optimizer's 2 updates (the CRC
+  // covers the data, not the header).
+  {
+    std::string header = f.header;
+    size_t at = header.find("\"step\":\"2\"");
+    ASSERT_NE(at, std::string::npos) << header;
+    header.replace(at, 10, "\"step\":\"1\"");
+    rewrite("early", bytes.substr(0, 8) + header + bytes.substr(8 + header.size()));
+  }
+  EXPECT_EQ(run(CLEAVE_FAKE_TRAIN, "--steps 4 --resume early"), 1);
+  EXPECT_ERR_HAS("is at step 1 by its metadata but its optimizer.step is 2");
   rewrite("trailing", bytes + "x");
   EXPECT_EQ(run(CLEAVE_FAKE_TRAIN, "--steps 4 --resume trailing"), 1);
   EXPECT_ERR_HAS("is not a valid safetensors file: 1 bytes after the last "
