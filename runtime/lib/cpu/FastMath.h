@@ -96,10 +96,10 @@ inline float fastNormalCdf(float x) {
 
 /// The forward of graph.gelu and of linear's GELU epilogue. The exact form
 /// is x Phi(x) with Phi = 0.5 erfc(-x / sqrt 2), which avoids 1 + erf's
-/// cancellation for negative x.
-inline float geluErf(float v) {
-  return 0.5f * v * std::erfc(-v * 0.70710678118654752f);
-}
+/// cancellation for negative x; Phi is fastNormalCdf, the form the
+/// gradient uses, so that the loops vectorize (libm's erfcf is a scalar
+/// call).
+inline float geluErf(float v) { return v * fastNormalCdf(v); }
 /// The tanh form: 0.5 (1 + tanh(u)) = sigmoid(2u), again without the
 /// cancellation.
 inline float geluTanh(float v) {
