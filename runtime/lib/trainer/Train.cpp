@@ -613,6 +613,9 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
     int64_t step, marker;
   };
   std::optional<InFlight> pending;
+  // A log that cannot be written (a full disk) stops the run after the
+  // step in flight, as a signal does, with its checkpoint saved.
+  std::string logError;
   // A step's time runs from the previous step's marker to its own: the
   // device's time per step once steps overlap.
   int64_t since = cleave_rt_marker_record();
@@ -654,8 +657,11 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
                    (long long)step, lossJson.c_str(),
                    ms > 0 ? double(tokensPerStep) * 1000 / ms : 0.0, ms,
                    scaling.c_str());
-      if (std::fflush(logJson.get()) != 0)
-        fail("cannot write the log " + o.logJson + ": " + std::strerror(errno));
+      if (std::fflush(logJson.get()) != 0) {
+        logError =
+            "cannot write the log " + o.logJson + ": " + std::strerror(errno);
+        logJson.reset();
+      }
     }
     if (!o.quiet && (step % o.logEvery == 0 || step == last)) {
       double avg = windowMs / double(windowSteps);
@@ -678,10 +684,16 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
   // one of them stops all after the same step.
   const Device &dev = device();
   bool stop = false;
+  // What the ranks agreed on: a signal's number, or kLogFailed.
+  constexpr int64_t kLogFailed = 1 << 20;
+  int64_t reason = 0;
   auto stopRequested = [&] {
-    int64_t mine = interrupted;
-    stop = (dev.distributed ? dev.comm->host_max(CLEAVE_COMM_WORLD, mine)
-                            : mine) != 0;
+    int64_t mine = interrupted ? int64_t(interrupted)
+                   : logError.empty() ? 0
+                                      : kLogFailed;
+    reason = dev.distributed ? dev.comm->host_max(CLEAVE_COMM_WORLD, mine)
+                             : mine;
+    stop = reason != 0;
     return stop;
   };
   timeline.start();
@@ -716,6 +728,26 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
 
   if (!o.save.empty() && savedAt != done)
     save();
+  if (!stop) {
+    // The last step's log line: every rank agrees on it too.
+    int64_t mine = logError.empty() ? 0 : kLogFailed;
+    reason = dev.distributed ? dev.comm->host_max(CLEAVE_COMM_WORLD, mine)
+                             : mine;
+    stop = reason != 0;
+  }
+  if (stop && reason == kLogFailed) {
+    std::string saved =
+        o.save.empty() ? "" : " (checkpoint saved to " + o.save + ")";
+    std::fprintf(stderr, "error: %s%s; the run stopped after step %lld%s\n",
+                 dev.distributed
+                     ? ("rank " + std::to_string(dev.rank) + ": ").c_str()
+                     : "",
+                 logError.empty() ? "rank 0 could not write its log"
+                                  : logError.c_str(),
+                 (long long)done, saved.c_str());
+    stopDevice();
+    return 1;
+  }
   if (stop) {
     int sig = interrupted ? int(interrupted) : SIGTERM;
     if (isRankZero() || interrupted)

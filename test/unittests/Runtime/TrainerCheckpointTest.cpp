@@ -153,6 +153,38 @@ TEST_F(Trainer, SignalSavesTheLastStepAndResumes) {
   EXPECT_EQ(slurp("cut/model.safetensors"), slurp("full/model.safetensors"));
 }
 
+// A log that cannot be written (a full disk: /dev/full) stops the run after
+// the step in flight with its checkpoint saved, exit 1, as a signal stops
+// it; resuming from that checkpoint gives the uninterrupted run.
+TEST_F(Trainer, FullDiskForTheLogSavesTheCheckpoint) {
+  if (!std::filesystem::exists("/dev/full"))
+    GTEST_SKIP() << "no /dev/full here";
+  writeRegressionData(7);
+  const std::string data = "--inputs x.npy --targets t.npy --quiet ";
+  ASSERT_EQ(run(CLEAVE_FAKE_TRAIN,
+                data + "--steps 10 --log-json /dev/full --save cut"),
+            1)
+      << err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      err, m,
+      std::regex(R"(error: cannot write the log /dev/full: No space left on )"
+                 R"(device; the run stopped after step (\d+) \(checkpoint )"
+                 R"(saved to cut\))")))
+      << err;
+  long long step = std::stoll(m[1].str());
+  ASSERT_GT(step, 0);
+  ASSERT_LT(step, 10);
+  EXPECT_NE(
+      slurp("cut/meta.json").find("\"step\": " + std::to_string(step) + ","),
+      std::string::npos);
+  ASSERT_EQ(run(CLEAVE_FAKE_TRAIN, data + "--steps 10 --resume cut --save cut"),
+            0)
+      << err;
+  ASSERT_EQ(run(CLEAVE_FAKE_TRAIN, data + "--steps 10 --save full"), 0) << err;
+  EXPECT_EQ(slurp("cut/model.safetensors"), slurp("full/model.safetensors"));
+}
+
 // The safetensors layout: header length, the JSON header with the metadata
 // and the tensors in order of decreasing element size, padded to 8 bytes;
 // also read by Python (json + numpy) where available.
