@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -26,6 +27,7 @@
 
 #include <cstring>
 #include <limits>
+#include <map>
 
 using namespace mlir;
 using namespace cleave;
@@ -661,6 +663,8 @@ private:
     b.setInsertionPointToStart(entry);
 
     const llvm::StringMap<OpConverter> &converters = getConverters();
+    if (failed(checkSupported(g, converters, opset, fileLoc)))
+      return failure();
     for (const onnx::NodeProto &node : g.node()) {
       std::string name = node.name().empty()
                              ? node.op_type() + "_" + std::to_string(nodeIndex)
@@ -670,16 +674,9 @@ private:
       NodeContext nc(imp, node, name, loc, opset);
       bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
       auto it = converters.find(node.op_type());
-      if (!defaultDomain || it == converters.end()) {
-        std::string supported;
-        for (StringRef op : getSupportedOnnxOps())
-          supported += (supported.empty() ? "" : ", ") + op.str();
-        return emitError(loc)
-               << "unsupported ONNX op: node '" << name << "' has op type '"
-               << (defaultDomain ? "" : node.domain() + "::")
-               << node.op_type() << "' (opset " << opset
-               << "); supported ops: " << supported;
-      }
+      assert(defaultDomain && it != converters.end() &&
+             "checkSupported let an unsupported op through");
+      (void)defaultDomain;
       for (unsigned i = 0; i < it->second.requiredInputs; ++i)
         if (!nc.hasInput(i))
           return nc.error() << "required input " << i << " is missing";
@@ -775,6 +772,58 @@ private:
                               ? dim.dim_value()
                               : 8);
     return s;
+  }
+
+  /// Every node's op must have a converter: one error lists each
+  /// unsupported op type with its count and first node, so that a model
+  /// shows all it lacks at once.
+  LogicalResult checkSupported(const onnx::GraphProto &g,
+                               const llvm::StringMap<OpConverter> &converters,
+                               int64_t opset, Location fileLoc) {
+    struct Missing {
+      std::string first;
+      int64_t count = 0;
+    };
+    llvm::MapVector<std::string, Missing, std::map<std::string, unsigned>>
+        missing;
+    for (auto [i, node] : llvm::enumerate(g.node())) {
+      bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
+      if (defaultDomain && converters.count(node.op_type()))
+        continue;
+      std::string type =
+          (defaultDomain ? "" : node.domain() + "::") + node.op_type();
+      Missing &m = missing[type];
+      if (!m.count++)
+        m.first = node.name().empty()
+                      ? node.op_type() + "_" +
+                            std::to_string(nodeIndex + int64_t(i))
+                      : node.name();
+    }
+    if (missing.empty())
+      return success();
+    std::string supported;
+    for (StringRef op : getSupportedOnnxOps())
+      supported += (supported.empty() ? "" : ", ") + op.str();
+    const auto &[type, first] = *missing.begin();
+    Location loc =
+        NameLoc::get(StringAttr::get(ctx, first.first), fileLoc);
+    if (missing.size() == 1 && first.count == 1)
+      return emitError(loc)
+             << "unsupported ONNX op: node '" << first.first
+             << "' has op type '" << type << "' (opset " << opset
+             << "); supported ops: " << supported;
+    int64_t nodes = 0;
+    std::string list;
+    for (const auto &[t, m] : missing) {
+      nodes += m.count;
+      list += (list.empty() ? "" : ", ") + ("'" + t + "' (") +
+              std::to_string(m.count) + (m.count == 1 ? " node '" : " nodes, the first '") +
+              m.first + "')";
+    }
+    return emitError(loc) << "unsupported ONNX ops: " << nodes << " nodes of "
+                          << missing.size() << " op types: " << list
+                          << " (opset " << opset
+                          << "); supported ops: " << supported;
   }
 
   MLIRContext *ctx;

@@ -35,6 +35,13 @@
 // RUN:       --implicit-check-not="Stack dump"
 // UNSUP: unsupported_op.onnx:0:0: error: unsupported ONNX op: node 'find/NonZero' has op type 'NonZero' (opset 17); supported ops: Abs, Add, {{.*}}, MatMul, {{.*}}, Where, Xor{{$}}
 
+// Several unsupported ops: one error lists every op type, its count and its
+// first node (a node without a name is named by its op type and index).
+// RUN: not cleave-translate --import-onnx %S/Inputs/unsupported_ops.onnx 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=UNSUPS --implicit-check-not=error: \
+// RUN:       --implicit-check-not="Stack dump"
+// UNSUPS: unsupported_ops.onnx:0:0: error: unsupported ONNX ops: 4 nodes of 3 op types: 'NonZero' (2 nodes, the first 'find/NonZero'), 'com.example::Relu' (1 node 'custom/Relu'), 'Unique' (1 node 'Unique_3') (opset 17); supported ops: Abs, {{.*}}, Xor{{$}}
+
 // A custom-domain op is unsupported even when its name is a default-domain op.
 // RUN: not cleave-translate --import-onnx %S/Inputs/custom_domain.onnx 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=DOMAIN --implicit-check-not=error: \

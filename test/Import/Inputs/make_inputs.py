@@ -97,6 +97,16 @@ def write_unsupported():
     save(model([node("NonZero", ["x"], ["y"], "find/NonZero")],
                [vinfo("x", F32, [2, 3])], [vinfo("y", I64, [2, None])]),
          "unsupported_op.onnx")
+    # Several unsupported ops: one error lists them all.
+    save(model([node("NonZero", ["x"], ["n1"], "find/NonZero"),
+                node("Relu", ["x"], ["r"], "custom/Relu", domain="com.example"),
+                node("NonZero", ["r"], ["n2"], "find2/NonZero"),
+                node("Unique", ["x"], ["u"], "")],
+               [vinfo("x", F32, [2, 3])],
+               [vinfo("n1", I64, [2, None]), vinfo("n2", I64, [2, None]),
+                vinfo("u", F32, [None])],
+               extra_opsets=[helper.make_opsetid("com.example", 1)]),
+         "unsupported_ops.onnx", check=False)
     # A custom-domain op whose name is also a default-domain op.
     save(model([node("Relu", ["x"], ["y"], "custom/Relu",
                      domain="com.example")],
