@@ -2,6 +2,8 @@
 // RUN: cleave-opt %s --cleave-bucket-collectives=bucket-bytes=128 | FileCheck %s --check-prefix=SMALL
 // RUN: cleave-opt %s --cleave-bucket-collectives --cleave-plan-memory | FileCheck %s --check-prefix=PLAN
 // RUN: cleave-opt %s --cleave-bucket-collectives --cleave-plan-memory --cleave-lower-to-runtime | FileCheck %s --check-prefix=LOWER
+// RUN: cleave-opt %s --cleave-bucket-collectives --cleave-overlap-collectives | FileCheck %s --check-prefix=STARTED
+// RUN: cleave-opt %s --cleave-bucket-collectives --cleave-overlap-collectives --cleave-plan-memory --cleave-lower-to-runtime | FileCheck %s --check-prefix=STARTLOWER
 
 // Three gradients' all-reduces become one bucket, placed before the first
 // reader of one of them; the all-reduce of an argument (not a temporary)
@@ -29,6 +31,20 @@
 // LOWER-LABEL: llvm.func @cleave_program_run
 // LOWER: %[[W:.*]] = llvm.mlir.addressof @[[D]]
 // LOWER: llvm.call @cleave_comm_all_reduce(%{{.*}}, %{{.*}}, %{{.*}}, %[[W]], %[[W]])
+// Started (-cleave-overlap-collectives): each result waited for before its
+// first reader; in the lowering one started all-reduce of the buffer and
+// one wait, at the first of the bucket's waits (3 waits: the bucket's, the
+// argument's and the max's).
+// STARTED: %[[S:.*]]:3 = dist.all_reduce_bucket async
+// STARTED: %[[W0:.*]] = dist.wait %[[S]]#0 : tensor<16xf32>
+// STARTED-NEXT: graph.sub %[[W0]]
+// STARTED-DAG: dist.wait %[[S]]#1 : tensor<4xf32>
+// STARTED-DAG: dist.wait %[[S]]#2 : tensor<8xf32>
+// STARTLOWER-LABEL: llvm.func @cleave_program_run
+// STARTLOWER: llvm.call @cleave_comm_all_reduce_start(%{{[0-9]+}}, %arg0, %{{[0-9]+}}, %[[W:[0-9]+]], %[[W]])
+// STARTLOWER-COUNT-3: llvm.call @cleave_comm_wait(
+// STARTLOWER-NOT: llvm.call @cleave_comm_wait(
+// STARTLOWER: llvm.return
 dist.mesh @mesh ["dp" = 2]
 func.func @step(%x: tensor<16xf32>, %y: tensor<4xf32>, %z: tensor<8xf32>) -> (tensor<16xf32>, tensor<4xf32>, tensor<8xf32>, tensor<16xf32>, tensor<4xf32>) {
   %g0 = graph.mul %x, %x : tensor<16xf32>, tensor<16xf32>

@@ -237,9 +237,19 @@ template <typename Op> struct BucketPattern : RuntimePattern<Op> {
     int64_t count =
         (end - start) / (elem.getIntOrFloatBitWidth() / 8);
     Value whole = rt.desc(start, RankedTensorType::get({count}, elem));
-    rt.call("cleave_comm_all_reduce",
-            {rt.loadComm(*g), rt.arena(),
-             rt.constI32(runtimeKind(op.getKind())), whole, whole});
+    SmallVector<Value> args = {rt.loadComm(*g), rt.arena(),
+                               rt.constI32(runtimeKind(op.getKind())), whole,
+                               whole};
+    if (!op.getAsync()) {
+      rt.call("cleave_comm_all_reduce", args);
+      return success();
+    }
+    // One handle for the bucket: the first wait of any result takes it.
+    Value handle =
+        rt.call("cleave_comm_all_reduce_start", args, this->state.i64);
+    for (Value r : op.getResults())
+      this->state.handles[r] = handle;
+    this->state.bucketWaited[handle.getAsOpaquePointer()] = false;
     return success();
   }
 };
@@ -253,7 +263,12 @@ template <typename Op> struct WaitPattern : RuntimePattern<Op> {
     Value handle = this->state.handles.lookup(w.getInput());
     if (!handle)
       return w.emitOpError("waits for a collective that was not started");
-    rt.call("cleave_comm_wait", {handle});
+    // A bucket's results share its handle: the first wait completes it.
+    auto bucket = this->state.bucketWaited.find(handle.getAsOpaquePointer());
+    if (bucket == this->state.bucketWaited.end() || !bucket->second)
+      rt.call("cleave_comm_wait", {handle});
+    if (bucket != this->state.bucketWaited.end())
+      bucket->second = true;
     rt.copyUnlessAliased(w.getInput(), w.getResult(), in[0], out[0]);
     return success();
   }

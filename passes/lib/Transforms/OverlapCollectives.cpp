@@ -27,8 +27,8 @@ namespace {
 /// True for a blocking collective the engine can start: along dimension 0.
 bool canStart(Operation *op) {
   return llvm::TypeSwitch<Operation *, bool>(op)
-      .Case<dist::AllReduceOp, dist::CollectivePermuteOp>(
-          [](auto c) { return !c.getAsync(); })
+      .Case<dist::AllReduceOp, dist::AllReduceBucketOp,
+            dist::CollectivePermuteOp>([](auto c) { return !c.getAsync(); })
       .Case<dist::AllGatherOp, dist::ReduceScatterOp>(
           [](auto c) { return !c.getAsync() && c.getDim() == 0; })
       .Case<dist::AllToAllOp>([](dist::AllToAllOp c) {
@@ -92,14 +92,10 @@ struct OverlapCollectivesPass
     });
   }
 
-  /// Starts `op` and waits before its result's first reader (or the first
-  /// assignment) from `from` on (the op after it by default).
-  void start(Operation *op, Operation *from = nullptr) {
-    Value result = op->getResult(0);
-    // The wait goes before the first reader or the first assignment.
-    Operation *before = nullptr;
-    for (Operation *it = from ? from : op->getNextNode(); it && !before;
-         it = it->getNextNode()) {
+  /// The op before which `result` is waited for: its first reader (or the
+  /// first assignment, or the terminator) from `from` on.
+  static Operation *waitPoint(Value result, Operation *from) {
+    for (Operation *it = from; it; it = it->getNextNode()) {
       bool reads = llvm::any_of(it->getOperands(),
                                 [&](Value v) { return v == result; });
       bool nested = false;
@@ -109,16 +105,32 @@ struct OverlapCollectivesPass
       });
       if (reads || nested || isa<graph::AssignOp>(it) ||
           it->hasTrait<OpTrait::IsTerminator>())
-        before = it;
+        return it;
     }
-    if (!before)
-      return;
-    OpBuilder b(before);
-    op->setAttr("async", b.getUnitAttr());
-    auto wait = dist::WaitOp::create(b, op->getLoc(), result.getType(), result);
-    result.replaceAllUsesExcept(wait.getResult(), wait);
+    return nullptr;
+  }
+
+  /// Starts `op` and waits for each result before its wait point from
+  /// `from` on (the op after it by default). A bucket's results each get a
+  /// wait; the first completes them all.
+  void start(Operation *op, Operation *from = nullptr) {
+    SmallVector<Operation *> points;
+    for (Value result : op->getResults()) {
+      points.push_back(waitPoint(result, from ? from : op->getNextNode()));
+      if (!points.back())
+        return;
+    }
+    op->setAttr("async", UnitAttr::get(op->getContext()));
+    bool overlapped = false;
+    for (auto [result, before] : llvm::zip(op->getResults(), points)) {
+      OpBuilder b(before);
+      auto wait =
+          dist::WaitOp::create(b, op->getLoc(), result.getType(), result);
+      result.replaceAllUsesExcept(wait.getResult(), wait);
+      overlapped |= wait->getPrevNode() != op;
+    }
     ++numStarted;
-    if (wait->getPrevNode() != op)
+    if (overlapped)
       ++numOverlapped;
   }
 };

@@ -265,13 +265,20 @@ struct PlanMemoryPass : cleave::impl::PlanMemoryPassBase<PlanMemoryPass> {
       if (!bucket)
         continue;
       SmallVector<Value> members;
+      // A started bucket reads its inputs until its last wait.
+      int64_t done = 0;
+      for (Value r : bucket.getResults()) {
+        done = std::max(done, opIndex.lookup(r));
+        if (bucket.getAsync())
+          for (Operation *wait : r.getUsers())
+            done = std::max(done, opIndex.lookup(wait->getResult(0)));
+      }
       for (auto [i, in] : llvm::enumerate(bucket.getInputs())) {
         Value leader = classes.getOrInsertLeaderValue(in);
         bool ok = true;
         for (auto it = classes.findLeader(leader); it != classes.member_end();
              ++it)
-          ok &= !fixedOffset.count(*it) &&
-                lastUse.lookup(*it) <= opIndex.lookup(bucket.getResult(i));
+          ok &= !fixedOffset.count(*it) && lastUse.lookup(*it) <= done;
         if (!ok || llvm::is_contained(members, leader)) {
           bucket.emitOpError("input #")
               << i << " is stored elsewhere or used after the bucket; a "

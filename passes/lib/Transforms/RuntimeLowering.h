@@ -279,6 +279,9 @@ public:
   DenseMap<Value, int64_t> offsets;
   /// The handle of each started collective, by its (original) result.
   DenseMap<Value, Value> handles;
+  /// The handles of started buckets (whose results share one): whether a
+  /// wait has completed it, so that the later waits do not wait again.
+  DenseMap<void *, bool> bucketWaited;
   /// The descriptor globals, by their words. No pattern that made one is
   /// rolled back: each succeeds, with LLVM ops, which are legal.
   llvm::StringMap<LLVM::GlobalOp> descs;

@@ -599,6 +599,16 @@ func.func @async_permute_read_directly(%x: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 dist.mesh @m ["dp" = 2]
+func.func @async_bucket_read_directly(%x: tensor<4xf32>, %y: tensor<2xf32>) -> (tensor<4xf32>, tensor<2xf32>) {
+  // expected-error @+1 {{is async: each result must have one use, a dist.wait}}
+  %0:2 = dist.all_reduce_bucket async %x, %y on @m ["dp"] sum : tensor<4xf32>, tensor<2xf32> -> tensor<4xf32>, tensor<2xf32>
+  %1 = dist.wait %0#0 : tensor<4xf32>
+  return %1, %0#1 : tensor<4xf32>, tensor<2xf32>
+}
+
+// -----
+
+dist.mesh @m ["dp" = 2]
 func.func @async_waited_twice(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
   // expected-error @+1 {{is async: its result must have one use, a dist.wait}}
   %0 = dist.all_gather async %x on @m ["dp"] dim 0 : tensor<4xf32> -> tensor<8xf32>

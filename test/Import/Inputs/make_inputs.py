@@ -126,6 +126,11 @@ def write_unsupported():
     save(model([node("MatMul", ["x", ""], ["y"], "proj/MatMul")],
                [vinfo("x", F32, [2, 3])], [vinfo("y", F32, [2, 3])]),
          "missing_input.onnx", check=False)
+    # A Reshape to a constant shape whose element count overflows int64.
+    save(model([node("Reshape", ["x", "target"], ["y"], "huge/Reshape")],
+               [vinfo("x", F32, [2, 3])], [vinfo("y", F32, [None, None])],
+               [const("target", [1 << 40, 1 << 40])]),
+         "reshape_overflow.onnx", check=False)
     # A Reshape whose target shape is computed from a runtime input.
     save(model([node("Reshape", ["x", "s"], ["y"], "dyn/Reshape")],
                [vinfo("x", F32, [2, 6]), vinfo("s", I64, [2])],

@@ -359,6 +359,11 @@ LogicalResult AllGatherOp::verify() { return verifyAsync(*this, getAsync()); }
 LogicalResult AllReduceBucketOp::verify() {
   if (getInputs().empty())
     return emitOpError("needs at least one input");
+  if (getAsync())
+    for (Value r : getResults())
+      if (!r.hasOneUse() || !isa<WaitOp>(*r.getUsers().begin()))
+        return emitOpError("is async: each result must have one use, a "
+                           "dist.wait");
   if (getInputs().getTypes() != getResults().getTypes())
     return emitOpError("results must have the inputs' types");
   Type elem = cast<RankedTensorType>(getInputs()[0].getType()).getElementType();
@@ -378,9 +383,9 @@ LogicalResult WaitOp::verify() {
   Operation *start = getInput().getDefiningOp();
   bool started =
       start && llvm::TypeSwitch<Operation *, bool>(start)
-                   .Case<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp,
-                         CollectivePermuteOp, RecvOp>(
-                       [](auto c) { return c.getAsync(); })
+                   .Case<AllReduceOp, AllReduceBucketOp, AllGatherOp,
+                         ReduceScatterOp, AllToAllOp, CollectivePermuteOp,
+                         RecvOp>([](auto c) { return c.getAsync(); })
                    .Default([](Operation *) { return false; });
   if (!started)
     return emitOpError("waits for a value that no async collective started");

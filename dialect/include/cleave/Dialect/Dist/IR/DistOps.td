@@ -138,13 +138,19 @@ def Dist_AllReduceBucketOp : Dist_CollectiveOp<"all_reduce_bucket"> {
     ```mlir
     %a, %b = dist.all_reduce_bucket %ga, %gb on @mesh ["dp"] sum : tensor<4xf32>, tensor<32x4xf32> -> tensor<4xf32>, tensor<32x4xf32>
     ```
+
+    Marked `async`, the reduction starts here and each result's one use is
+    a `dist.wait`: the first of them in program order completes the whole
+    bucket, the others find it complete (a gradient bucket reduced while
+    the rest of the backward runs).
   }];
   let arguments = (ins Variadic<Dist_Tensor>:$inputs, FlatSymbolRefAttr:$mesh,
-                       StrArrayAttr:$axes, Cleave_ReductionKind:$kind);
+                       StrArrayAttr:$axes, Cleave_ReductionKind:$kind,
+                       UnitAttr:$async);
   let results = (outs Variadic<Dist_Tensor>:$results);
   let assemblyFormat = [{
-    $inputs `on` $mesh $axes $kind attr-dict `:` type($inputs) `->`
-    type($results)
+    (`async` $async^)? $inputs `on` $mesh $axes $kind attr-dict `:`
+    type($inputs) `->` type($results)
   }];
   let hasVerifier = 1;
 }
