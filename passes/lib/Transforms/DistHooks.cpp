@@ -449,11 +449,7 @@ AttentionOp forwardOf(AttentionGradOp grad) {
         attention.getValue() != grad.getValue() || attention.getMask() ||
         attention.getCausal() != grad.getCausal())
       continue;
-    double scale = attention.getScale()
-                       ? attention.getScale()->convertToDouble()
-                       : 1.0 / std::sqrt(double(
-                                   attention.getQuery().getType().getDimSize(3)));
-    if (scale == grad.getScale().convertToDouble())
+    if (attention.getScaleOrDefault() == grad.getScale().convertToDouble())
       return attention;
   }
   return {};
@@ -476,11 +472,8 @@ partitionRing(Builder &g, Operation *op, ArrayRef<Value> operands,
               "queries are split into";
   auto attention = dyn_cast<AttentionOp>(op);
   auto grad = dyn_cast<AttentionGradOp>(op);
-  double scale =
-      grad ? grad.getScale().convertToDouble()
-      : attention.getScale()
-          ? attention.getScale()->convertToDouble()
-          : 1.0 / std::sqrt(double(attention.getQuery().getType().getDimSize(3)));
+  double scale = grad ? grad.getScale().convertToDouble()
+                      : attention.getScaleOrDefault();
   FailureOr<bool> zigzag = zigzagLayout(op, axes, mesh);
   if (failed(zigzag))
     return failure();

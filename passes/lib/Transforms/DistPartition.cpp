@@ -153,9 +153,14 @@ FailureOr<Value> Partitioner::reorderChunks(OpBuilder &b, Location loc,
   SmallVector<int64_t> order;
   for (int64_t r = 0; r < n; ++r)
     order.append({r, 2 * n - 1 - r});
+  // from[j]: the input chunk that output chunk j takes.
   SmallVector<int64_t> from(2 * n);
-  for (int64_t j = 0; j < 2 * n; ++j)
-    from[toZigzag ? j : order[j]] = toZigzag ? order[j] : j;
+  for (int64_t j = 0; j < 2 * n; ++j) {
+    if (toZigzag)
+      from[j] = order[j];
+    else
+      from[order[j]] = j;
+  }
   SmallVector<int64_t> indices;
   indices.reserve(size);
   for (int64_t j = 0; j < 2 * n; ++j)
@@ -307,15 +312,12 @@ FailureOr<Value> Partitioner::convert(Value old, const Layout &to,
         scattered.assign(extra.begin() + k, extra.end());
       }
     }
-    // In the mesh's order, so that a value partial over {cp, dp} and one
-    // over {dp, cp} are reduced over one group.
+    // decideLayouts keeps partial axes in the mesh's order, so values
+    // partial over the same axes reduce over one group.
     SmallVector<StringRef, 2> rest;
-    for (Attribute name : mesh.getAxisNames()) {
-      StringRef a = cast<StringAttr>(name).getValue();
-      if (llvm::is_contained(cur.partial, a) &&
-          !llvm::is_contained(scattered, a))
+    for (StringRef a : cur.partial)
+      if (!llvm::is_contained(scattered, a))
         rest.push_back(a);
-    }
     {
       // A whole all-reduce goes right after the value's producer, not
       // before its reader: started there (-cleave-overlap-collectives), a

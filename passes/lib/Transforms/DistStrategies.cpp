@@ -433,24 +433,26 @@ Value asRank3(OpBuilder &b, Location loc, Value x) {
 /// times dy [B, S, N], summed over B (a view for B = 1): the merged rows
 /// cannot be split on the sequence (it is their minor factor), so the
 /// partitioner would gather x and dy whole; unmerged, the contraction over
-/// the split sequence is partial and reduced like any other. Returns the
-/// number rewritten.
-int64_t contractOverTheSequence(ModuleOp module, int64_t sequence) {
-  SmallVector<graph::MatmulOp> found;
+/// the split sequence is partial and reduced like any other.
+void contractOverTheSequence(ModuleOp module, int64_t sequence) {
+  struct Found {
+    graph::MatmulOp mm;
+    graph::TransposeOp lhs;
+    Value x, dy;
+  };
+  SmallVector<Found> found;
   module.walk([&](graph::MatmulOp mm) {
     auto lhs = mm.getLhs().getDefiningOp<graph::TransposeOp>();
-    if (lhs && lhs.getPerm() == ArrayRef<int64_t>{1, 0} &&
-        unmergedRows(lhs.getOperand(), sequence) &&
-        unmergedRows(mm.getRhs(), sequence))
-      found.push_back(mm);
-  });
-  for (graph::MatmulOp mm : found) {
-    auto lhs = mm.getLhs().getDefiningOp<graph::TransposeOp>();
+    if (!lhs || lhs.getPerm() != ArrayRef<int64_t>{1, 0})
+      return;
     Value x = unmergedRows(lhs.getOperand(), sequence);
     Value dy = unmergedRows(mm.getRhs(), sequence);
-    if (cast<RankedTensorType>(x.getType()).getDimSize(0) !=
-        cast<RankedTensorType>(dy.getType()).getDimSize(0))
-      continue;
+    if (x && dy &&
+        cast<RankedTensorType>(x.getType()).getDimSize(0) ==
+            cast<RankedTensorType>(dy.getType()).getDimSize(0))
+      found.push_back({mm, lhs, x, dy});
+  });
+  for (auto &[mm, lhs, x, dy] : found) {
     OpBuilder b(mm);
     Location loc = mm.getLoc();
     SmallVector<Operation *> made;
@@ -486,11 +488,11 @@ int64_t contractOverTheSequence(ModuleOp module, int64_t sequence) {
     mm.erase();
     // The merging reshapes and the transpose, unless something else reads
     // them (left, they would be partitioned, and gathered, all the same).
-    for (Value dead : SmallVector<Value, 3>{lhs.getResult(), lhs.getOperand(), rhs})
+    for (Value dead :
+         SmallVector<Value, 3>{lhs.getResult(), lhs.getOperand(), rhs})
       if (Operation *def = dead.getDefiningOp(); def && def->use_empty())
         def->erase();
   }
-  return int64_t(found.size());
 }
 
 struct DistContextParallelPass

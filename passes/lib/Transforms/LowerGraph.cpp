@@ -338,10 +338,7 @@ struct AttentionPattern : CallPattern<AttentionPattern, Op> {
 
   static void build(AttentionOp a, ArrayRef<Value> in, ArrayRef<Value> out,
                     RuntimeBuilder &rt) {
-    double scale = a.getScale()
-                       ? a.getScale()->convertToDouble()
-                       : 1.0 / std::sqrt(static_cast<double>(
-                                   a.getQuery().getType().getDimSize(3)));
+    double scale = a.getScaleOrDefault();
     Value mask = a.getMask() ? in[3] : rt.null();
     rt.call("cleave_rt_attention",
             {rt.arena(), in[0], in[1], in[2], mask, out[0],

@@ -370,49 +370,55 @@ void writeSafetensors(const std::string &path, const std::string &meta,
       [](const cleave_named_tensor *a, const cleave_named_tensor *b) {
         return dtypeSize(a->tensor.dtype) > dtypeSize(b->tensor.dtype);
       });
-  // The checksums go in the header, before the data: a first pass reads
-  // each tensor for its CRC-32C, the second writes it.
-  std::vector<char> host; // one tensor at a time, reused
-  std::string crcs;
-  for (const cleave_named_tensor *t : tensors) {
-    host.resize(size_t(tensorBytes(t->tensor)));
-    if (!host.empty())
-      arena.read(t->tensor, host.data());
-    crcs += "," + jsonQuote(crcKey(t->name)) + ":\"" +
-            hex8(crc32c(host.data(), host.size())) + "\"";
-  }
-  std::string header = "{\"__metadata__\":{" + meta + crcs + "}";
-  int64_t offset = 0;
-  for (const cleave_named_tensor *t : tensors) {
-    int64_t bytes = tensorBytes(t->tensor);
-    header += "," + jsonQuote(t->name) + ":{\"dtype\":\"" +
-              safetensorsDtype(t->tensor.dtype) + "\",\"shape\":[";
-    for (int d = 0; d < t->tensor.rank; ++d)
-      header += (d ? "," : "") + std::to_string(t->tensor.shape[d]);
-    header += "],\"data_offsets\":[" + std::to_string(offset) + "," +
-              std::to_string(offset + bytes) + "]}";
-    offset += bytes;
-  }
-  header += "}";
-  header.append((8 - header.size() % 8) % 8, ' ');
+  // The checksums go in the header, before the data. Each is 8 hex digits,
+  // so the header's length is known first: it is written with zeros, the
+  // tensors are streamed through once with their CRC-32C computed on the
+  // way, and the header is written again in place.
+  std::vector<uint32_t> crcs(tensors.size(), 0);
+  auto headerOf = [&] {
+    std::string header = "{\"__metadata__\":{" + meta;
+    for (size_t i = 0; i < tensors.size(); ++i)
+      header += "," + jsonQuote(crcKey(tensors[i]->name)) + ":\"" +
+                hex8(crcs[i]) + "\"";
+    header += "}";
+    int64_t offset = 0;
+    for (const cleave_named_tensor *t : tensors) {
+      int64_t bytes = tensorBytes(t->tensor);
+      header += "," + jsonQuote(t->name) + ":{\"dtype\":\"" +
+                safetensorsDtype(t->tensor.dtype) + "\",\"shape\":[";
+      for (int d = 0; d < t->tensor.rank; ++d)
+        header += (d ? "," : "") + std::to_string(t->tensor.shape[d]);
+      header += "],\"data_offsets\":[" + std::to_string(offset) + "," +
+                std::to_string(offset + bytes) + "]}";
+      offset += bytes;
+    }
+    header += "}";
+    header.append((8 - header.size() % 8) % 8, ' ');
+    return header;
+  };
+  std::string header = headerOf();
   unsigned char len[8];
   for (int i = 0; i < 8; ++i)
     len[i] = (unsigned char)(uint64_t(header.size()) >> (8 * i));
 
+  std::vector<char> host; // one tensor at a time, reused
   writeFileAtomically(path, "checkpoint", [&](FILE *f) {
     if (std::fwrite(len, 1, 8, f) != 8 ||
         std::fwrite(header.data(), 1, header.size(), f) != header.size())
       return false;
-    for (const cleave_named_tensor *t : tensors) {
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const cleave_named_tensor *t = tensors[i];
       size_t bytes = size_t(tensorBytes(t->tensor));
-      if (!bytes)
-        continue;
       host.resize(bytes);
-      arena.read(t->tensor, host.data());
-      if (std::fwrite(host.data(), 1, bytes, f) != bytes)
+      if (bytes)
+        arena.read(t->tensor, host.data());
+      crcs[i] = crc32c(host.data(), bytes);
+      if (bytes && std::fwrite(host.data(), 1, bytes, f) != bytes)
         return false;
     }
-    return true;
+    std::string done = headerOf();
+    return done.size() == header.size() && std::fseek(f, 8, SEEK_SET) == 0 &&
+           std::fwrite(done.data(), 1, done.size(), f) == done.size();
   });
 }
 

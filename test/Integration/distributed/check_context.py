@@ -42,7 +42,6 @@ trains both on the same token corpus and checks:
 Prints one line per check; exits non-zero on the first failing case.
 """
 import importlib.util
-import json
 import os
 import re
 import sys
@@ -95,28 +94,12 @@ def check_planner(case, compile_, told, dp, cp, gradients):
     per GPU equal the permutes', its dp bytes (the gradients' reduction
     over the dp x cp group) `gradients`, the compiler's gradient
     all-reduce without the loss's."""
-    plan = os.path.join(os.path.dirname(compile_), "cleave-plan")
-    out = examples.run([plan, os.path.join(examples.ROOT, "examples",
-                                           case.model, "model.onnx"),
-                        "--gpus", str(dp * cp), "--dp", str(dp), "--cp",
-                        str(cp), "--tp", "1", "--pp", "1", "--zero", "0",
-                        "--microbatches", "1", "--global-batch",
-                        str(case.batch), "--precision", "fp32",
-                        "--optimizer", "adam", "--cluster", "h100",
-                        "--json"]).stdout
-    estimate = json.loads(out)
-    estimate = estimate.get("estimate", estimate)
-    pairs = [("ring", estimate["comm_gb"]["cp"] * 1e9,
-              told["cp"]["collective_permute"]),
-             ("gradient all-reduce", estimate["comm_gb"]["dp"] * 1e9,
-              gradients)]
-    for what, planned, compiled in pairs:
-        if abs(planned - compiled) > 1e-6 * max(compiled, 1):
-            raise AssertionError(f"{case.name}: cleave-plan estimates {what} "
-                                 f"{planned:.0f} B per GPU, the compiler's "
-                                 f"figure is {compiled}")
-    said = ", ".join(f"{what} {p:.0f} B against {c} B" for what, p, c in pairs)
-    print(f"ok {case.name}: cleave-plan agrees per GPU: {said}")
+    estimate = experts.plan_estimate(compile_, case, gpus=dp * cp, dp=dp,
+                                     cp=cp)
+    experts.expect_plan_agrees(case.name, [
+        ("ring", estimate["comm_gb"]["cp"] * 1e9,
+         told["cp"]["collective_permute"]),
+        ("gradient all-reduce", estimate["comm_gb"]["dp"] * 1e9, gradients)])
 
 
 def check_case(case, compile_, work):

@@ -267,15 +267,7 @@ def check_planner(case, compile_, told, stored):
     dp, ep = axes.get("dp", 1), axes.get("ep", 1)
     if "tp" in axes:
         return
-    plan = os.path.join(os.path.dirname(compile_), "cleave-plan")
-    out = run([plan, os.path.join(ROOT, "examples", case.model, "model.onnx"),
-               "--gpus", str(dp * ep), "--dp", str(dp * ep), "--ep", str(ep),
-               "--tp", "1", "--pp", "1", "--cp", "1", "--zero", "0",
-               "--microbatches", "1", "--global-batch", str(case.batch),
-               "--precision", "fp32", "--optimizer", "adam",
-               "--cluster", "h100", "--json"]).stdout
-    estimate = json.loads(out)
-    estimate = estimate.get("estimate", estimate)
+    estimate = plan_estimate(compile_, case, gpus=dp * ep, dp=dp * ep, ep=ep)
     planned = {a: estimate["comm_gb"][a] * 1e9 for a in ("dp", "ep")}
     loss = ring(dp * ep, 4, 2)
     reduced = sum(kinds.get("all_reduce", 0) for names, kinds in told.items()
@@ -287,13 +279,33 @@ def check_planner(case, compile_, told, stored):
     memory = estimate["memory_gb"]
     pairs += [("parameters", memory["params"] * 1e9, stored[0]),
               ("optimizer state", memory["optimizer"] * 1e9, stored[1])]
+    expect_plan_agrees(case.name, pairs)
+
+
+def plan_estimate(compile_, case, **layout):
+    """cleave-plan's --json estimate for the case's model and batch in fp32
+    with Adam, ZeRO 0, one microbatch, on the `layout` (gpus, dp, tp, pp,
+    cp, ep; 1 where not given)."""
+    plan = os.path.join(os.path.dirname(compile_), "cleave-plan")
+    counts = {"tp": 1, "pp": 1, "cp": 1, "ep": 1, **layout}
+    flags = [x for k, v in counts.items() for x in (f"--{k}", str(v))]
+    out = run([plan, os.path.join(ROOT, "examples", case.model, "model.onnx"),
+               *flags, "--zero", "0", "--microbatches", "1",
+               "--global-batch", str(case.batch), "--precision", "fp32",
+               "--optimizer", "adam", "--cluster", "h100", "--json"]).stdout
+    estimate = json.loads(out)
+    return estimate.get("estimate", estimate)
+
+
+def expect_plan_agrees(name, pairs):
+    """Each (what, planned, compiled) of `pairs` equal within 1e-6."""
     for what, p, c in pairs:
         if abs(p - c) > 1e-6 * max(c, 1):
-            raise AssertionError(f"{case.name}: cleave-plan estimates {what} "
+            raise AssertionError(f"{name}: cleave-plan estimates {what} "
                                  f"{p:.0f} B per GPU, the compiler's figure "
                                  f"is {c}")
     said = ", ".join(f"{what} {p:.0f} B against {c} B" for what, p, c in pairs)
-    print(f"ok {case.name}: cleave-plan agrees per GPU: {said}")
+    print(f"ok {name}: cleave-plan agrees per GPU: {said}")
 
 
 def main():

@@ -676,10 +676,7 @@ GRAPH_GRADIENT(TopKOp) {
 //===----------------------------------------------------------------------===//
 
 GRAPH_GRADIENT(AttentionOp) {
-  double scale =
-      getScale() ? getScale()->convertToDouble()
-                 : 1.0 / std::sqrt(static_cast<double>(
-                             getQuery().getType().getShape().back()));
+  double scale = getScaleOrDefault();
   auto grads = AttentionGradOp::create(
       builder, getLoc(), getQuery().getType(), getKey().getType(),
       getValue().getType(), getQuery(), getKey(), getValue(), resultGrads[0],

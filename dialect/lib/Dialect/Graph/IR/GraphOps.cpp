@@ -17,6 +17,8 @@
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallSet.h"
+
+#include <cmath>
 #include <algorithm>
 
 #include <limits>
@@ -673,6 +675,12 @@ LogicalResult TopKOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
 //===----------------------------------------------------------------------===//
 // AttentionOp, losses
 //===----------------------------------------------------------------------===//
+
+double AttentionOp::getScaleOrDefault() {
+  return getScale() ? getScale()->convertToDouble()
+                    : 1.0 / std::sqrt(static_cast<double>(
+                                getQuery().getType().getShape().back()));
+}
 
 LogicalResult AttentionOp::inferReturnTypes(MLIRContext *, OptLoc loc,
                                             Adaptor adaptor,

@@ -559,6 +559,10 @@ def Graph_AttentionOp : Graph_Op<"attention", [Pure, InferTypeOpAdaptor]> {
     (`scale` $scale^)? attr-dict `:` type($query) `,` type($key) `,`
     type($value) (`,` type($mask)^)?
   }];
+  let extraClassDeclaration = [{
+    /// The scale of the scores: `scale`, or 1/sqrt of the head size.
+    double getScaleOrDefault();
+  }];
 }
 
 def Graph_CrossEntropyOp : Graph_Op<"cross_entropy", [Pure,
