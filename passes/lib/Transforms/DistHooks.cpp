@@ -4,11 +4,11 @@
 // partitioning, written here with ordinary graph ops and collectives:
 //
 // - graph.gather along a split vocabulary (Megatron's vocabulary-parallel
-//   embedding): each device looks up the ids in its range, shifted to its
-//   block, and contributes zero rows for the others; the result is partial
-//   over the vocabulary's axes.
+//   embedding): each device looks up the ids in its block, at its offset,
+//   with zero rows for the others (one gather with an offset); the result
+//   is partial over the vocabulary's axes.
 // - graph.gather_grad into a split table: each device scatters the rows of
-//   the ids in its range into its block.
+//   the ids in its block into it (one gather_grad with an offset).
 // - graph.cross_entropy and graph.cross_entropy_grad (reduction sum) over
 //   split classes (the vocabulary-parallel loss, which never gathers the
 //   logits): the row maximum and the sum of exponentials are all-reduced,
@@ -137,26 +137,6 @@ struct Vocabulary {
     return g.cast(g.mul(index, g.scalar(g.b.getI64Type(), double(block))),
                   elem);
   }
-  /// `ids` shifted to this device's block, the shifted ids clamped into it,
-  /// and whether each was in it.
-  std::pair<Value, Value> localIds(Builder &g, Value ids) const {
-    Type elem = g.type(ids).getElementType();
-    Value local = g.sub(ids, offset(g, elem));
-    Value low = g.compare(CompareDirection::GE, local, g.scalar(elem, 0));
-    Value high = g.compare(CompareDirection::LT, local,
-                           g.scalar(elem, double(block)));
-    Value in = WhereOp::create(g.b, g.loc, g.type(low), low, high, low);
-    Value clamped = WhereOp::create(g.b, g.loc, g.type(local), in, local,
-                                    g.scalar(elem, 0));
-    return {clamped, in};
-  }
-  /// A 0/1 mask of `in`, of `elem`, shaped to broadcast over `rank - rank
-  /// of in` trailing dimensions.
-  Value mask(Builder &g, Value in, Type elem, int64_t rank) const {
-    SmallVector<int64_t> shape(g.type(in).getShape());
-    shape.resize(rank, 1);
-    return g.reshape(g.cast(in, elem), shape);
-  }
   /// The one-hot of `labels` over this device's classes, [..., block] f32.
   Value oneHot(Builder &g, Value labels) const {
     Type elem = g.type(labels).getElementType();
@@ -231,6 +211,17 @@ int64_t hookFactor(Operation *op, const ShardingRule &rule) {
                ? factorOf(rule.getOperands()[0], ce.getLogits().getType().getRank() - 1)
                : -1;
   return -1;
+}
+
+int64_t resultOnlyHookFactor(Operation *op, const ShardingRule &rule) {
+  int64_t hooked = hookFactor(op, rule);
+  if (hooked < 0)
+    return -1;
+  for (const TensorFactors &tf : rule.getOperands())
+    for (const DimFactors &dim : tf)
+      if (llvm::is_contained(dim, hooked))
+        return -1;
+  return hooked;
 }
 
 int64_t hookTiedFactor(Operation *op, const ShardingRule &rule) {
@@ -525,23 +516,25 @@ FailureOr<SmallVector<Value>> partitionWithHook(
   Builder g(b, hookLoc(b, op, "vocabulary", axes), localTypeOf);
   Vocabulary v{FlatSymbolRefAttr::get(mesh.getSymNameAttr()),
                b.getStrArrayAttr(axes), 0};
-  if (auto gather = dyn_cast<GatherOp>(op)) {
-    Value data = operands[0];
-    v.block = g.type(data).getDimSize(0);
-    auto [ids, in] = v.localIds(g, operands[1]);
-    Value rows = GatherOp::create(b, g.loc, resultTypes[0], data, ids, 0);
-    return SmallVector<Value>{g.mul(
-        rows, v.mask(g, in, g.type(data).getElementType(),
-                     resultTypes[0].getRank()))};
+  // The lookup and its gradient keep the ids global and take the block's
+  // offset (added to one the op already has).
+  auto blockOffset = [&](ArrayRef<Value> operands) {
+    Value offset = v.offset(g, g.b.getI64Type());
+    return operands.size() > 2 ? g.add(operands[2], offset) : offset;
+  };
+  if (isa<GatherOp>(op)) {
+    v.block = g.type(operands[0]).getDimSize(0);
+    return SmallVector<Value>{
+        GatherOp::create(b, g.loc, resultTypes[0], operands[0], operands[1],
+                         blockOffset(operands), 0)
+            .getResult()};
   }
   if (isa<GatherGradOp>(op)) {
-    Value grad = operands[0];
     v.block = resultTypes[0].getDimSize(0);
-    auto [ids, in] = v.localIds(g, operands[1]);
-    Value masked = g.mul(grad, v.mask(g, in, g.type(grad).getElementType(),
-                                      g.type(grad).getRank()));
     return SmallVector<Value>{
-        GatherGradOp::create(b, g.loc, resultTypes[0], masked, ids, 0)};
+        GatherGradOp::create(b, g.loc, resultTypes[0], operands[0],
+                             operands[1], blockOffset(operands), 0)
+            .getResult()};
   }
   if (auto ce = dyn_cast<CrossEntropyOp>(op)) {
     Value logits = operands[0], labels = operands[1];

@@ -169,7 +169,9 @@ FailureOr<Value> Partitioner::reorderChunks(OpBuilder &b, Location loc,
   auto indexType = RankedTensorType::get({size}, b.getI64Type());
   Value table = graph::ConstantOp::create(
       b, loc, DenseElementsAttr::get(indexType, ArrayRef<int64_t>(indices)));
-  return graph::GatherOp::create(b, loc, type, v, table, d).getResult();
+  return graph::GatherOp::create(b, loc, type, v, table,
+                                 /*offset=*/Value(), d)
+      .getResult();
 }
 
 Layout Partitioner::wholeAlongZigzag(Layout layout) {

@@ -42,7 +42,9 @@ private:
   LogicalResult seed();
   /// Decides `op` from what is known and gives the unknown results (and,
   /// when `backward`, the unknown operands) their layouts. True on change.
-  bool visit(Operation *op, bool backward);
+  /// While `deferring`, the forward sweep leaves the ops whose results have
+  /// a factor of their own that only the op's hook splits to their readers.
+  bool visit(Operation *op, bool backward, bool deferring);
   LogicalResult set(Value v, ShardingAttr sharding, Operation *at);
   void write();
 
@@ -104,7 +106,15 @@ LogicalResult Propagation::seed() {
   return failure(walk.wasInterrupted());
 }
 
-bool Propagation::visit(Operation *op, bool backward) {
+/// Whether `v` is the result of an op the forward sweep defers (see
+/// visit): a reader that wants it whole leaves it to the op, which may
+/// rather leave it partial.
+static bool isDeferred(Value v) {
+  auto ruled = v.getDefiningOp<ShardingRuleOpInterface>();
+  return ruled && resultOnlyHookFactor(ruled, ruled.getShardingRule()) >= 0;
+}
+
+bool Propagation::visit(Operation *op, bool backward, bool deferring) {
   auto ruled = dyn_cast<ShardingRuleOpInterface>(op);
   if (auto shard = dyn_cast<ShardOp>(op)) {
     ShardingAttr sharding = shard.getSharding();
@@ -149,6 +159,11 @@ bool Propagation::visit(Operation *op, bool backward) {
     return false;
 
   ShardingRule rule = ruled.getShardingRule();
+  // gather_grad's table rows: its readers know best how the table is
+  // split (the update of a vocabulary-parallel parameter wants the block),
+  // where the forward sweep would settle them whole and slice the block.
+  if (deferring && !backward && resultOnlyHookFactor(op, rule) >= 0)
+    return false;
   auto knownOf = [&](Value v) {
     auto it = known.find(v);
     return it == known.end() ? KnownLayout{}
@@ -184,7 +199,9 @@ bool Propagation::visit(Operation *op, bool backward) {
     }
   if (backward)
     for (auto [v, layout] : llvm::zip(op->getOperands(), decided.operands))
-      if (unknown(v) && !v.getDefiningOp<graph::ConstantOp>()) {
+      if (unknown(v) && !v.getDefiningOp<graph::ConstantOp>() &&
+          !(deferring && isDeferred(v) &&
+            layout.withoutPartial().isReplicated())) {
         known[v] = {layout.withoutPartial(), ShardingPriority::Propagated,
                     StringAttr()};
         changed = true;
@@ -220,13 +237,16 @@ LogicalResult Propagation::run() {
     return failure();
   Block &body = fn.getBody().front();
   // Each round visits every op at most twice; a value is set once, so the
-  // rounds end after at most as many as there are values.
-  for (bool changed = true; changed;) {
+  // rounds end after at most as many as there are values. The deferred ops
+  // are decided forward once nothing else changes.
+  for (bool changed = true, deferring = true; changed || deferring;) {
+    if (!changed)
+      deferring = false;
     changed = false;
     for (Operation &op : body)
-      changed |= visit(&op, /*backward=*/false);
+      changed |= visit(&op, /*backward=*/false, deferring);
     for (Operation &op : llvm::reverse(body))
-      changed |= visit(&op, /*backward=*/true);
+      changed |= visit(&op, /*backward=*/true, deferring);
   }
   write();
   return success();

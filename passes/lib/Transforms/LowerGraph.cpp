@@ -194,15 +194,25 @@ struct DataMovementPattern : CallPattern<DataMovementPattern, Op> {
     rt.call("cleave_rt_concat", {rt.arena(), list, rt.constI64(in.size()),
                                  out[0], rt.constI64(c.getDim())});
   }
+  // With an offset, the block forms (the vocabulary-parallel lookup).
   static void build(GatherOp g, ArrayRef<Value> in, ArrayRef<Value> out,
                     RuntimeBuilder &rt) {
-    rt.call("cleave_rt_gather",
-            {rt.arena(), in[0], in[1], out[0], rt.constI64(g.getDim())});
+    if (g.getOffset())
+      rt.call("cleave_rt_gather_block", {rt.arena(), in[0], in[1], in[2],
+                                         out[0], rt.constI64(g.getDim())});
+    else
+      rt.call("cleave_rt_gather",
+              {rt.arena(), in[0], in[1], out[0], rt.constI64(g.getDim())});
   }
   static void build(GatherGradOp g, ArrayRef<Value> in, ArrayRef<Value> out,
                     RuntimeBuilder &rt) {
-    rt.call("cleave_rt_gather_grad",
-            {rt.arena(), in[0], in[1], out[0], rt.constI64(g.getDim())});
+    if (g.getOffset())
+      rt.call("cleave_rt_gather_grad_block",
+              {rt.arena(), in[0], in[1], in[2], out[0],
+               rt.constI64(g.getDim())});
+    else
+      rt.call("cleave_rt_gather_grad",
+              {rt.arena(), in[0], in[1], out[0], rt.constI64(g.getDim())});
   }
 };
 
@@ -509,6 +519,7 @@ struct OptimizerPattern : CallPattern<OptimizerPattern, Op> {
 };
 
 } // namespace
+
 
 namespace cleave::lowering {
 

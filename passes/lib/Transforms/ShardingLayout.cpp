@@ -290,7 +290,16 @@ OpLayouts decideLayouts(Operation *op, const ShardingRule &rule,
       proposals.push_back({tensor, f, axes, known.priority, numElements(v)});
     }
   });
-  llvm::stable_sort(proposals, [](const Proposal &a, const Proposal &b) {
+  // A hook factor of the results alone takes the axes the operands'
+  // factors leave: splitting gather_grad's table rows on the axis its ids
+  // are split on would gather the ids where ZeRO reduce-scatters the
+  // table's partial gradient; on an axis the ids are whole on (tp), the
+  // hook computes the block.
+  const int64_t resultOnly = resultOnlyHookFactor(op, rule);
+  llvm::stable_sort(proposals, [&](const Proposal &a, const Proposal &b) {
+    bool lastA = a.factor == resultOnly, lastB = b.factor == resultOnly;
+    if (lastA != lastB)
+      return lastB;
     if (a.priority != b.priority)
       return a.priority < b.priority;
     return a.elements > b.elements;

@@ -129,6 +129,12 @@ mlir::StringAttr joinOrigins(mlir::MLIRContext *ctx,
 /// or ring attention or of its gradient), or -1 (DistHooks.cpp).
 int64_t hookFactor(mlir::Operation *op, const ShardingRule &rule);
 
+/// The hook factor of `op` when only its results carry it (gather_grad's
+/// table rows), or -1. Its operands cannot propose its axes: the forward
+/// sweep of -dist-propagate leaves such an op to its readers, and the
+/// factor takes only the axes its operands' factors leave (DistHooks.cpp).
+int64_t resultOnlyHookFactor(mlir::Operation *op, const ShardingRule &rule);
+
 /// The factor of `op`'s rule that its hook takes split on the same axes as
 /// the hook factor, or -1: the keys of a ring attention (`dist.ring`),
 /// whose blocks travel around the ring of the queries' devices.

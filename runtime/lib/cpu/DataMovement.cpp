@@ -179,6 +179,104 @@ void checkGatherIndices(const char *kernel, const char *idx, int32_t dtype,
   }
 }
 
+/// The row of table index `v`: counted from the end when negative (ONNX
+/// Gather), or, in a block at `offset` (the block kernels), shifted by it
+/// and -1 when outside.
+struct RowOf {
+  int64_t size;
+  const int64_t *offset; // null: the whole table
+
+  int64_t operator()(int64_t v) const {
+    if (offset) {
+      v -= *offset;
+      return v >= 0 && v < size ? v : -1;
+    }
+    return v < 0 ? v + size : v;
+  }
+};
+
+/// The block kernels' offset, checked and read.
+int64_t readOffset(const char *k, char *arena, const cleave_tensor *offset) {
+  checkIndexScalar(k, "offset", offset);
+  return indexAt(dataOf(arena, *offset), offset->dtype, 0);
+}
+
+void gather(const char *k, char *arena, const cleave_tensor *data,
+            const cleave_tensor *indices, const int64_t *offset,
+            const cleave_tensor *out, int64_t dim) {
+  GatherPlan g = checkGather(k, data, indices, out, dim);
+  int64_t outer = g.outer, inner = g.inner, size = g.size;
+  int64_t numIdx = numElements(*indices);
+  const char *idx = dataOf(arena, *indices);
+  if (!offset)
+    checkGatherIndices(k, idx, indices->dtype, numIdx, size, dim);
+  RowOf rowOf{size, offset};
+  std::vector<char> copy;
+  const char *src = sourceBytes(arena, *data, *out, copy);
+  char *dst = dataOf(arena, *out);
+  size_t block = size_t(inner) * elementSize(data->dtype);
+  bool parallel = outer * numIdx * inner >= kParallelElements;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t t = 0; t < outer * numIdx; ++t) {
+    int64_t o = t / numIdx, i = t % numIdx;
+    int64_t v = rowOf(indexAt(idx, indices->dtype, i));
+    if (v < 0)
+      std::memset(dst + size_t(t) * block, 0, block);
+    else
+      std::memcpy(dst + size_t(t) * block, src + size_t(o * size + v) * block,
+                  block);
+  }
+}
+
+void gatherGrad(const char *k, char *arena, const cleave_tensor *dy,
+                const cleave_tensor *indices, const int64_t *offset,
+                const cleave_tensor *out, int64_t dim) {
+  GatherPlan g = checkGatherGrad(k, dy, indices, out, dim);
+  int64_t outer = g.outer, inner = g.inner, size = g.size;
+  int64_t numIdx = numElements(*indices);
+  const char *idx = dataOf(arena, *indices);
+  if (!offset)
+    checkGatherIndices(k, idx, indices->dtype, numIdx, size, dim);
+  // Positions grouped by target row (counting sort, ascending within a
+  // row), so that each out row is owned by one thread and sums its
+  // contributions in index order: parallel without atomics, deterministic.
+  // A position outside a block goes to the extra row `size`, never summed.
+  RowOf rowOf{size, offset};
+  auto target = [&](int64_t i) {
+    int64_t v = rowOf(indexAt(idx, indices->dtype, i));
+    return v < 0 ? size : v;
+  };
+  std::vector<int64_t> first(static_cast<size_t>(size + 2), 0);
+  std::vector<int64_t> positions(static_cast<size_t>(numIdx));
+  for (int64_t i = 0; i < numIdx; ++i)
+    ++first[size_t(target(i) + 1)];
+  for (int64_t v = 0; v <= size; ++v)
+    first[size_t(v + 1)] += first[size_t(v)];
+  {
+    std::vector<int64_t> next(first.begin(), first.end() - 1);
+    for (int64_t i = 0; i < numIdx; ++i)
+      positions[size_t(next[size_t(target(i))]++)] = i;
+  }
+  Input<float> dyv(arena, *dy, overlaps(*dy, *out));
+  Output<float> ov(arena, *out);
+  const float *dyp = dyv.data();
+  float *op = ov.data();
+  bool parallel = outer * (size + numIdx) * inner >= kParallelElements;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t t = 0; t < outer * size; ++t) {
+    int64_t o = t / size, v = t % size;
+    float *row = op + t * inner;
+    std::fill(row, row + inner, 0.0f);
+    for (int64_t p = first[size_t(v)]; p < first[size_t(v + 1)]; ++p) {
+      const float *src = dyp + (o * numIdx + positions[size_t(p)]) * inner;
+#pragma omp simd
+      for (int64_t c = 0; c < inner; ++c)
+        row[c] += src[c];
+    }
+  }
+  ov.commit();
+}
+
 } // namespace
 
 void cleave::rt::stridedCopy(const char *src, char *dst, size_t elemSize,
@@ -320,73 +418,31 @@ void cleave_rt_concat(char *arena, const cleave_tensor *const *inputs,
 void cleave_rt_gather(char *arena, const cleave_tensor *data,
                       const cleave_tensor *indices, const cleave_tensor *out,
                       int64_t dim) {
-  const char *k = "cleave_rt_gather";
-  GatherPlan g = checkGather(k, data, indices, out, dim);
-  int64_t outer = g.outer, inner = g.inner, size = g.size;
-  int64_t numIdx = numElements(*indices);
-  const char *idx = dataOf(arena, *indices);
-  checkGatherIndices(k, idx, indices->dtype, numIdx, size, dim);
-  std::vector<char> copy;
-  const char *src = sourceBytes(arena, *data, *out, copy);
-  char *dst = dataOf(arena, *out);
-  size_t block = size_t(inner) * elementSize(data->dtype);
-  bool parallel = outer * numIdx * inner >= kParallelElements;
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t t = 0; t < outer * numIdx; ++t) {
-    int64_t o = t / numIdx, i = t % numIdx;
-    int64_t v = indexAt(idx, indices->dtype, i);
-    if (v < 0) // counted from the end, as ONNX Gather allows
-      v += size;
-    std::memcpy(dst + size_t(t) * block, src + size_t(o * size + v) * block,
-                block);
-  }
+  gather("cleave_rt_gather", arena, data, indices, nullptr, out, dim);
+}
+
+void cleave_rt_gather_block(char *arena, const cleave_tensor *data,
+                            const cleave_tensor *indices,
+                            const cleave_tensor *offset,
+                            const cleave_tensor *out, int64_t dim) {
+  const char *k = "cleave_rt_gather_block";
+  int64_t o = readOffset(k, arena, offset);
+  gather(k, arena, data, indices, &o, out, dim);
 }
 
 void cleave_rt_gather_grad(char *arena, const cleave_tensor *dy,
                            const cleave_tensor *indices,
                            const cleave_tensor *out, int64_t dim) {
-  const char *k = "cleave_rt_gather_grad";
-  GatherPlan g = checkGatherGrad(k, dy, indices, out, dim);
-  int64_t outer = g.outer, inner = g.inner, size = g.size;
-  int64_t numIdx = numElements(*indices);
-  const char *idx = dataOf(arena, *indices);
-  checkGatherIndices(k, idx, indices->dtype, numIdx, size, dim);
-  // Positions grouped by target row (counting sort, ascending within a
-  // row), so that each out row is owned by one thread and sums its
-  // contributions in index order: parallel without atomics, deterministic.
-  std::vector<int64_t> first(static_cast<size_t>(size + 1), 0);
-  std::vector<int64_t> positions(static_cast<size_t>(numIdx));
-  auto target = [&](int64_t i) {
-    int64_t v = indexAt(idx, indices->dtype, i);
-    return v < 0 ? v + size : v; // counted from the end, as in the forward
-  };
-  for (int64_t i = 0; i < numIdx; ++i)
-    ++first[size_t(target(i) + 1)];
-  for (int64_t v = 0; v < size; ++v)
-    first[size_t(v + 1)] += first[size_t(v)];
-  {
-    std::vector<int64_t> next(first.begin(), first.end() - 1);
-    for (int64_t i = 0; i < numIdx; ++i)
-      positions[size_t(next[size_t(target(i))]++)] = i;
-  }
-  Input<float> dyv(arena, *dy, overlaps(*dy, *out));
-  Output<float> ov(arena, *out);
-  const float *dyp = dyv.data();
-  float *op = ov.data();
-  bool parallel = outer * (size + numIdx) * inner >= kParallelElements;
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t t = 0; t < outer * size; ++t) {
-    int64_t o = t / size, v = t % size;
-    float *row = op + t * inner;
-    std::fill(row, row + inner, 0.0f);
-    for (int64_t p = first[size_t(v)]; p < first[size_t(v + 1)]; ++p) {
-      const float *src = dyp + (o * numIdx + positions[size_t(p)]) * inner;
-#pragma omp simd
-      for (int64_t c = 0; c < inner; ++c)
-        row[c] += src[c];
-    }
-  }
-  ov.commit();
+  gatherGrad("cleave_rt_gather_grad", arena, dy, indices, nullptr, out, dim);
+}
+
+void cleave_rt_gather_grad_block(char *arena, const cleave_tensor *dy,
+                                 const cleave_tensor *indices,
+                                 const cleave_tensor *offset,
+                                 const cleave_tensor *out, int64_t dim) {
+  const char *k = "cleave_rt_gather_grad_block";
+  int64_t o = readOffset(k, arena, offset);
+  gatherGrad(k, arena, dy, indices, &o, out, dim);
 }
 
 void cleave_rt_slice_grad(char *arena, const cleave_tensor *dy,

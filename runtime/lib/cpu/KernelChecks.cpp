@@ -429,11 +429,7 @@ int64_t checkLocalSlice(const char *k, const cleave_tensor *x,
                         const cleave_tensor *index, const cleave_tensor *out,
                         int64_t dim) {
   checkMoveOperands(k, x, out, /*sameRank=*/true);
-  checkTensor(k, "index", index);
-  if (index->rank != 0 ||
-      (index->dtype != CLEAVE_I64 && index->dtype != CLEAVE_I32))
-    cleave_rt_fail("%s: index is %s %s, not an i64 or i32 scalar", k,
-                   dtypeName(index->dtype), shapeString(*index).c_str());
+  checkIndexScalar(k, "index", index);
   if (dim < 0 || dim >= x->rank)
     cleave_rt_fail("%s: dim %lld is out of range for rank %d", k,
                    (long long)dim, x->rank);
@@ -449,11 +445,16 @@ int64_t checkLocalSlice(const char *k, const cleave_tensor *x,
   return x->shape[dim] / out->shape[dim];
 }
 
+void checkIndexScalar(const char *k, const char *name,
+                      const cleave_tensor *t) {
+  checkTensor(k, name, t);
+  if (t->rank != 0 || (t->dtype != CLEAVE_I64 && t->dtype != CLEAVE_I32))
+    cleave_rt_fail("%s: %s is %s %s, not an i64 or i32 scalar", k, name,
+                   dtypeName(t->dtype), shapeString(*t).c_str());
+}
+
 void checkSetIndex(const char *k, const cleave_tensor *out) {
-  checkTensor(k, "out", out);
-  if (out->rank != 0 || (out->dtype != CLEAVE_I64 && out->dtype != CLEAVE_I32))
-    cleave_rt_fail("%s: out is %s %s, not an i64 or i32 scalar", k,
-                   dtypeName(out->dtype), shapeString(*out).c_str());
+  checkIndexScalar(k, "out", out);
 }
 
 void checkConcat(const char *k, const cleave_tensor *const *inputs,

@@ -119,6 +119,9 @@ int64_t checkLocalSlice(const char *k, const cleave_tensor *x,
                         const cleave_tensor *index, const cleave_tensor *out,
                         int64_t dim);
 
+/// Checks that `t` (the operand `name`) is an i64 or i32 scalar.
+void checkIndexScalar(const char *k, const char *name, const cleave_tensor *t);
+
 /// Checks set_index's out: an i64 or i32 scalar.
 void checkSetIndex(const char *k, const cleave_tensor *out);
 

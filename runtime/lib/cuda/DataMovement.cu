@@ -340,20 +340,36 @@ __global__ void checkIndicesKernel(const char *idx, int32_t dtype, int64_t n,
   }
 }
 
+/// The offset of a block kernel's table (an integer scalar on the device),
+/// or null for the whole table.
+struct BlockOffset {
+  const char *data;
+  int32_t dtype;
+};
+
 /// out[o, j, c] = data[o, idx[j], c] over units c of a row of `inner`
 /// units; an index outside [-size, size) raises kIndexOutOfRange and moves
-/// nothing.
+/// nothing. With a block offset o, index i takes row i - o, and zeros when
+/// that is outside the block.
 template <typename E, typename Index>
 __global__ void __launch_bounds__(kThreads)
     gatherKernel(const E *src, E *dst, const char *idx, int32_t idxType,
-                 Index numIdx, int64_t size, Index inner, Index total,
-                 DeviceError *slot) {
+                 BlockOffset offset, Index numIdx, int64_t size, Index inner,
+                 Index total, DeviceError *slot) {
   Index step = Index(gridDim.x) * Index(blockDim.x);
+  int64_t shift = offset.data ? indexAt(offset.data, offset.dtype, 0) : 0;
   for (Index i = Index(blockIdx.x) * Index(blockDim.x) + Index(threadIdx.x);
        i < total; i += step) {
     Index t = i / inner, c = i - t * inner;
     Index o = t / numIdx, j = t - o * numIdx;
     int64_t v = indexAt(idx, idxType, j);
+    if (offset.data) {
+      v -= shift;
+      dst[i] = v >= 0 && v < size
+                   ? src[(int64_t(o) * size + v) * int64_t(inner) + c]
+                   : E{};
+      continue;
+    }
     if (v < -size || v >= size) {
       raiseError(slot, kIndexOutOfRange, kGather, v, size);
       continue;
@@ -367,15 +383,22 @@ __global__ void __launch_bounds__(kThreads)
 /// gather_grad's first pass: the target row of each index (counted from
 /// the end when negative), with the count of each row (integer atomics:
 /// the counts do not depend on the order). A bad index is reported and
-/// counted as row 0, so the pass completes.
+/// counted as row 0, so the pass completes. With a block offset, an index
+/// outside the block goes to the extra row `size`, which is never summed.
 __global__ void __launch_bounds__(kThreads)
-    gatherGradRowsKernel(const char *idx, int32_t idxType, int32_t numIdx,
-                         int64_t size, int32_t *rows, int32_t *positions,
-                         int32_t *counts, DeviceError *slot) {
+    gatherGradRowsKernel(const char *idx, int32_t idxType, BlockOffset offset,
+                         int32_t numIdx, int64_t size, int32_t *rows,
+                         int32_t *positions, int32_t *counts,
+                         DeviceError *slot) {
+  int64_t shift = offset.data ? indexAt(offset.data, offset.dtype, 0) : 0;
   for (int32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < numIdx;
        j += gridDim.x * blockDim.x) {
     int64_t v = indexAt(idx, idxType, j);
-    if (v < -size || v >= size) {
+    if (offset.data) {
+      v -= shift;
+      if (v < 0 || v >= size)
+        v = size;
+    } else if (v < -size || v >= size) {
       raiseError(slot, kIndexOutOfRange, kGatherGrad, v, size);
       v = 0;
     } else if (v < 0) {
@@ -522,17 +545,33 @@ void cleave_rt_concat(char *arena, const cleave_tensor *const *inputs,
   }
 }
 
-void cleave_rt_gather(char *arena, const cleave_tensor *data,
-                      const cleave_tensor *indices, const cleave_tensor *out,
-                      int64_t dim) {
-  const char *k = "cleave_rt_gather";
+} // extern "C"
+
+namespace {
+
+/// The block offset of a block kernel, checked (null for the others).
+BlockOffset blockOffset(const char *k, char *arena,
+                        const cleave_tensor *offset) {
+  if (!offset)
+    return {nullptr, 0};
+  checkIndexScalar(k, "offset", offset);
+  return {dataOf(arena, *offset), offset->dtype};
+}
+
+void gather(const char *k, char *arena, const cleave_tensor *data,
+            const cleave_tensor *indices, const cleave_tensor *offsetTensor,
+            const cleave_tensor *out, int64_t dim) {
+  BlockOffset offset = blockOffset(k, arena, offsetTensor);
   GatherPlan g = checkGather(k, data, indices, out, dim);
   int64_t outer = g.outer, inner = g.inner, size = g.size;
   int64_t numIdx = numElements(*indices);
   const char *idx = dataOf(arena, *indices);
   int64_t total = outer * numIdx * inner;
-  if (total == 0)
-    return checkIndicesOnly(idx, *indices, size, kGather, "gather");
+  if (total == 0) {
+    if (!offset.data) // a block's indices need no check
+      checkIndicesOnly(idx, *indices, size, kGather, "gather");
+    return;
+  }
   ScratchBuffer copy;
   const char *src = sourceBytes(arena, *data, *out, copy, k);
   // Rows of `inner` elements move in the widest unit that divides them.
@@ -545,19 +584,21 @@ void cleave_rt_gather(char *arena, const cleave_tensor *data,
     E *d = reinterpret_cast<E *>(dataOf(arena, *out));
     if (n <= INT32_MAX)
       gatherKernel<E, uint32_t><<<blocksFor(n), kThreads, 0, stream()>>>(
-          s, d, idx, indices->dtype, uint32_t(numIdx), size,
+          s, d, idx, indices->dtype, offset, uint32_t(numIdx), size,
           uint32_t(innerUnits), uint32_t(n), errorSlot());
     else
       gatherKernel<E, int64_t><<<blocksFor(n), kThreads, 0, stream()>>>(
-          s, d, idx, indices->dtype, numIdx, size, innerUnits, n, errorSlot());
+          s, d, idx, indices->dtype, offset, numIdx, size, innerUnits, n,
+          errorSlot());
   });
   checkLaunch("gather");
 }
 
-void cleave_rt_gather_grad(char *arena, const cleave_tensor *dy,
-                           const cleave_tensor *indices,
-                           const cleave_tensor *out, int64_t dim) {
-  const char *k = "cleave_rt_gather_grad";
+void gatherGrad(const char *k, char *arena, const cleave_tensor *dy,
+                const cleave_tensor *indices,
+                const cleave_tensor *offsetTensor, const cleave_tensor *out,
+                int64_t dim) {
+  BlockOffset offset = blockOffset(k, arena, offsetTensor);
   GatherPlan g = checkGatherGrad(k, dy, indices, out, dim);
   int64_t inner = g.inner, size = g.size;
   int64_t numIdx = numElements(*indices), count = numElements(*out);
@@ -588,10 +629,13 @@ void cleave_rt_gather_grad(char *arena, const cleave_tensor *dy,
         k);
   if (n > 0) {
     gatherGradRowsKernel<<<blocksFor(n), kThreads, 0, stream()>>>(
-        idx, indices->dtype, n, size, rows, positions, counts, errorSlot());
+        idx, indices->dtype, offset, n, size, rows, positions, counts,
+        errorSlot());
     checkLaunch("gather_grad");
-    sortPositionsByRow(rows, rows + n, positions, sorted, n, size, k);
-  } else {
+    // A block's dropped positions sort last, into the extra row `size`.
+    sortPositionsByRow(rows, rows + n, positions, sorted, n,
+                       offset.data ? size + 1 : size, k);
+  } else if (!offset.data) {
     checkIndicesOnly(idx, *indices, size, kGatherGrad, "gather_grad");
   }
   exclusivePrefixSum(counts, first, int32_t(size + 1), k);
@@ -605,6 +649,37 @@ void cleave_rt_gather_grad(char *arena, const cleave_tensor *dy,
       dyBytes, dy->dtype, numIdx, size, inner, count, sorted, first,
       dataOf(arena, *out), out->dtype);
   checkLaunch("gather_grad");
+}
+
+} // namespace
+
+extern "C" {
+
+void cleave_rt_gather(char *arena, const cleave_tensor *data,
+                      const cleave_tensor *indices, const cleave_tensor *out,
+                      int64_t dim) {
+  gather("cleave_rt_gather", arena, data, indices, nullptr, out, dim);
+}
+
+void cleave_rt_gather_block(char *arena, const cleave_tensor *data,
+                            const cleave_tensor *indices,
+                            const cleave_tensor *offset,
+                            const cleave_tensor *out, int64_t dim) {
+  gather("cleave_rt_gather_block", arena, data, indices, offset, out, dim);
+}
+
+void cleave_rt_gather_grad(char *arena, const cleave_tensor *dy,
+                           const cleave_tensor *indices,
+                           const cleave_tensor *out, int64_t dim) {
+  gatherGrad("cleave_rt_gather_grad", arena, dy, indices, nullptr, out, dim);
+}
+
+void cleave_rt_gather_grad_block(char *arena, const cleave_tensor *dy,
+                                 const cleave_tensor *indices,
+                                 const cleave_tensor *offset,
+                                 const cleave_tensor *out, int64_t dim) {
+  gatherGrad("cleave_rt_gather_grad_block", arena, dy, indices, offset, out,
+             dim);
 }
 
 void cleave_rt_slice_grad(char *arena, const cleave_tensor *dy,

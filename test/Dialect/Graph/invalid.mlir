@@ -465,6 +465,22 @@ func.func @gather_dim_out_of_range(%t: tensor<10x4xf32>, %i: tensor<3xi64>) {
 
 // -----
 
+func.func @gather_offset_not_i64(%t: tensor<10x4xf32>, %i: tensor<3xi64>, %o: tensor<i32>) {
+  // expected-error @+1 {{operand #2 must be 0D tensor of 64-bit signless integer values}}
+  %0 = "graph.gather"(%t, %i, %o) {dim = 0 : i64} : (tensor<10x4xf32>, tensor<3xi64>, tensor<i32>) -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @gather_offset_not_scalar(%t: tensor<10x4xf32>, %i: tensor<3xi64>, %o: tensor<2xi64>) {
+  // expected-error @+1 {{operand #2 must be 0D tensor of 64-bit signless integer values}}
+  %0 = "graph.gather"(%t, %i, %o) {dim = 0 : i64} : (tensor<10x4xf32>, tensor<3xi64>, tensor<2xi64>) -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
 func.func @gather_float_indices(%t: tensor<10x4xf32>, %i: tensor<3xf32>) {
   // expected-error @+1 {{operand #1 must be statically shaped tensor of 64-bit signless integer or 32-bit signless integer values}}
   %0 = graph.gather %t[%i] dim 0 : tensor<10x4xf32>, tensor<3xf32>

@@ -324,6 +324,15 @@ func.func @gemm_f32_result(%dy: tensor<16x64xbf16>, %x: tensor<16x32xbf16>) -> t
   return %0 : tensor<64x32xf32>
 }
 
+// CHECK-LABEL: func.func @gather_block
+// CHECK: graph.gather %{{.*}}[%{{.*}}] dim 0 offset %{{.*}} : tensor<50x64xf32>, tensor<2x8xi32>
+// CHECK: graph.gather_grad %{{.*}}[%{{.*}}] dim 0 offset %{{.*}} : tensor<2x8x64xf32>, tensor<2x8xi32> -> tensor<50x64xf32>
+func.func @gather_block(%block: tensor<50x64xf32>, %ids: tensor<2x8xi32>, %o: tensor<i64>) {
+  %0 = graph.gather %block[%ids] dim 0 offset %o : tensor<50x64xf32>, tensor<2x8xi32>
+  %1 = graph.gather_grad %0[%ids] dim 0 offset %o : tensor<2x8x64xf32>, tensor<2x8xi32> -> tensor<50x64xf32>
+  return
+}
+
 {-#
   dialect_resources: {
     builtin: {

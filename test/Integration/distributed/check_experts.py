@@ -111,8 +111,13 @@ CASES = [
     # The load-balancing loss: each layer's sums over the tokens of the
     # router probabilities and of the assignments per expert ([E] f32
     # each) are partial on every rank and all-reduced.
+    # Its final state within 3e-5: one element of blocks.0.moe.w2, whose
+    # second moment is 25 times below the tensor's median, moves 2.7e-5 of
+    # the tensor's scale on an AMD EPYC (1.8e-7 the next): AdamW divides
+    # its gradient's rounding (the sums over tokens, in another order on
+    # each layout) by a small root. The losses hold 1e-5.
     Case("moe-dp2-ep2-aux", os.path.join("moe", "batch4"), 4, "dp=2,ep=2",
-         {}, ADAMW + ["--moe-aux-loss", "0.01"]),
+         {}, ADAMW + ["--moe-aux-loss", "0.01"], rtol=3e-5),
 ]
 TOP_K = 2
 

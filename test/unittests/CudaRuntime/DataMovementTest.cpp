@@ -1,7 +1,7 @@
 //===- DataMovementTest.cpp - CUDA data movement against the CPU ----------===//
 //
 // transpose, broadcast_in_dim, slice, slice_grad, concat, gather and
-// gather_grad on the GPU against the CPU backend, for every element size
+// gather_grad (and their block forms) on the GPU against the CPU backend, for every element size
 // (f32, bf16, i64, i1: they copy bytes, so exactly; gather_grad sums in
 // the CPU's order, so exactly too), and the data errors
 // found on the device: an index out of range is reported at the next
@@ -189,6 +189,62 @@ TEST_F(CudaDataMovement, GatherGrad) {
   p.fill(idx, -1000, 1000, 23);
   CUDA_AND_CPU(p, gather_grad, &dy, &idx, &out, int64_t(0));
   p.expectMatch(out, "embedding gather_grad", {0, 0});
+}
+
+TEST_F(CudaDataMovement, GatherBlock) {
+  // A block of rows at an offset (read on the device): indices outside the
+  // block, negative ones included, give zeros in the lookup and are
+  // dropped from its gradient.
+  for (int32_t indexType : {CLEAVE_I64, CLEAVE_I32}) {
+    for (int32_t dtype : kDtypes) {
+      DevicePair p;
+      cleave_tensor data = p.add(dtype, {3, 7, 5});
+      cleave_tensor idx = p.add(indexType, {2, 4});
+      cleave_tensor offset = p.add(indexType, {});
+      cleave_tensor out = p.add(dtype, {3, 2, 4, 5});
+      p.fill(data, -5, 5, 24);
+      p.fill(idx, -4, 20, 25);
+      p.setValues(offset, {7});
+      p.fill(out, 7, 8, 26); // every element is written
+      CUDA_AND_CPU(p, gather_block, &data, &idx, &offset, &out, int64_t(1));
+      p.expectMatch(out,
+                    with("gather_block", dtype) + " " + dtypeName(indexType),
+                    {0, 0});
+    }
+    for (int32_t dtype : {CLEAVE_F32, CLEAVE_BF16}) {
+      DevicePair p;
+      cleave_tensor dy = p.add(dtype, {3, 2, 6, 5});
+      cleave_tensor idx = p.add(indexType, {2, 6});
+      cleave_tensor offset = p.add(indexType, {});
+      cleave_tensor out = p.add(dtype, {3, 7, 5});
+      p.fill(dy, -1, 1, 27);
+      // Row 1 (index 4) three times, rows outside the block [3, 10) and a
+      // negative index dropped.
+      p.setValues(idx, {4, 2, 4, 9, -1, 4, 12, 3, 10, 5, 0, 8});
+      p.setValues(offset, {3});
+      p.fill(out, 7, 8, 28);
+      CUDA_AND_CPU(p, gather_grad_block, &dy, &idx, &offset, &out,
+                   int64_t(1));
+      p.expectMatch(out,
+                    with("gather_grad_block", dtype) + " " +
+                        dtypeName(indexType),
+                    {0, 0});
+    }
+  }
+  // The third of four blocks of GPT-2's vocabulary, and its gradient.
+  DevicePair p(size_t(64) << 20);
+  cleave_tensor table = p.add(CLEAVE_F32, {12576, 128});
+  cleave_tensor ids = p.add(CLEAVE_I64, {4, 256});
+  cleave_tensor offset = p.add(CLEAVE_I64, {});
+  cleave_tensor out = p.add(CLEAVE_F32, {4, 256, 128});
+  cleave_tensor grad = p.add(CLEAVE_F32, {12576, 128});
+  p.fill(table, -1, 1, 29);
+  p.fill(ids, 0, 50304, 30);
+  p.setValues(offset, {25152});
+  CUDA_AND_CPU(p, gather_block, &table, &ids, &offset, &out, int64_t(0));
+  p.expectMatch(out, "vocabulary block gather", {0, 0});
+  CUDA_AND_CPU(p, gather_grad_block, &out, &ids, &offset, &grad, int64_t(0));
+  p.expectMatch(grad, "vocabulary block gather_grad", {0, 0});
 }
 
 /// The CUDA gather with index `bad` at position 3 of 6 into 50 rows:

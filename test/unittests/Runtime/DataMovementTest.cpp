@@ -209,4 +209,71 @@ TEST(RuntimeData, Gather) {
                  "cleave_rt_gather: index -51 at position 4");
 }
 
+TEST(RuntimeData, GatherBlock) {
+  // A block of rows [4, 8) of a 12-row table along dim 1: an index i takes
+  // row i - 4, and any index outside the block (negative ones included,
+  // which never count from the end here) a row of zeros.
+  for (int32_t indexType : {CLEAVE_I64, CLEAVE_I32}) {
+    TestArena arena;
+    Shape ts = {3, 12, 5}, bs = {3, 4, 5}, os = {3, 2, 4, 5};
+    cleave_tensor data = arena.add(CLEAVE_F32, bs);
+    cleave_tensor idx = arena.add(indexType, {2, 4});
+    cleave_tensor offset = arena.add(indexType, {});
+    cleave_tensor out = arena.add(CLEAVE_F32, os);
+    std::vector<double> table(size_t(product(ts)));
+    for (size_t i = 0; i < table.size(); ++i)
+      table[i] = std::cos(double(i)) * 3;
+    std::vector<double> block(size_t(product(bs)));
+    for (int64_t i = 0; i < product(bs); ++i) {
+      std::vector<int64_t> c = coords(bs, i);
+      block[size_t(i)] = table[size_t(linear(ts, {c[0], c[1] + 4, c[2]}))];
+    }
+    arena.setValues(data, block);
+    block = arena.values(data); // as stored, in f32
+    arena.setValues(idx, {4, 7, 3, 8, 0, -2, 5, 11});
+    arena.setValues(offset, {4});
+    arena.fill(out, 7, 8, 13); // every element is written
+    cleave_rt_gather_block(arena.data(), &data, &idx, &offset, &out, 1);
+    std::vector<double> iv = arena.values(idx);
+    for (int64_t i = 0; i < product(os); ++i) {
+      std::vector<int64_t> c = coords(os, i);
+      int64_t k = int64_t(iv[size_t(c[1] * 4 + c[2])]);
+      double want =
+          k >= 4 && k < 8 ? block[size_t(linear(bs, {c[0], k - 4, c[3]}))]
+                          : 0.0;
+      ASSERT_EQ(arena.get(out, i), want) << "element " << i;
+    }
+  }
+  // The vocabulary-parallel lookup: the blocks' lookups of random ids over
+  // a 48-row table (bf16, four blocks of 12) add up to the whole table's.
+  TestArena arena;
+  cleave_tensor table = arena.add(CLEAVE_BF16, {48, 8});
+  cleave_tensor ids = arena.add(CLEAVE_I64, {3, 5});
+  cleave_tensor whole = arena.add(CLEAVE_BF16, {3, 5, 8});
+  std::vector<double> tv = arena.fill(table, -1, 1, 14);
+  arena.fill(ids, 0, 48, 15);
+  cleave_rt_gather(arena.data(), &table, &ids, &whole, 0);
+  std::vector<double> sum(size_t(3 * 5 * 8), 0.0);
+  for (int64_t b = 0; b < 4; ++b) {
+    cleave_tensor block = arena.add(CLEAVE_BF16, {12, 8});
+    cleave_tensor offset = arena.add(CLEAVE_I64, {});
+    cleave_tensor out = arena.add(CLEAVE_BF16, {3, 5, 8});
+    arena.setValues(block, std::vector<double>(tv.begin() + b * 96,
+                                               tv.begin() + (b + 1) * 96));
+    arena.setValues(offset, {double(b * 12)});
+    cleave_rt_gather_block(arena.data(), &block, &ids, &offset, &out, 0);
+    std::vector<double> part = arena.values(out);
+    for (size_t i = 0; i < sum.size(); ++i)
+      sum[i] += part[i];
+  }
+  expectClose(sum, arena.values(whole), 0);
+  cleave_tensor bad = arena.add(CLEAVE_F32, {2});
+  cleave_tensor block = arena.add(CLEAVE_BF16, {12, 8});
+  cleave_tensor out = arena.add(CLEAVE_BF16, {3, 5, 8});
+  EXPECT_RT_FAIL(
+      cleave_rt_gather_block(arena.data(), &block, &ids, &bad, &out, 0),
+      "cleave_rt_gather_block: offset is f32 \\[2\\], not an i64 or i32 "
+      "scalar");
+}
+
 } // namespace

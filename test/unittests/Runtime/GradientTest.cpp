@@ -322,6 +322,49 @@ TEST(RuntimeGrad, GatherRepeatedAndNegativeIndices) {
   check(arena.values(out), want, 1e-6, 1e-6, "gather_grad large");
 }
 
+TEST(RuntimeGrad, GatherGradBlock) {
+  // The transpose of gather_block: each block of a 40-row table's gradient
+  // is that block of the whole table's gather_grad (indices outside a
+  // block dropped), for random ids with repeats, along dim 1.
+  for (int32_t indexType : {CLEAVE_I64, CLEAVE_I32}) {
+    TestArena arena;
+    Shape ds = {2, 40, 3}, is = {25};
+    cleave_tensor idx = arena.add(indexType, is);
+    cleave_tensor dy = arena.add(CLEAVE_F32, {2, 25, 3});
+    cleave_tensor whole = arena.add(CLEAVE_F32, ds);
+    Values iv = arena.fill(idx, 0, 40, 192);
+    Values dyv = arena.fill(dy, -1, 1, 193);
+    cleave_rt_gather_grad(arena.data(), &dy, &idx, &whole, 1);
+    Values want = arena.values(whole);
+    for (int64_t b = 0; b < 4; ++b) {
+      cleave_tensor offset = arena.add(indexType, {});
+      cleave_tensor out = arena.add(CLEAVE_F32, {2, 10, 3});
+      arena.setValues(offset, {double(b * 10)});
+      arena.fill(out, 7, 8, 194); // must be overwritten
+      cleave_rt_gather_grad_block(arena.data(), &dy, &idx, &offset, &out, 1);
+      Values got = arena.values(out);
+      for (int64_t i = 0; i < 60; ++i) {
+        int64_t o = i / 30, r = i / 3 % 10, c = i % 3;
+        ASSERT_EQ(got[size_t(i)],
+                  want[size_t((o * 40 + b * 10 + r) * 3 + c)])
+            << "block " << b << " element " << i;
+      }
+    }
+  }
+  // A block no index falls in is all zeros.
+  TestArena arena;
+  cleave_tensor idx = arena.add(CLEAVE_I64, {3});
+  cleave_tensor dy = arena.add(CLEAVE_F32, {3, 2});
+  cleave_tensor offset = arena.add(CLEAVE_I64, {});
+  cleave_tensor out = arena.add(CLEAVE_F32, {4, 2});
+  arena.setValues(idx, {-1, 3, 8});
+  arena.fill(dy, -1, 1, 195);
+  arena.setValues(offset, {4});
+  arena.fill(out, 7, 8, 196);
+  cleave_rt_gather_grad_block(arena.data(), &dy, &idx, &offset, &out, 0);
+  check(arena.values(out), Values(8, 0.0), 0, 0, "gather_grad_block empty");
+}
+
 TEST(RuntimeGrad, SliceNegativeStride) {
   // out [6, 9] <- dy [3, 4] at rows 5, 3, 1 and columns 1, 3, 5, 7.
   Shape xs = {6, 9}, ys = {3, 4};

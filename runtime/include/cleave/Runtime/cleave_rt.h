@@ -178,6 +178,15 @@ void cleave_rt_set_index(char *arena, const cleave_tensor *out, int64_t value);
 void cleave_rt_gather(char *arena, const cleave_tensor *data,
                       const cleave_tensor *indices, const cleave_tensor *out,
                       int64_t dim);
+/* cleave_rt_gather from a block of a larger table: data holds its entries
+ * [o, o + size) along dim, o the value of the integer scalar `offset` (in
+ * the arena: a device's vocabulary offset, computed on it). Index i takes
+ * entry i - o; an index outside the block gives zeros (none counts from
+ * the end). The vocabulary-parallel embedding's lookup. */
+void cleave_rt_gather_block(char *arena, const cleave_tensor *data,
+                            const cleave_tensor *indices,
+                            const cleave_tensor *offset,
+                            const cleave_tensor *out, int64_t dim);
 /* Top (bottom when smallest) k along dim, sorted; ties to the lower index;
  * indices are i64. NaN ranks above every number (first when largest, last
  * when smallest). */
@@ -310,6 +319,13 @@ void cleave_rt_attention_block_grad(
 void cleave_rt_gather_grad(char *arena, const cleave_tensor *dy,
                            const cleave_tensor *indices,
                            const cleave_tensor *out, int64_t dim);
+/* The transpose of cleave_rt_gather_block: out is the block [o, o + size)
+ * of the table's gradient; dy's slice at position j is added at entry
+ * indices[j] - o, and dropped when that falls outside the block. */
+void cleave_rt_gather_grad_block(char *arena, const cleave_tensor *dy,
+                                 const cleave_tensor *indices,
+                                 const cleave_tensor *offset,
+                                 const cleave_tensor *out, int64_t dim);
 /* The transpose of cleave_rt_slice: out (the sliced operand's shape) is
  * zeroed, then out[start + i * stride] = dy[i] per dim. Copies bytes (dy
  * and out of one dtype); a stride of 0 along a dim of size > 1 (a repeated

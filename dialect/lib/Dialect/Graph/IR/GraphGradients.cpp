@@ -622,9 +622,9 @@ GRAPH_GRADIENT(SplitOp) {
 GRAPH_GRADIENT(GatherOp) {
   if (!isFloatTensor(getData()))
     return success();
-  operandGrads[0] = GatherGradOp::create(builder, getLoc(),
-                                         getData().getType(), resultGrads[0],
-                                         getIndices(), getDimAttr());
+  operandGrads[0] = GatherGradOp::create(
+      builder, getLoc(), getData().getType(), resultGrads[0], getIndices(),
+      getOffset(), getDimAttr());
   return success();
 }
 

@@ -85,5 +85,8 @@ def Graph_FloatTensor : StaticShapeTensorOf<[F32, BF16, F16]>;
 def Graph_NumericTensor : StaticShapeTensorOf<[F32, BF16, F16, I64, I32]>;
 def Graph_IndexTensor : StaticShapeTensorOf<[I64, I32]>;
 def Graph_BoolTensor : StaticShapeTensorOf<[I1]>;
+/// An i64 scalar, written without its type (a block's offset).
+def Graph_I64Scalar : 0DTensorOf<[I64]>,
+    BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getI64Type())">;
 
 #endif // CLEAVE_DIALECT_GRAPH_IR_GRAPHBASE_TD

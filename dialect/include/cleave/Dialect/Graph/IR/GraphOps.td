@@ -495,19 +495,27 @@ def Graph_GatherOp : Graph_Op<"gather", [Pure, InferTypeOpAdaptor]> {
     Result shape is `data[:dim] + indices + data[dim+1:]`. A negative index
     counts from the end (as in ONNX); one outside `[-size, size)` is a
     runtime error. An embedding
-    lookup is a gather on dimension 0 of the table; under vocabulary
-    parallelism its partition hook masks rows it does not own.
+    lookup is a gather on dimension 0 of the table.
+
+    With an `offset` (an i64 scalar o), `data` is the block of a larger
+    table that holds its entries `[o, o + size)` along `dim`: index `i`
+    takes entry `i - o`, and an index outside the block a slice of zeros
+    (no index counts from the end). This is the vocabulary-parallel
+    embedding's lookup, one kernel where the partition hook would otherwise
+    shift, compare, select and mask: a device holds a block of the
+    vocabulary at an offset computed from its `dist.axis_index`.
 
     ```mlir
     %e = graph.gather %table[%ids] dim 0 : tensor<100x64xf32>, tensor<2x8xi64>
+    %p = graph.gather %block[%ids] dim 0 offset %o : tensor<50x64xf32>, tensor<2x8xi64>
     ```
   }];
   let arguments = (ins Graph_Tensor:$data, Graph_IndexTensor:$indices,
-                       I64Attr:$dim);
+                       Optional<Graph_I64Scalar>:$offset, I64Attr:$dim);
   let results = (outs Graph_Tensor:$result);
   let assemblyFormat = [{
-    $data `[` $indices `]` `dim` $dim attr-dict `:` type($data) `,`
-    type($indices)
+    $data `[` $indices `]` `dim` $dim (`offset` $offset^)? attr-dict `:`
+    type($data) `,` type($indices)
   }];
 }
 

@@ -199,16 +199,22 @@ def Graph_GatherGradOp : Graph_BackwardOp<"gather_grad", [Pure]> {
     position `j` is added at `indices[j]` along `dim` (repeated indices
     accumulate, negative ones count from the end).
 
+    With an `offset` o (the gradient of a gather with one), the result is
+    the block `[o, o + size)` of a larger table's gradient: a slice goes to
+    entry `indices[j] - o`, and one whose index falls outside the block is
+    dropped.
+
     ```mlir
     %dt = graph.gather_grad %de[%ids] dim 0 : tensor<2x8x64xf32>, tensor<2x8xi64> -> tensor<100x64xf32>
+    %db = graph.gather_grad %de[%ids] dim 0 offset %o : tensor<2x8x64xf32>, tensor<2x8xi64> -> tensor<50x64xf32>
     ```
   }];
   let arguments = (ins Graph_FloatTensor:$grad, Graph_IndexTensor:$indices,
-                       I64Attr:$dim);
+                       Optional<Graph_I64Scalar>:$offset, I64Attr:$dim);
   let results = (outs Graph_FloatTensor:$result);
   let assemblyFormat = [{
-    $grad `[` $indices `]` `dim` $dim attr-dict `:` type($grad) `,`
-    type($indices) `->` type($result)
+    $grad `[` $indices `]` `dim` $dim (`offset` $offset^)? attr-dict `:`
+    type($grad) `,` type($indices) `->` type($result)
   }];
   let hasVerifier = 1;
 }
