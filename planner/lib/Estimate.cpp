@@ -29,6 +29,24 @@ LinkBytes CommEstimate::total() const {
   return all;
 }
 
+std::vector<int64_t> Estimate::stagesOver() const {
+  std::vector<int64_t> over;
+  for (const MemoryEstimate &s : stageMemory)
+    if (s.total() > usableBytes)
+      over.push_back(s.stage);
+  return over;
+}
+
+double zeroBufferBytes(double layerParams, const StateBytes &bytes, int zero,
+                       int64_t shards) {
+  if (zero < 2 || shards <= 1)
+    return 0;
+  double buffers = bytes.grad * layerParams;
+  if (zero >= 3)
+    buffers += 2 * bytes.param * layerParams;
+  return buffers;
+}
+
 double modelFlopsPerToken(const ModelSpec &m) {
   const ParamCounts p = m.params();
   const double layerParams =
@@ -226,6 +244,18 @@ Estimate estimate(const ModelSpec &m, const TrainingConfig &training,
     s.memory.grads = dense.grads + experts.grads;
     s.memory.optimizer = dense.optimizer + experts.optimizer;
     s.memory.offloaded = dense.offloaded + experts.offloaded;
+    // The largest layer this stage gathers or reduce-scatters whole.
+    double largest = 0;
+    if (layers > 0)
+      largest = double(P.layers) / double(m.layers) / double(t) +
+                double(P.experts) / double(m.layers) / double(t * e);
+    if (first)
+      largest = std::max(largest, double(P.embedding) / double(t));
+    if (last && (P.head || tiedCopy))
+      largest = std::max(largest, double(P.head ? P.head : P.tokenEmbedding) /
+                                      double(t));
+    s.memory.buffers =
+        zeroBufferBytes(largest, bytes, layout.zero, denseShards);
 
     // Activations of the microbatches in flight, plus under full
     // recomputation the one layer being recomputed.
@@ -380,7 +410,15 @@ Estimate estimate(const ModelSpec &m, const TrainingConfig &training,
   est.tflopsPerGpu =
       est.modelFlopsPerStep / est.stepTime / double(layout.gpus()) / 1e12;
   est.mfu = est.tflopsPerGpu * 1e12 / peak;
-  est.fits = est.memory.total() <= cluster.usableBytes();
+  est.usableBytes = cluster.usableBytes();
+  est.fits = est.memory.total() <= est.usableBytes;
+  // The GPUs of a node hold one pipeline stage (pp is the outermost axis)
+  // unless the stage has fewer GPUs than a node.
+  double offloaded = 0;
+  for (const MemoryEstimate &stage : est.stageMemory)
+    offloaded = std::max(offloaded, stage.offloaded);
+  est.hostBytesPerNode =
+      offloaded * double(std::min<int64_t>(G, layout.gpus()));
   return est;
 }
 

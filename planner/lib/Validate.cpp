@@ -228,7 +228,9 @@ std::vector<Diagnostic> checkMemory(const Estimate &est,
            "needs " + gb(m.total()) + " GB per GPU on pipeline stage " +
                str(m.stage) + " (params " + gb(m.params) + " + grads " +
                gb(m.grads) + " + optimizer " + gb(m.optimizer) +
-               " + activations " + gb(m.activations) + "), more than the " +
+               " + activations " + gb(m.activations) +
+               (m.buffers > 0 ? " + ZeRO buffers " + gb(m.buffers) : "") +
+               "), more than the " +
                gb(cluster.usableBytes()) + " GB usable of " +
                fixed(cluster.memGB, 0) + " GB (" +
                fixed(100 * cluster.memHeadroom, 0) + "% headroom)"}};

@@ -19,6 +19,7 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstdio>
 #include <set>
 
 using namespace llvm;
@@ -181,6 +182,12 @@ cl::opt<bool> listPresets("list-presets",
                           cl::desc("list the model and cluster presets"),
                           cl::cat(outputCat));
 
+/// Exit codes: 0, a layout that fits; kUsageError, a flag or a layout rule
+/// broken (nothing estimated); kDoesNotFit, no layout fits the memory (a
+/// mesh given in full is still reported, on stdout).
+constexpr int kUsageError = 1;
+constexpr int kDoesNotFit = 2;
+
 /// Errors go to stderr as `error: ...`; main returns 1 when there was one.
 struct Errors {
   bool any = false;
@@ -292,7 +299,7 @@ int run() {
   std::optional<Precision> defaultPrecision;
   if (!inputFile.empty() && given(preset)) {
     error("give a model file or --preset, not both");
-    return 1;
+    return kUsageError;
   }
   if (!inputFile.empty()) {
     ModelFile file;
@@ -303,7 +310,7 @@ int run() {
       errs() << message;
       if (message.empty() || message.back() != '\n')
         errs() << "\n";
-      return 1;
+      return kUsageError;
     }
     if (modelSummary) {
       printSummary(file);
@@ -317,12 +324,12 @@ int run() {
                                                                 : "bf16");
   } else if (modelSummary) {
     error("--model-summary needs a model file");
-    return 1;
+    return kUsageError;
   } else if (given(preset)) {
     const ModelPreset *p = findModelPreset(preset);
     if (!p) {
       error("unknown --preset '" + preset + "' (--list-presets)");
-      return 1;
+      return kUsageError;
     }
     model = p->spec;
     defaultBatch = p->globalBatch;
@@ -333,7 +340,7 @@ int run() {
     std::optional<Arch> a = parseArch(arch);
     if (!a) {
       error("--arch expects gpt, llama or moe, got '" + arch + "'");
-      return 1;
+      return kUsageError;
     }
     model.applyArchDefaults(*a);
   }
@@ -409,7 +416,7 @@ int run() {
     const ClusterPreset *p = findClusterPreset(clusterName);
     if (!p) {
       error("unknown --cluster '" + clusterName + "' (--list-presets)");
-      return 1;
+      return kUsageError;
     }
     cluster = p->spec;
   }
@@ -492,7 +499,7 @@ int run() {
   if (k.schedule == Schedule::Interleaved && !k.virtualStages)
     k.virtualStages = 2;
   if (error.any)
-    return 1;
+    return kUsageError;
 
   // A complete mesh (tp, pp and dp given) is checked as such, so that its
   // errors name the degrees rather than an empty search.
@@ -511,7 +518,7 @@ int run() {
         validateMesh(model, training, cluster, mesh);
     if (hasErrors(diags)) {
       printDiagnostics(diags);
-      return 1;
+      return kUsageError;
     }
     if (k.microbatches) {
       Layout l = mesh;
@@ -522,19 +529,45 @@ int run() {
       std::vector<Diagnostic> s = validateSchedule(model, training, l);
       if (hasErrors(s)) {
         printDiagnostics(s);
-        return 1;
+        return kUsageError;
       }
     }
   }
 
   SearchResult result = search(model, training, cluster, k);
+  if (result.ranked.empty() && fixedMesh && result.smallest) {
+    // A mesh given in full that does not fit is still estimated: its
+    // configuration that needs the least memory, reported with what does
+    // not fit, and the exit code says so.
+    const Estimate &smallest = *result.smallest;
+    printDiagnostics(checkMemory(smallest, cluster));
+    if (json) {
+      outs() << estimateToJson(smallest);
+    } else {
+      outs() << formatSetup(model, training, cluster) << "\n";
+      char reason[128];
+      std::snprintf(reason, sizeof(reason),
+                    "does not fit: %.1f GB over the %.1f GB usable",
+                    smallest.overBytes() / 1e9, smallest.usableBytes / 1e9);
+      SearchResult table = result;
+      table.ranked = {{smallest, reason}};
+      outs() << formatTable(table, top) << "\n";
+      outs() << formatEstimate(smallest, cluster);
+    }
+    if (!outFile.empty())
+      errs() << "note: no plan file is written for a layout that does not "
+                "fit\n";
+    return kDoesNotFit;
+  }
   if (result.ranked.empty()) {
     if (result.smallest) {
       printDiagnostics(checkMemory(*result.smallest, cluster));
       errs() << "note: the smallest layout is " << result.smallest->layout.str()
              << "; more GPUs, --zero 3, --recompute full, --offload or a "
                 "smaller --global-batch reduce memory\n";
-    } else if (result.meshes == 0) {
+      return kDoesNotFit;
+    }
+    if (result.meshes == 0) {
       error("no layout of " + std::to_string(cluster.gpus) +
             " GPUs has the given degrees: their product must divide --gpus");
     } else if (result.invalidMeshes == result.meshes) {
@@ -546,7 +579,7 @@ int run() {
       error("no microbatch count, schedule, ZeRO stage and recomputation "
             "satisfy the given constraints");
     }
-    return 1;
+    return kUsageError;
   }
 
   const Estimate &best = result.ranked.front().estimate;
@@ -566,7 +599,7 @@ int run() {
     raw_fd_ostream os(outFile, ec, sys::fs::OF_Text);
     if (ec) {
       error("cannot write '" + outFile + "': " + ec.message());
-      return 1;
+      return kUsageError;
     }
     os << planFileJson(model, training, cluster, best);
   }
@@ -582,6 +615,10 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(
       argc, argv,
       "Cleave planner: validates and searches the ways to split a model over "
-      "a GPU cluster, with memory, communication and time estimates\n");
+      "a GPU cluster, with memory, communication and time estimates\n\n"
+      "Exit status: 0 when the layout (given or found) fits; 1 on a usage "
+      "error or a broken layout rule (nothing estimated); 2 when nothing "
+      "fits the GPU memory (a mesh given in full with --tp --pp --dp is "
+      "still estimated and reported, with \"fits\": false)\n");
   return run();
 }

@@ -212,6 +212,12 @@ TEST_F(ValidateTest, MemoryMustFit) {
                                    "105.8 + activations "),
             std::string::npos)
       << d.front().message;
+  // The estimate says by how much: over the 72 GB usable of 80 GB, on its
+  // one stage.
+  EXPECT_FALSE(e.fits);
+  EXPECT_DOUBLE_EQ(e.usableBytes, 72e9);
+  EXPECT_DOUBLE_EQ(e.overBytes(), e.memory.total() - 72e9);
+  EXPECT_EQ(e.stagesOver(), std::vector<int64_t>{0});
 }
 
 } // namespace

@@ -20,6 +20,7 @@
 #include "cleave/Planner/Layout.h"
 #include "cleave/Planner/Model.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -118,10 +119,25 @@ struct MemoryEstimate {
   double grads = 0;
   double optimizer = 0;
   double activations = 0;
+  /// Communication buffers of sharded states: under ZeRO-2 and 3 the
+  /// reduce-scatter of the largest layer's whole gradient (it exists
+  /// unsharded until it is reduced), under ZeRO-3 also the largest layer's
+  /// gathered 16-bit parameters twice (the layer in use and the next one
+  /// prefetched), as DeepSpeed's estimate_zero3_model_states_mem_needs
+  /// counts them (4 bytes per parameter of the largest layer).
+  double buffers = 0;
   double offloaded = 0; ///< in host memory, not counted in total()
   int64_t stage = 0;    ///< the pipeline stage these bytes belong to
-  double total() const { return params + grads + optimizer + activations; }
+  double total() const {
+    return params + grads + optimizer + activations + buffers;
+  }
 };
+
+/// MemoryEstimate::buffers for a stage whose largest layer (a transformer
+/// layer, the embedding or the LM head) has `layerParams` parameters per
+/// GPU, with `zero` sharding over `shards` ranks.
+double zeroBufferBytes(double layerParams, const StateBytes &bytes, int zero,
+                       int64_t shards);
 
 //===----------------------------------------------------------------------===//
 // Communication and time
@@ -184,7 +200,18 @@ struct Estimate {
   /// Tensor-parallel time if its groups were inside one node (to report the
   /// cost of crossing nodes).
   double tpTimeIntraNode = 0;
-  bool fits = false; ///< memory.total() within the usable GPU memory
+  bool fits = false;      ///< memory.total() within the usable GPU memory
+  double usableBytes = 0; ///< the cluster's usable memory per GPU
+  /// Host memory the offloaded optimizer state takes on one node: the
+  /// node's GPUs' shares (those of the stage offloading the most).
+  double hostBytesPerNode = 0;
+  /// How far the stage that needs the most is over the usable memory (0
+  /// when it fits).
+  double overBytes() const {
+    return std::max(0.0, memory.total() - usableBytes);
+  }
+  /// The stages whose memory is over the usable memory.
+  std::vector<int64_t> stagesOver() const;
 };
 
 /// Model FLOPs per token for forward and backward (3x forward), without

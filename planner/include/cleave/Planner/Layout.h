@@ -99,7 +99,7 @@ struct Layout {
   int64_t chunks() const {
     return schedule == Schedule::Interleaved ? virtualStages : 1;
   }
-  /// `tp=8 pp=4 dp=2 cp=1 ep=1 mb=16 1f1b zero=1 selective`
+  /// `tp=8 pp=4 dp=2 cp=1 ep=1 microbatches=16 1f1b zero=1 selective`
   std::string str() const;
 };
 
