@@ -179,16 +179,8 @@ Estimate estimate(const ModelSpec &m, const TrainingConfig &training,
 
   const double peak = cluster.tflops * 1e12 *
                       (training.precision == Precision::FP32 ? 0.5 : 1.0);
-  const double rate = peak * cluster.computeEfficiency;
   const double h = double(m.hidden);
   const double tokens = b * double(localSeq); // per microbatch per GPU
-  const double layerParams =
-      (double(P.layers) +
-       (m.isMoE() ? double(P.experts) * double(m.topK) / double(m.experts)
-                  : 0.0)) /
-      double(m.layers);
-  const double layerFlops = 2 * layerParams + 4.0 * double(seq) * h;
-  const double headFlops = 2.0 * double(m.vocab) * h;
   const double kvShare =
       double(m.kvHeads ? m.kvHeads : m.heads) / double(m.heads);
   const bool tiedCopy = P.head == 0 && P.tokenEmbedding > 0 && p > 1;
@@ -205,6 +197,8 @@ Estimate estimate(const ModelSpec &m, const TrainingConfig &training,
   ActivationShape working = shape;
   working.recompute = Recompute::None;
   const double workingLayer = activationBytesPerLayer(m, working);
+  const LayerSeconds layer =
+      layerForwardSeconds(m, shape, cluster, training.precision);
 
   std::vector<StageCost> stages(p);
   for (int64_t i = 0; i < p; ++i) {
@@ -275,20 +269,28 @@ Estimate estimate(const ModelSpec &m, const TrainingConfig &training,
     }
     s.memory.activations = acts;
 
-    // Compute.
-    double fwdFlops = tokens * double(layers) * layerFlops;
-    if (last)
-      fwdFlops += tokens * headFlops;
-    fwdFlops /= double(t);
-    const double coreFlops =
-        tokens * double(layers) * 4.0 * double(seq) * h / double(t);
-    s.forward = fwdFlops / rate;
+    // Compute, kernel by kernel: the layers; the embedding lookup on the
+    // first stage (it reads and writes h per token); on the last, the LM
+    // head's GEMM and the loss, which reads the 16-bit logits, writes them
+    // in fp32 and reads and writes them twice more (max, then exp and sum).
+    // The backward is twice the forward; recomputation reruns the layers'
+    // forward (full) or their attention core (selective), not the head.
+    double forward = double(layers) * layer.forward();
+    if (first)
+      forward += memorySeconds(cluster, 2.0 * double(eb) * tokens * h);
+    if (last) {
+      const double logits = tokens * double(m.vocab) / double(t);
+      forward += gemmSeconds(cluster, training.precision, tokens,
+                             double(m.vocab) / double(t), h) +
+                 memorySeconds(cluster, (double(eb) + 20.0) * logits);
+    }
+    s.forward = forward;
     s.backward = 2 * s.forward;
-    s.attentionCore = 3 * coreFlops / rate;
+    s.attentionCore = 3 * double(layers) * layer.attention;
     if (fullRecompute)
-      s.recompute = tokens * double(layers) * layerFlops / double(t) / rate;
+      s.recompute = double(layers) * layer.forward();
     else if (layout.recompute == Recompute::Selective)
-      s.recompute = coreFlops / rate;
+      s.recompute = double(layers) * layer.attention;
 
     // Tensor parallelism: two collectives forward and two backward per layer
     // (two more when full recomputation reruns the forward), one for the
@@ -323,10 +325,16 @@ Estimate estimate(const ModelSpec &m, const TrainingConfig &training,
     }
 
     // Pipeline: the activation forward and its gradient backward, at each
-    // of the v chunk boundaries.
+    // of the v chunk boundaries. Each tp rank sends its 1/t of the boundary
+    // over its own link: the sequence-parallel slice, or without sequence
+    // parallelism Megatron's scatter/gather (Narayanan et al. 2021, section
+    // 4.1), whose receivers all-gather the slices inside the node. The
+    // transfers wait on each send and receive: not overlapped.
     if (p > 1) {
-      double boundary = actBytes / (sp ? double(t) : 1.0);
+      double boundary = actBytes / double(t);
       s.pp = pointToPoint(ppInter, 2.0 * double(v) * boundary);
+      if (!sp && t > 1)
+        s.pp += scaled(allGather(tpGroup, actBytes), 2.0 * double(v));
       s.ppTime = seconds(s.pp, cluster);
     }
   }

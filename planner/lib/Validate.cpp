@@ -147,11 +147,12 @@ std::vector<Diagnostic> validateSchedule(const ModelSpec &m,
     if (l.virtualStages < 2)
       error("the interleaved schedule needs at least 2 virtual stages, got " +
             str(l.virtualStages));
-    else if (m.layers % (l.pp * l.virtualStages))
+    else if (m.layers < l.pp * l.virtualStages)
+      // Uneven chunks are cut as the compiler cuts them (pipelineShape).
       error("the interleaved schedule with pp=" + str(l.pp) + " and " +
-            str(l.virtualStages) + " virtual stages needs " +
-            str(l.pp * l.virtualStages) + " to divide the " + str(m.layers) +
-            " layers");
+            str(l.virtualStages) + " virtual stages needs at least " +
+            str(l.pp * l.virtualStages) + " layers, the model has " +
+            str(m.layers));
     if (l.microbatches >= 1 && l.pp > 1 && l.microbatches % l.pp)
       error("the interleaved schedule needs the microbatch count (" +
             str(l.microbatches) + ") to be a multiple of pp=" + str(l.pp));

@@ -130,12 +130,24 @@ cl::opt<double> intraBW("intra-bw",
 cl::opt<double> interBW("inter-bw",
                         cl::desc("GB/s per GPU per direction between nodes"),
                         cl::cat(clusterCat));
+cl::opt<double> hbmBW("hbm-bw", cl::desc("GB/s of GPU memory bandwidth"),
+                      cl::cat(clusterCat));
+cl::opt<int64_t>
+    gpuSms("gpu-sms",
+           cl::desc("streaming multiprocessors per GPU (GEMM wave "
+                    "quantization; 0: none)"),
+           cl::cat(clusterCat));
 cl::opt<double> pcieBW("pcie-bw", cl::desc("GB/s host <-> GPU (offload)"),
                        cl::cat(clusterCat));
 cl::opt<double>
     computeEfficiency("compute-efficiency",
                       cl::desc("fraction of peak that matmuls sustain (0.7)"),
                       cl::cat(clusterCat));
+cl::opt<double> memEfficiency(
+    "mem-efficiency",
+    cl::desc("fraction of memory bandwidth that memory-bound kernels reach "
+             "(0.8)"),
+    cl::cat(clusterCat));
 cl::opt<double> commEfficiency(
     "comm-efficiency",
     cl::desc("fraction of link bandwidth collectives reach (0.8)"),
@@ -229,7 +241,8 @@ void printPresets() {
            << format("%g", c.memGB) << " GB, " << format("%g", c.tflops)
            << " TFLOP/s bf16, " << format("%g", c.intraBW) << " GB/s NVLink, "
            << format("%g", c.interBW) << " GB/s network, " << c.gpusPerNode
-           << " GPUs per node\n";
+           << " GPUs per node, " << format("%g", c.hbmBW) << " GB/s memory, "
+           << c.sms << " SMs\n";
   }
 }
 
@@ -438,6 +451,12 @@ int run() {
     cluster.interBW = interBW;
   if (given(pcieBW))
     cluster.pcieBW = pcieBW;
+  if (given(hbmBW))
+    cluster.hbmBW = hbmBW;
+  if (given(gpuSms))
+    cluster.sms = gpuSms;
+  if (given(memEfficiency))
+    cluster.memEfficiency = memEfficiency;
   if (given(computeEfficiency))
     cluster.computeEfficiency = computeEfficiency;
   if (given(commEfficiency))

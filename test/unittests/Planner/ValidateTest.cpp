@@ -165,10 +165,14 @@ TEST_F(ValidateTest, BatchAndMicrobatches) {
 TEST_F(ValidateTest, InterleavedSchedule) {
   Layout l = layout(8, 4, 2);
   l.schedule = Schedule::Interleaved;
+  // Chunks need not divide the layers (80 in 12 chunks of 7 or 6 layers,
+  // as -dist-pipeline-parallel cuts them), but each needs one.
   l.virtualStages = 3;
+  EXPECT_TRUE(messages(l).empty());
+  l.virtualStages = 32;
   EXPECT_EQ(messages(l).front(),
-            "the interleaved schedule with pp=4 and 3 virtual stages needs 12 "
-            "to divide the 80 layers");
+            "the interleaved schedule with pp=4 and 32 virtual stages needs "
+            "at least 128 layers, the model has 80");
   l.virtualStages = 2;
   l.microbatches = 2;
   EXPECT_EQ(messages(l).front(), "the interleaved schedule needs the "

@@ -140,6 +140,55 @@ double zeroBufferBytes(double layerParams, const StateBytes &bytes, int zero,
                        int64_t shards);
 
 //===----------------------------------------------------------------------===//
+// Compute time
+//===----------------------------------------------------------------------===//
+
+/// The seconds of a batch of `batch` GEMMs (M x K) x (K x N) on one GPU, by
+/// the roofline (Williams et al. 2009) with wave quantization: its FLOPs
+/// at `computeEfficiency` of the peak, divided by the fraction of SMs busy
+/// over its waves of 256 x 128 output tiles (one tile per SM a wave; NVIDIA
+/// Deep Learning Performance Guide, "Matrix Multiplication Background",
+/// sections "Tile Quantization" and "Wave Quantization"), or the bytes of
+/// its operands and result at `memEfficiency` of the memory bandwidth,
+/// whichever is longer. Small per-GPU slices lose to the last wave; GEMMs
+/// with a short inner dimension (the attention's Q K^T over a head of 64
+/// to 160) to the memory.
+double gemmSeconds(const ClusterSpec &cluster, Precision precision, double m,
+                   double n, double k, double batch = 1);
+
+/// The seconds of a memory-bound kernel moving `bytes` (0 when the memory
+/// bandwidth is unknown).
+double memorySeconds(const ClusterSpec &cluster, double bytes);
+
+/// The forward of one transformer layer and microbatch on one GPU, kernel
+/// by kernel. The weight GEMMs (QKV, output projection, MLP or experts,
+/// router) and the attention core's two batched GEMMs by gemmSeconds();
+/// the memory-bound kernels by the bytes they read and write at
+/// `memEfficiency` of the memory bandwidth, per token and element size e:
+///   norms and residual adds  (10 e + 2 d) h (two norms reading and
+///                            writing h, two residual adds reading two and
+///                            writing one, dropout masks of d bytes);
+///                            replicated by tp unless sequence parallel
+///   rotary embedding         2 e (1 + g) h / t (without learned positions)
+///   activation function      2 e F / t (3 e F gated; k times with experts)
+///   softmax and dropout      (2 e + (2 e + d)) a s_k / t over the scores
+///                            (Megatron's fused softmax reads and writes
+///                            them, dropout also writes its mask)
+/// The backward computes two GEMMs per forward GEMM and its memory-bound
+/// kernels read the saved input and the output gradient and write the input
+/// gradient: twice the forward, in time.
+struct LayerSeconds {
+  double gemm = 0;      ///< weight GEMMs
+  double attention = 0; ///< the core: Q K^T, softmax, dropout, A V
+  double memory = 0;    ///< norms, residual adds, rotary, activation
+  double forward() const { return gemm + attention + memory; }
+};
+LayerSeconds layerForwardSeconds(const ModelSpec &model,
+                                 const ActivationShape &shape,
+                                 const ClusterSpec &cluster,
+                                 Precision precision);
+
+//===----------------------------------------------------------------------===//
 // Communication and time
 //===----------------------------------------------------------------------===//
 

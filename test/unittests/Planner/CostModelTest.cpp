@@ -1,0 +1,144 @@
+//===- CostModelTest.cpp - step time against published training runs ----===//
+//
+// The planner's time model against the throughput that Megatron-LM
+// measured: Narayanan et al. 2021, "Efficient Large-Scale Language Model
+// Training on GPU Clusters Using Megatron-LM" (SC21), table 1, weak scaling
+// of GPT models from 1.7B to 1T parameters on Selene (DGX A100 80GB, 8 HDR
+// InfiniBand NICs per node), fp16, full recomputation. The micro-batch
+// sizes and the interleaved schedule's layers per virtual stage are those
+// of the paper's scripts (Megatron-LM examples/sc21/run_table_1.sh); the
+// vocabulary is 51200 and the sequence 2048 (section 5.1). No per-row
+// factor: one cluster preset, the default efficiencies.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cleave/Planner/Validate.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+
+using namespace cleave::planner;
+
+namespace {
+
+struct Table1Row {
+  double billions; ///< parameters, as the table gives them
+  int64_t heads, hidden, layers, tp, pp, gpus, batch;
+  int64_t microBatch;      ///< run_table_1.sh's MBS
+  int64_t layersPerChunk;  ///< --num-layers-per-virtual-pipeline-stage; 0: 1F1B
+  double publishedTflops; ///< achieved teraFLOP/s per GPU
+};
+
+// Table 1 of Narayanan et al. 2021, with run_table_1.sh's MBS and virtual
+// stages.
+const Table1Row kTable1[] = {
+    {1.7, 24, 2304, 24, 1, 1, 32, 512, 16, 0, 137},
+    {3.6, 32, 3072, 30, 2, 1, 64, 512, 16, 0, 138},
+    {7.5, 32, 4096, 36, 4, 1, 128, 512, 16, 0, 142},
+    {18.4, 48, 6144, 40, 8, 1, 256, 1024, 8, 0, 135},
+    {39.1, 64, 8192, 48, 8, 2, 512, 1536, 4, 0, 138},
+    {76.1, 80, 10240, 60, 8, 4, 1024, 1792, 2, 5, 140},
+    {145.6, 96, 12288, 80, 8, 8, 1536, 2304, 2, 5, 148},
+    {310.1, 128, 16384, 96, 8, 16, 1920, 2160, 1, 3, 155},
+    {529.6, 128, 20480, 105, 8, 35, 2520, 2520, 1, 1, 163},
+    {1008.0, 160, 25600, 128, 8, 64, 3072, 3072, 1, 0, 163},
+};
+
+constexpr int64_t kVocab = 51200, kSeq = 2048;
+
+struct Table1Run {
+  ModelSpec model;
+  TrainingConfig training;
+  ClusterSpec cluster;
+  Layout layout;
+};
+
+Table1Run runOf(const Table1Row &r) {
+  Table1Run s;
+  s.model.applyArchDefaults(Arch::GPT);
+  s.model.layers = r.layers;
+  s.model.hidden = r.hidden;
+  s.model.heads = r.heads;
+  s.model.kvHeads = r.heads;
+  s.model.ffn = 4 * r.hidden;
+  s.model.vocab = kVocab;
+  s.model.seq = kSeq;
+  // fp16 with 16-bit gradients all-reduced, and no sequence parallelism
+  // (it came with Korthikanti et al. 2022).
+  s.training.globalBatch = r.batch;
+  s.training.precision = Precision::FP16;
+  s.training.f32Grads = false;
+  s.training.sequenceParallel = false;
+  s.cluster = findClusterPreset("a100-80g")->spec;
+  s.cluster.gpus = r.gpus;
+  Layout &l = s.layout;
+  l.tp = r.tp;
+  l.pp = r.pp;
+  l.dp = r.gpus / (r.tp * r.pp);
+  l.microbatches = r.batch / (l.dp * r.microBatch);
+  l.recompute = Recompute::Full;
+  if (r.layersPerChunk) {
+    l.schedule = Schedule::Interleaved;
+    l.virtualStages = r.layers / r.pp / r.layersPerChunk;
+  }
+  return s;
+}
+
+/// The FLOPs per step that the table's throughput counts, recomputation
+/// included: F = 96 B s l h^2 (1 + s / 6h + V / 16 l h) (eq. 3).
+double paperFlops(const Table1Row &r) {
+  const double h = double(r.hidden), l = double(r.layers);
+  return 96.0 * double(r.batch) * kSeq * l * h * h *
+         (1 + kSeq / (6 * h) + kVocab / (16 * l * h));
+}
+
+TEST(CostModelTest, MegatronTable1) {
+  for (const Table1Row &r : kTable1) {
+    Table1Run s = runOf(r);
+    ASSERT_FALSE(hasErrors(validateLayout(s.model, s.training, s.cluster,
+                                          s.layout)))
+        << r.billions << "B: " << s.layout.str();
+    Estimate e = estimate(s.model, s.training, s.cluster, s.layout);
+    const double predicted =
+        paperFlops(r) / e.stepTime / double(r.gpus) / 1e12;
+    const double error = predicted / r.publishedTflops - 1;
+    std::printf("%7.1fB %-36s predicted %6.1f published %5.0f TFLOP/s per "
+                "GPU (%+5.1f%%)\n",
+                r.billions, s.layout.str().c_str(), predicted,
+                r.publishedTflops, 100 * error);
+    EXPECT_LT(std::abs(error), 0.10)
+        << r.billions << "B: predicted " << predicted << ", published "
+        << r.publishedTflops;
+    // The table's own parameter count (eq. 2), to 0.1 B: the shapes are
+    // the table's.
+    EXPECT_NEAR(double(s.model.params().total()) / 1e9, r.billions,
+                0.05 + 1e-3 * r.billions)
+        << r.billions;
+  }
+}
+
+// A kernel-level check of the GEMM model: a GEMM of exactly one full wave
+// of 256 x 128 tiles runs at the efficiency; one tile more takes a second
+// wave (NVIDIA's "Matrix Multiplication Background" guide, "Wave
+// Quantization": 108 SMs on the A100).
+TEST(CostModelTest, WaveQuantization) {
+  ClusterSpec c = findClusterPreset("a100-80g")->spec;
+  ASSERT_EQ(c.sms, 108);
+  const double k = 8192;
+  // 108 tiles: 27 x 4 of 256 x 128.
+  double full = gemmSeconds(c, Precision::BF16, 27 * 256, 4 * 128, k);
+  double flops = 2.0 * 27 * 256 * 4 * 128 * k;
+  EXPECT_NEAR(full, flops / (312e12 * c.computeEfficiency), 1e-12);
+  // One more row of tiles: 112 tiles, two waves.
+  double more = gemmSeconds(c, Precision::BF16, 28 * 256, 4 * 128, k);
+  EXPECT_NEAR(more, 2 * full, 1e-12);
+  // A short inner dimension is memory-bound: (2048 x 64) x (64 x 2048)
+  // writes 8 MB for 0.5 GFLOP.
+  double bmm = gemmSeconds(c, Precision::BF16, 2048, 2048, 64, 1024);
+  double bytes = 2.0 * (2048 * 64 * 2 + 2048 * 2048) * 1024;
+  EXPECT_NEAR(bmm, bytes / (2039e9 * c.memEfficiency), 1e-9);
+}
+
+} // namespace
