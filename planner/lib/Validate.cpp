@@ -123,6 +123,33 @@ std::vector<Diagnostic> validateMesh(const ModelSpec &m,
   return d;
 }
 
+std::vector<Diagnostic> validateSplit(const ModelSpec &m, const Layout &l) {
+  std::vector<Diagnostic> d;
+  if (l.split.empty())
+    return d;
+  const int64_t chunks = l.pp * l.chunks();
+  if (int64_t(l.split.size()) != chunks - 1) {
+    d.push_back({Severity::Error,
+                 "--pipeline-split names " + str(int64_t(l.split.size())) +
+                     " first layers; pp x v = " + str(chunks) +
+                     " chunks need " + str(chunks - 1)});
+    return d;
+  }
+  int64_t previous = 0;
+  for (int64_t s : l.split)
+    if (s <= previous || s >= m.layers) {
+      d.push_back({Severity::Error,
+                   "--pipeline-split: " + str(s) +
+                       " is not a layer after the previous chunk's first "
+                       "and before " +
+                       str(m.layers)});
+      return d;
+    } else {
+      previous = s;
+    }
+  return d;
+}
+
 std::vector<Diagnostic> validateSchedule(const ModelSpec &m,
                                          const TrainingConfig &training,
                                          const Layout &l) {
@@ -157,6 +184,8 @@ std::vector<Diagnostic> validateSchedule(const ModelSpec &m,
       error("the interleaved schedule needs the microbatch count (" +
             str(l.microbatches) + ") to be a multiple of pp=" + str(l.pp));
   }
+  for (Diagnostic &e : validateSplit(m, l))
+    d.push_back(std::move(e));
   if (hasErrors(d))
     return d;
 

@@ -177,6 +177,11 @@ cl::opt<int64_t>
     virtualStages("virtual-stages",
                   cl::desc("model chunks per GPU of the interleaved schedule"),
                   cl::cat(layoutCat));
+cl::list<int64_t> pipelineSplit(
+    "pipeline-split", cl::CommaSeparated,
+    cl::desc("the first layer of each pipeline chunk after the first (pp x "
+             "virtual stages - 1 of them), instead of the balance by FLOPs"),
+    cl::value_desc("L1,L2,..."), cl::cat(layoutCat));
 cl::opt<std::string>
     foldEp("fold-ep",
            cl::desc("on|off: expert-parallel ranks are data-parallel ranks "
@@ -496,6 +501,7 @@ int run() {
     k.microbatches = microbatches;
   if (given(virtualStages))
     k.virtualStages = virtualStages;
+  k.split.assign(pipelineSplit.begin(), pipelineSplit.end());
   if (given(schedule)) {
     if (std::optional<Schedule> s = parseSchedule(schedule))
       k.schedule = *s;
@@ -539,12 +545,24 @@ int run() {
       printDiagnostics(diags);
       return kUsageError;
     }
+    if (!k.split.empty()) {
+      Layout l = mesh;
+      l.schedule = k.schedule.value_or(Schedule::OneFOneB);
+      l.virtualStages = k.virtualStages.value_or(2);
+      l.split = k.split;
+      std::vector<Diagnostic> s = validateSplit(model, l);
+      if (hasErrors(s)) {
+        printDiagnostics(s);
+        return kUsageError;
+      }
+    }
     if (k.microbatches) {
       Layout l = mesh;
       l.microbatches = *k.microbatches;
       l.schedule = k.schedule.value_or(Schedule::OneFOneB);
       l.virtualStages = k.virtualStages.value_or(2);
       l.zero = k.zero.value_or(0);
+      l.split = k.split;
       std::vector<Diagnostic> s = validateSchedule(model, training, l);
       if (hasErrors(s)) {
         printDiagnostics(s);

@@ -72,6 +72,9 @@ CASES = [
     # Three layers on two stages: the uneven cut both make.
     Case("gpt3-pp2-1f1b", "gpt3", 2, 4),
     Case("gpt4-pp2-interleaved", "gpt4", 2, 4, "interleaved", 2),
+    # Five layers in four chunks: interleaved chunks that do not divide the
+    # layers, cut the same way by both.
+    Case("gpt5-pp2-interleaved", "gpt5", 2, 4, "interleaved", 2),
 ]
 
 

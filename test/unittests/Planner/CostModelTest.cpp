@@ -111,6 +111,9 @@ TEST(CostModelTest, MegatronTable1) {
     EXPECT_LT(std::abs(error), 0.10)
         << r.billions << "B: predicted " << predicted << ", published "
         << r.publishedTflops;
+    // Each ran on 80 GB GPUs.
+    EXPECT_TRUE(e.fits) << r.billions << "B: " << e.memory.total() / 1e9
+                        << " GB";
     // The table's own parameter count (eq. 2), to 0.1 B: the shapes are
     // the table's.
     EXPECT_NEAR(double(s.model.params().total()) / 1e9, r.billions,

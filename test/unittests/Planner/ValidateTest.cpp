@@ -185,6 +185,23 @@ TEST_F(ValidateTest, InterleavedSchedule) {
   EXPECT_EQ(messages(l).front(), "the interleaved schedule needs pp > 1");
 }
 
+TEST_F(ValidateTest, GivenSplit) {
+  Layout l = layout(8, 4, 2);
+  l.split = {20, 40, 60};
+  EXPECT_TRUE(messages(l).empty());
+  l.split = {20, 40};
+  EXPECT_EQ(messages(l).front(), "--pipeline-split names 2 first layers; pp "
+                                 "x v = 4 chunks need 3");
+  l.split = {20, 20, 60};
+  EXPECT_EQ(messages(l).front(),
+            "--pipeline-split: 20 is not a layer after the previous chunk's "
+            "first and before 80");
+  l.split = {20, 40, 80};
+  EXPECT_EQ(messages(l).front(),
+            "--pipeline-split: 80 is not a layer after the previous chunk's "
+            "first and before 80");
+}
+
 TEST_F(ValidateTest, FewMicrobatchesWarn) {
   Layout l = layout(8, 4, 2);
   l.microbatches = 2;

@@ -20,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace cleave::planner {
 
@@ -91,6 +92,10 @@ struct Layout {
   /// Expert-parallel ranks are data-parallel ranks of the dense layers;
   /// otherwise ep is a mesh axis of its own and counts in the GPU product.
   bool foldEp = true;
+  /// The first layer of each of the pp x v chunks after the first, as
+  /// -dist-pipeline-parallel's `split` takes them (Llama 3 gave its first
+  /// and last stages one layer fewer); empty: balanced by FLOPs.
+  std::vector<int64_t> split;
 
   int64_t gpus() const { return tp * pp * dp * cp * (foldEp ? 1 : ep); }
   /// Replicas of the dense layers that each see different data.
