@@ -86,11 +86,23 @@ LayerSeconds layerForwardSeconds(const ModelSpec &m, const ActivationShape &a,
 
   // The attention core: Q K^T and A V batched over microbatch and heads.
   const double groups = b * heads / t;
-  l.attention += gemm(s, keys, d, groups);
-  l.attention += gemm(s, d, keys, groups);
-  const double scores = groups * s * keys;
-  const double softmaxBytes = 2 * e + (m.dropout ? 2 * e + mask : 0);
-  l.attention += memorySeconds(c, softmaxBytes * scores);
+  if (a.fusedAttention) {
+    // One kernel over the blocks below the causal diagonal, reading Q, K, V
+    // and writing the output.
+    const double flops = 0.5 * 4 * groups * s * keys * d;
+    const double bytes =
+        e * (2 * tokens * h + 2 * kv / heads * b * keys * h) / t;
+    l.attention = std::max(
+        flops / (peakFlops(c, precision) * c.computeEfficiency),
+        memorySeconds(c, bytes));
+    l.attentionBackwardRatio = 2.5;
+  } else {
+    l.attention += gemm(s, keys, d, groups);
+    l.attention += gemm(s, d, keys, groups);
+    const double scores = groups * s * keys;
+    const double softmaxBytes = 2 * e + (m.dropout ? 2 * e + mask : 0);
+    l.attention += memorySeconds(c, softmaxBytes * scores);
+  }
 
   double outside = (10 * e + 2 * mask) * tokens * h;
   double inside = (m.gatedMlp ? 3 : 2) * e * rows * F / t;

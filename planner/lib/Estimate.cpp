@@ -191,6 +191,7 @@ Estimate estimate(const ModelSpec &m, const TrainingConfig &training,
   shape.keySeq = seq;
   shape.tp = t;
   shape.sequenceParallel = training.sequenceParallel;
+  shape.fusedAttention = training.fusedAttention;
   shape.recompute = layout.recompute;
   shape.elementBytes = eb;
   const double perLayer = activationBytesPerLayer(m, shape);
@@ -285,11 +286,16 @@ Estimate estimate(const ModelSpec &m, const TrainingConfig &training,
                  memorySeconds(cluster, (double(eb) + 20.0) * logits);
     }
     s.forward = forward;
-    s.backward = 2 * s.forward;
-    s.attentionCore = 3 * double(layers) * layer.attention;
+    s.backward = 2 * (forward - double(layers) * layer.forward()) +
+                 double(layers) * layer.backward();
+    s.attentionCore = (1 + layer.attentionBackwardRatio) * double(layers) *
+                      layer.attention;
+    // A fused core recomputes its scores in its own backward: selective
+    // recomputation adds nothing to it.
     if (fullRecompute)
       s.recompute = double(layers) * layer.forward();
-    else if (layout.recompute == Recompute::Selective)
+    else if (layout.recompute == Recompute::Selective &&
+             !training.fusedAttention)
       s.recompute = double(layers) * layer.attention;
 
     // Tensor parallelism: two collectives forward and two backward per layer

@@ -67,7 +67,9 @@ double activationBytesPerLayer(const ModelSpec &m, const ActivationShape &a) {
   }
 
   double inside = attention + mlp;
-  if (a.recompute != Recompute::Selective)
+  if (a.fusedAttention)
+    inside += 4 * heads * s * b; // the log-sum-exp of each query row
+  else if (a.recompute != Recompute::Selective)
     inside += scores;
   return sp ? (outside + inside) / t : outside + inside / t;
 }

@@ -113,6 +113,13 @@ cl::opt<std::string>
                      cl::desc("on|off: Megatron sequence parallelism with TP"),
                      cl::init("on"), cl::cat(trainCat));
 
+cl::opt<std::string> flashAttention(
+    "flash-attention",
+    cl::desc("on|off: the attention core as one fused kernel "
+             "(FlashAttention: no scores stored or written; off: "
+             "Megatron-LM's kernels)"),
+    cl::init("off"), cl::cat(trainCat));
+
 cl::opt<std::string> clusterName("cluster",
                                  cl::desc("a100-80g, h100, h800 or h200"),
                                  cl::cat(clusterCat));
@@ -422,6 +429,8 @@ int run() {
     training.f32Grads = *on;
   if (std::optional<bool> on = onOff(sequenceParallel, error))
     training.sequenceParallel = *on;
+  if (std::optional<bool> on = onOff(flashAttention, error))
+    training.fusedAttention = *on;
   if (std::optional<Optimizer> o = parseOptimizer(optimizer))
     training.optimizer = *o;
   else

@@ -144,4 +144,28 @@ TEST(CostModelTest, WaveQuantization) {
   EXPECT_NEAR(bmm, bytes / (2039e9 * c.memEfficiency), 1e-9);
 }
 
+// A fused attention core (FlashAttention) costs the FLOPs of its two GEMMs
+// on the causal half of the blocks at the GEMM rate, with no traffic for
+// the scores; the unfused core writes, softmaxes, drops out and reads them
+// (Megatron-LM 2021), which at GPT-3's shapes (a = 96, s = 2048, h = 12288,
+// t = 8) takes longer than the fused core's FLOPs.
+TEST(CostModelTest, FusedAttention) {
+  ModelSpec gpt3 = findModelPreset("gpt3-175b")->spec;
+  ClusterSpec c = findClusterPreset("a100-80g")->spec;
+  ActivationShape a;
+  a.microBatch = 1;
+  a.seq = a.keySeq = 2048;
+  a.tp = 8;
+  a.elementBytes = 2;
+  LayerSeconds unfused = layerForwardSeconds(gpt3, a, c, Precision::BF16);
+  a.fusedAttention = true;
+  LayerSeconds fused = layerForwardSeconds(gpt3, a, c, Precision::BF16);
+  const double flops = 0.5 * 4 * (96.0 / 8) * 2048 * 2048 * 128;
+  EXPECT_NEAR(fused.attention, flops / (312e12 * c.computeEfficiency), 1e-12);
+  EXPECT_EQ(fused.attentionBackwardRatio, 2.5);
+  EXPECT_GT(unfused.attention, 2 * fused.attention);
+  EXPECT_EQ(fused.gemm, unfused.gemm);
+  EXPECT_EQ(fused.memory, unfused.memory);
+}
+
 } // namespace

@@ -54,6 +54,7 @@ struct ActivationShape {
   int64_t keySeq = 0; ///< tokens each query attends to (the sequence)
   int64_t tp = 1;
   bool sequenceParallel = true;
+  bool fusedAttention = false; ///< TrainingConfig::fusedAttention
   Recompute recompute = Recompute::None;
   int64_t elementBytes = 2; ///< dropout masks always take one byte
 };
@@ -70,7 +71,8 @@ struct ActivationShape {
 /// (`sbh (10 + 24 / t + 5 a s / h t)`) unless sequence parallelism splits
 /// them too (`sbh (34 / t + 5 a s / h t)`). Selective recomputation drops the
 /// `a s^2 b` terms; full recomputation keeps only the layer input (`2 sbh`,
-/// split by t under sequence parallelism).
+/// split by t under sequence parallelism). Fused attention keeps no scores
+/// either, but the fp32 log-sum-exp of each query row (4 a s b / t).
 double activationBytesPerLayer(const ModelSpec &model,
                                const ActivationShape &shape);
 
@@ -176,12 +178,21 @@ double memorySeconds(const ClusterSpec &cluster, double bytes);
 ///                            them, dropout also writes its mask)
 /// The backward computes two GEMMs per forward GEMM and its memory-bound
 /// kernels read the saved input and the output gradient and write the input
-/// gradient: twice the forward, in time.
+/// gradient: twice the forward, in time. A fused attention core
+/// (FlashAttention) runs its two GEMMs' FLOPs at the GEMM rate on the
+/// blocks a causal mask leaves (half of them), reading Q, K and V and
+/// writing the output; its backward recomputes the scores, five GEMMs to
+/// the forward's two (Dao 2023, FlashAttention-2, section 3.1.2): 2.5 times
+/// the forward.
 struct LayerSeconds {
   double gemm = 0;      ///< weight GEMMs
   double attention = 0; ///< the core: Q K^T, softmax, dropout, A V
   double memory = 0;    ///< norms, residual adds, rotary, activation
+  double attentionBackwardRatio = 2; ///< 2.5 for a fused core
   double forward() const { return gemm + attention + memory; }
+  double backward() const {
+    return 2 * (gemm + memory) + attentionBackwardRatio * attention;
+  }
 };
 LayerSeconds layerForwardSeconds(const ModelSpec &model,
                                  const ActivationShape &shape,

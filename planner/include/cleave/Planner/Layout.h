@@ -55,6 +55,11 @@ struct TrainingConfig {
   /// Megatron sequence parallelism with TP: the activations between the TP
   /// regions (norms, dropout) are split over the sequence too.
   bool sequenceParallel = true;
+  /// The attention core as one fused kernel (FlashAttention, Dao et al.
+  /// 2022): the scores are neither stored for the backward nor written to
+  /// memory, and the backward recomputes them. Off: Megatron-LM's kernels
+  /// (Korthikanti et al.'s accounting).
+  bool fusedAttention = false;
 };
 
 /// Bytes per parameter of each model state.
