@@ -92,9 +92,9 @@ LayerSeconds layerForwardSeconds(const ModelSpec &m, const ActivationShape &a,
     const double flops = 0.5 * 4 * groups * s * keys * d;
     const double bytes =
         e * (2 * tokens * h + 2 * kv / heads * b * keys * h) / t;
-    l.attention = std::max(
-        flops / (peakFlops(c, precision) * c.computeEfficiency),
-        memorySeconds(c, bytes));
+    l.attention =
+        std::max(flops / (peakFlops(c, precision) * c.computeEfficiency),
+                 memorySeconds(c, bytes));
     l.attentionBackwardRatio = 2.5;
   } else {
     l.attention += gemm(s, keys, d, groups);

@@ -288,8 +288,8 @@ Estimate estimate(const ModelSpec &m, const TrainingConfig &training,
     s.forward = forward;
     s.backward = 2 * (forward - double(layers) * layer.forward()) +
                  double(layers) * layer.backward();
-    s.attentionCore = (1 + layer.attentionBackwardRatio) * double(layers) *
-                      layer.attention;
+    s.attentionCore =
+        (1 + layer.attentionBackwardRatio) * double(layers) * layer.attention;
     // A fused core recomputes its scores in its own backward: selective
     // recomputation adds nothing to it.
     if (fullRecompute)

@@ -285,8 +285,8 @@ std::string formatEstimate(const Estimate &e, const ClusterSpec &c) {
       const MemoryEstimate &st = e.stageMemory[i];
       s += "          stage " + std::to_string(i) + ": " +
            std::to_string(e.pipeline.stageLayers[i]) + " layers, " +
-           fixed(e.pipeline.inFlight[i], 2) +
-           " microbatches in flight; " + breakdown(st) + "\n";
+           fixed(e.pipeline.inFlight[i], 2) + " microbatches in flight; " +
+           breakdown(st) + "\n";
     }
 
   auto link = [](const char *name, const CommEstimate &comm, bool intra) {

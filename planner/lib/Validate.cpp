@@ -129,10 +129,10 @@ std::vector<Diagnostic> validateSplit(const ModelSpec &m, const Layout &l) {
     return d;
   const int64_t chunks = l.pp * l.chunks();
   if (int64_t(l.split.size()) != chunks - 1) {
-    d.push_back({Severity::Error,
-                 "--pipeline-split names " + str(int64_t(l.split.size())) +
-                     " first layers; pp x v = " + str(chunks) +
-                     " chunks need " + str(chunks - 1)});
+    d.push_back({Severity::Error, "--pipeline-split names " +
+                                      str(int64_t(l.split.size())) +
+                                      " first layers; pp x v = " + str(chunks) +
+                                      " chunks need " + str(chunks - 1)});
     return d;
   }
   int64_t previous = 0;
@@ -260,9 +260,8 @@ std::vector<Diagnostic> checkMemory(const Estimate &est,
                gb(m.grads) + " + optimizer " + gb(m.optimizer) +
                " + activations " + gb(m.activations) +
                (m.buffers > 0 ? " + ZeRO buffers " + gb(m.buffers) : "") +
-               "), more than the " +
-               gb(cluster.usableBytes()) + " GB usable of " +
-               fixed(cluster.memGB, 0) + " GB (" +
+               "), more than the " + gb(cluster.usableBytes()) +
+               " GB usable of " + fixed(cluster.memGB, 0) + " GB (" +
                fixed(100 * cluster.memHeadroom, 0) + "% headroom)"}};
 }
 

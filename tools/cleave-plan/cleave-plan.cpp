@@ -139,11 +139,10 @@ cl::opt<double> interBW("inter-bw",
                         cl::cat(clusterCat));
 cl::opt<double> hbmBW("hbm-bw", cl::desc("GB/s of GPU memory bandwidth"),
                       cl::cat(clusterCat));
-cl::opt<int64_t>
-    gpuSms("gpu-sms",
-           cl::desc("streaming multiprocessors per GPU (GEMM wave "
-                    "quantization; 0: none)"),
-           cl::cat(clusterCat));
+cl::opt<int64_t> gpuSms("gpu-sms",
+                        cl::desc("streaming multiprocessors per GPU (GEMM wave "
+                                 "quantization; 0: none)"),
+                        cl::cat(clusterCat));
 cl::opt<double> pcieBW("pcie-bw", cl::desc("GB/s host <-> GPU (offload)"),
                        cl::cat(clusterCat));
 cl::opt<double>

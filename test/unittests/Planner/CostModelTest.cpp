@@ -26,8 +26,8 @@ namespace {
 struct Table1Row {
   double billions; ///< parameters, as the table gives them
   int64_t heads, hidden, layers, tp, pp, gpus, batch;
-  int64_t microBatch;      ///< run_table_1.sh's MBS
-  int64_t layersPerChunk;  ///< --num-layers-per-virtual-pipeline-stage; 0: 1F1B
+  int64_t microBatch;     ///< run_table_1.sh's MBS
+  int64_t layersPerChunk; ///< --num-layers-per-virtual-pipeline-stage; 0: 1F1B
   double publishedTflops; ///< achieved teraFLOP/s per GPU
 };
 
@@ -97,12 +97,11 @@ double paperFlops(const Table1Row &r) {
 TEST(CostModelTest, MegatronTable1) {
   for (const Table1Row &r : kTable1) {
     Table1Run s = runOf(r);
-    ASSERT_FALSE(hasErrors(validateLayout(s.model, s.training, s.cluster,
-                                          s.layout)))
+    ASSERT_FALSE(
+        hasErrors(validateLayout(s.model, s.training, s.cluster, s.layout)))
         << r.billions << "B: " << s.layout.str();
     Estimate e = estimate(s.model, s.training, s.cluster, s.layout);
-    const double predicted =
-        paperFlops(r) / e.stepTime / double(r.gpus) / 1e12;
+    const double predicted = paperFlops(r) / e.stepTime / double(r.gpus) / 1e12;
     const double error = predicted / r.publishedTflops - 1;
     std::printf("%7.1fB %-36s predicted %6.1f published %5.0f TFLOP/s per "
                 "GPU (%+5.1f%%)\n",

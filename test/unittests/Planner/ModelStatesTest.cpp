@@ -182,10 +182,9 @@ TEST(ModelStatesTest, ZeroGatherAndReduceScatterBuffers) {
   Estimate e = estimate(m, t, c, l);
   const double embedding = (51200.0 + 2048) * 4096;
   EXPECT_DOUBLE_EQ(e.memory.buffers, 6 * embedding);
-  EXPECT_DOUBLE_EQ(e.memory.total(), e.memory.params + e.memory.grads +
-                                         e.memory.optimizer +
-                                         e.memory.activations +
-                                         e.memory.buffers);
+  EXPECT_DOUBLE_EQ(e.memory.total(),
+                   e.memory.params + e.memory.grads + e.memory.optimizer +
+                       e.memory.activations + e.memory.buffers);
   l.zero = 1;
   EXPECT_EQ(estimate(m, t, c, l).memory.buffers, 0);
 }

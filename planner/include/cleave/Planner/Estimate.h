@@ -88,9 +88,9 @@ std::vector<int64_t> splitLayers(int64_t layers, int64_t stages);
 std::vector<int64_t> balanceLayers(const ModelSpec &model, int64_t chunks);
 
 /// A layout's pipeline as the compiler builds it: the chunks (chunk c of p
-/// v on stage c mod p; the layout's split, or balanceLayers()), and the schedule unrolled and run with equal
-/// stages (pipeline::unroll and pipeline::simulate, backward twice the
-/// forward).
+/// v on stage c mod p; the layout's split, or balanceLayers()), and the
+/// schedule unrolled and run with equal stages (pipeline::unroll and
+/// pipeline::simulate, backward twice the forward).
 struct PipelineShape {
   std::vector<int64_t> chunkStarts; ///< p v first layers
   std::vector<int64_t> chunkLayers; ///< p v layer counts
