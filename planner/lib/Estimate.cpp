@@ -424,6 +424,17 @@ Estimate estimate(const ModelSpec &m, const TrainingConfig &training,
   est.tflopsPerGpu =
       est.modelFlopsPerStep / est.stepTime / double(layout.gpus()) / 1e12;
   est.mfu = est.tflopsPerGpu * 1e12 / peak;
+  // The recomputed forward: every layer's (not the LM head's) or the
+  // attention scores' (which a fused core recomputes in its backward,
+  // counted as model FLOPs).
+  double recomputed = 0;
+  if (fullRecompute)
+    recomputed = modelFlopsPerToken(m) / 3 - 2.0 * double(m.vocab) * h;
+  else if (layout.recompute == Recompute::Selective && !training.fusedAttention)
+    recomputed = double(m.layers) * 4.0 * double(seq) * h;
+  est.hardwareFlopsPerStep = est.modelFlopsPerStep + recomputed * tokensPerStep;
+  est.hardwareTflopsPerGpu =
+      est.hardwareFlopsPerStep / est.stepTime / double(layout.gpus()) / 1e12;
   est.usableBytes = cluster.usableBytes();
   est.fits = est.memory.total() <= est.usableBytes;
   // The GPUs of a node hold one pipeline stage (pp is the outermost axis)

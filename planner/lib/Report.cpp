@@ -164,6 +164,7 @@ void writeEstimate(llvm::json::OStream &j, const Estimate &est) {
     });
     number(j, "step_time_s", est.stepTime);
     number(j, "tflops_per_gpu", est.tflopsPerGpu);
+    number(j, "hw_tflops_per_gpu", est.hardwareTflopsPerGpu);
     number(j, "mfu", est.mfu);
     // Whether the stage that needs the most fits, by how much it does not,
     // and which stages are over.
@@ -318,7 +319,8 @@ std::string formatEstimate(const Estimate &e, const ClusterSpec &c) {
   s += "time      " + parts + " = " + secs(e.stepTime) +
        " s per step (bubble " + fixed(e.bubble, 3) + " of the step)\n";
   s += "speed     " + grouped(e.tokensPerSecond) + " tokens/s, " +
-       fixed(e.tflopsPerGpu, 1) + " TFLOP/s per GPU, MFU " +
+       fixed(e.tflopsPerGpu, 1) + " TFLOP/s per GPU (" +
+       fixed(e.hardwareTflopsPerGpu, 1) + " with recomputation), MFU " +
        fixed(100 * e.mfu, 1) + "%\n";
   return s;
 }

@@ -110,6 +110,10 @@ TEST(CostModelTest, MegatronTable1) {
     EXPECT_LT(std::abs(error), 0.10)
         << r.billions << "B: predicted " << predicted << ", published "
         << r.publishedTflops;
+    // The planner counts the FLOPs the table counts, recomputation
+    // included, but for the biases and norms (a few parts in 10^4).
+    EXPECT_NEAR(e.hardwareFlopsPerStep / paperFlops(r), 1, 1e-3) << r.billions;
+    EXPECT_NEAR(e.hardwareTflopsPerGpu, predicted, 1e-3 * predicted);
     // Each ran on 80 GB GPUs.
     EXPECT_TRUE(e.fits) << r.billions << "B: " << e.memory.total() / 1e9
                         << " GB";

@@ -256,6 +256,10 @@ struct Estimate {
   double tokensPerSecond = 0;
   double modelFlopsPerStep = 0; ///< without recomputation
   double tflopsPerGpu = 0;      ///< model TFLOP/s per GPU
+  /// With the recomputed forward (full: the layers'; selective: their
+  /// attention core), as Megatron-LM's tables count throughput.
+  double hardwareFlopsPerStep = 0;
+  double hardwareTflopsPerGpu = 0;
   double mfu = 0;               ///< tflopsPerGpu over the peak
   /// Tensor-parallel time if its groups were inside one node (to report the
   /// cost of crossing nodes).
