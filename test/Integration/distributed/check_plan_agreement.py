@@ -24,7 +24,7 @@ that cuts the step, before anything runs) must agree on:
   et al.'s per-layer formula in fp32, times the microbatches held) against
   the bytes of the forward values the stage's backward reads, held over
   its schedule, within a factor of ACTIVATION_RATIO (the ratios are
-  printed: 0.95 to 1.13 on these models, whose embedding, head and loss
+  printed: 0.95 to 1.17 on these models, whose embedding, head and loss
   weigh more against the layers than at scale).
 
 And `cleave-plan --out plan.json` read by `cleave-compile --plan` cuts the
