@@ -414,7 +414,14 @@ Estimate estimate(const ModelSpec &m, const TrainingConfig &training,
   est.time.ep = nmb * s.epTime;
   est.time.pp = nmb * s.ppTime;
   est.bubble = est.pipeline.bubble;
-  est.time.bubble = double(p - 1) / double(v) * s.perMicrobatch();
+  // Fill and drain: each microbatch passes every stage once, the slowest
+  // m times in the steady state, so the step is m t_max plus the other
+  // stages' times over v (with equal stages the (p - 1) / v microbatch
+  // times of Narayanan et al. 2021, section 2.2).
+  double others = -s.perMicrobatch();
+  for (const StageCost &stage : stages)
+    others += stage.perMicrobatch();
+  est.time.bubble = others / double(v);
   est.tpTimeIntraNode = nmb * s.tpTimeIntra;
 
   est.stepTime = est.time.step();

@@ -148,9 +148,24 @@ TEST(PipelineTest, StepTimeIncludesTheBubble) {
   l.microbatches = 32;
   Estimate e = estimate(m, t, c, l);
   EXPECT_DOUBLE_EQ(e.bubble, 3.0 / 35);
-  double perMicrobatch = e.time.bubble / 3;
-  EXPECT_NEAR(e.time.compute + e.time.pp, 32 * perMicrobatch,
+  // The slowest stage's microbatch time; the fill and drain are the other
+  // three stages' (balanced by FLOPs, 7 to 9 layers: within 15% of it).
+  double slowest = (e.time.compute + e.time.pp) / 32;
+  EXPECT_LE(e.time.bubble, 3 * slowest * (1 + 1e-12));
+  EXPECT_GT(e.time.bubble, 0.85 * 3 * slowest);
+  EXPECT_NEAR(e.stepTime, e.time.compute + e.time.pp + e.time.bubble,
               1e-9 * e.stepTime);
+
+  // The balance's split given explicitly gives the same step; an uneven
+  // one leaves 11 layers and the head on the last stage, which then sets
+  // the pace.
+  Layout light = l;
+  light.split = {4, 12, 21}; // 4, 8, 9, 11 layers
+  Estimate f = estimate(m, t, c, light);
+  l.split = {8, 16, 25}; // 8, 8, 9, 7: the balance
+  Estimate g = estimate(m, t, c, l);
+  EXPECT_DOUBLE_EQ(g.stepTime, e.stepTime);
+  EXPECT_GT(f.time.compute, g.time.compute); // 11 layers and the head
 }
 
 } // namespace

@@ -235,7 +235,8 @@ struct TimeBreakdown {
   double cp = 0;        ///< ring attention beyond what attention hides
   double ep = 0;        ///< all-to-alls (not overlapped)
   double pp = 0;        ///< stage-to-stage transfers
-  double bubble = 0;    ///< pipeline fill and drain
+  double bubble = 0;    ///< pipeline fill and drain: the other stages'
+                        ///< microbatch times over v
   double dp = 0;        ///< gradient sync beyond the backward it overlaps
   double offload = 0;   ///< host transfers of gradients and parameters
   double step() const {
