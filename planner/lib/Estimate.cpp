@@ -29,6 +29,24 @@ LinkBytes CommEstimate::total() const {
   return all;
 }
 
+std::vector<int64_t> Estimate::stagesOver() const {
+  std::vector<int64_t> over;
+  for (const MemoryEstimate &s : stageMemory)
+    if (s.total() > usableBytes)
+      over.push_back(s.stage);
+  return over;
+}
+
+double zeroBufferBytes(double layerParams, const StateBytes &bytes, int zero,
+                       int64_t shards) {
+  if (zero < 2 || shards <= 1)
+    return 0;
+  double buffers = bytes.grad * layerParams;
+  if (zero >= 3)
+    buffers += 2 * bytes.param * layerParams;
+  return buffers;
+}
+
 double modelFlopsPerToken(const ModelSpec &m) {
   const ParamCounts p = m.params();
   const double layerParams =
@@ -161,16 +179,8 @@ Estimate estimate(const ModelSpec &m, const TrainingConfig &training,
 
   const double peak = cluster.tflops * 1e12 *
                       (training.precision == Precision::FP32 ? 0.5 : 1.0);
-  const double rate = peak * cluster.computeEfficiency;
   const double h = double(m.hidden);
   const double tokens = b * double(localSeq); // per microbatch per GPU
-  const double layerParams =
-      (double(P.layers) +
-       (m.isMoE() ? double(P.experts) * double(m.topK) / double(m.experts)
-                  : 0.0)) /
-      double(m.layers);
-  const double layerFlops = 2 * layerParams + 4.0 * double(seq) * h;
-  const double headFlops = 2.0 * double(m.vocab) * h;
   const double kvShare =
       double(m.kvHeads ? m.kvHeads : m.heads) / double(m.heads);
   const bool tiedCopy = P.head == 0 && P.tokenEmbedding > 0 && p > 1;
@@ -181,12 +191,15 @@ Estimate estimate(const ModelSpec &m, const TrainingConfig &training,
   shape.keySeq = seq;
   shape.tp = t;
   shape.sequenceParallel = training.sequenceParallel;
+  shape.fusedAttention = training.fusedAttention;
   shape.recompute = layout.recompute;
   shape.elementBytes = eb;
   const double perLayer = activationBytesPerLayer(m, shape);
   ActivationShape working = shape;
   working.recompute = Recompute::None;
   const double workingLayer = activationBytesPerLayer(m, working);
+  const LayerSeconds layer =
+      layerForwardSeconds(m, shape, cluster, training.precision);
 
   std::vector<StageCost> stages(p);
   for (int64_t i = 0; i < p; ++i) {
@@ -226,6 +239,18 @@ Estimate estimate(const ModelSpec &m, const TrainingConfig &training,
     s.memory.grads = dense.grads + experts.grads;
     s.memory.optimizer = dense.optimizer + experts.optimizer;
     s.memory.offloaded = dense.offloaded + experts.offloaded;
+    // The largest layer this stage gathers or reduce-scatters whole.
+    double largest = 0;
+    if (layers > 0)
+      largest = double(P.layers) / double(m.layers) / double(t) +
+                double(P.experts) / double(m.layers) / double(t * e);
+    if (first)
+      largest = std::max(largest, double(P.embedding) / double(t));
+    if (last && (P.head || tiedCopy))
+      largest = std::max(largest, double(P.head ? P.head : P.tokenEmbedding) /
+                                      double(t));
+    s.memory.buffers =
+        zeroBufferBytes(largest, bytes, layout.zero, denseShards);
 
     // Activations of the microbatches in flight, plus under full
     // recomputation the one layer being recomputed.
@@ -245,20 +270,33 @@ Estimate estimate(const ModelSpec &m, const TrainingConfig &training,
     }
     s.memory.activations = acts;
 
-    // Compute.
-    double fwdFlops = tokens * double(layers) * layerFlops;
-    if (last)
-      fwdFlops += tokens * headFlops;
-    fwdFlops /= double(t);
-    const double coreFlops =
-        tokens * double(layers) * 4.0 * double(seq) * h / double(t);
-    s.forward = fwdFlops / rate;
-    s.backward = 2 * s.forward;
-    s.attentionCore = 3 * coreFlops / rate;
+    // Compute, kernel by kernel: the layers; the embedding lookup on the
+    // first stage (it reads and writes h per token); on the last, the LM
+    // head's GEMM and the loss, which reads the 16-bit logits, writes them
+    // in fp32 and reads and writes them twice more (max, then exp and sum).
+    // The backward is twice the forward; recomputation reruns the layers'
+    // forward (full) or their attention core (selective), not the head.
+    double forward = double(layers) * layer.forward();
+    if (first)
+      forward += memorySeconds(cluster, 2.0 * double(eb) * tokens * h);
+    if (last) {
+      const double logits = tokens * double(m.vocab) / double(t);
+      forward += gemmSeconds(cluster, training.precision, tokens,
+                             double(m.vocab) / double(t), h) +
+                 memorySeconds(cluster, (double(eb) + 20.0) * logits);
+    }
+    s.forward = forward;
+    s.backward = 2 * (forward - double(layers) * layer.forward()) +
+                 double(layers) * layer.backward();
+    s.attentionCore =
+        (1 + layer.attentionBackwardRatio) * double(layers) * layer.attention;
+    // A fused core recomputes its scores in its own backward: selective
+    // recomputation adds nothing to it.
     if (fullRecompute)
-      s.recompute = tokens * double(layers) * layerFlops / double(t) / rate;
-    else if (layout.recompute == Recompute::Selective)
-      s.recompute = coreFlops / rate;
+      s.recompute = double(layers) * layer.forward();
+    else if (layout.recompute == Recompute::Selective &&
+             !training.fusedAttention)
+      s.recompute = double(layers) * layer.attention;
 
     // Tensor parallelism: two collectives forward and two backward per layer
     // (two more when full recomputation reruns the forward), one for the
@@ -293,10 +331,16 @@ Estimate estimate(const ModelSpec &m, const TrainingConfig &training,
     }
 
     // Pipeline: the activation forward and its gradient backward, at each
-    // of the v chunk boundaries.
+    // of the v chunk boundaries. Each tp rank sends its 1/t of the boundary
+    // over its own link: the sequence-parallel slice, or without sequence
+    // parallelism Megatron's scatter/gather (Narayanan et al. 2021, section
+    // 4.1), whose receivers all-gather the slices inside the node. The
+    // transfers wait on each send and receive: not overlapped.
     if (p > 1) {
-      double boundary = actBytes / (sp ? double(t) : 1.0);
+      double boundary = actBytes / double(t);
       s.pp = pointToPoint(ppInter, 2.0 * double(v) * boundary);
+      if (!sp && t > 1)
+        s.pp += scaled(allGather(tpGroup, actBytes), 2.0 * double(v));
       s.ppTime = seconds(s.pp, cluster);
     }
   }
@@ -370,7 +414,14 @@ Estimate estimate(const ModelSpec &m, const TrainingConfig &training,
   est.time.ep = nmb * s.epTime;
   est.time.pp = nmb * s.ppTime;
   est.bubble = est.pipeline.bubble;
-  est.time.bubble = double(p - 1) / double(v) * s.perMicrobatch();
+  // Fill and drain: each microbatch passes every stage once, the slowest
+  // m times in the steady state, so the step is m t_max plus the other
+  // stages' times over v (with equal stages the (p - 1) / v microbatch
+  // times of Narayanan et al. 2021, section 2.2).
+  double others = -s.perMicrobatch();
+  for (const StageCost &stage : stages)
+    others += stage.perMicrobatch();
+  est.time.bubble = others / double(v);
   est.tpTimeIntraNode = nmb * s.tpTimeIntra;
 
   est.stepTime = est.time.step();
@@ -380,7 +431,26 @@ Estimate estimate(const ModelSpec &m, const TrainingConfig &training,
   est.tflopsPerGpu =
       est.modelFlopsPerStep / est.stepTime / double(layout.gpus()) / 1e12;
   est.mfu = est.tflopsPerGpu * 1e12 / peak;
-  est.fits = est.memory.total() <= cluster.usableBytes();
+  // The recomputed forward: every layer's (not the LM head's) or the
+  // attention scores' (which a fused core recomputes in its backward,
+  // counted as model FLOPs).
+  double recomputed = 0;
+  if (fullRecompute)
+    recomputed = modelFlopsPerToken(m) / 3 - 2.0 * double(m.vocab) * h;
+  else if (layout.recompute == Recompute::Selective && !training.fusedAttention)
+    recomputed = double(m.layers) * 4.0 * double(seq) * h;
+  est.hardwareFlopsPerStep = est.modelFlopsPerStep + recomputed * tokensPerStep;
+  est.hardwareTflopsPerGpu =
+      est.hardwareFlopsPerStep / est.stepTime / double(layout.gpus()) / 1e12;
+  est.usableBytes = cluster.usableBytes();
+  est.fits = est.memory.total() <= est.usableBytes;
+  // The GPUs of a node hold one pipeline stage (pp is the outermost axis)
+  // unless the stage has fewer GPUs than a node.
+  double offloaded = 0;
+  for (const MemoryEstimate &stage : est.stageMemory)
+    offloaded = std::max(offloaded, stage.offloaded);
+  est.hostBytesPerNode =
+      offloaded * double(std::min<int64_t>(G, layout.gpus()));
   return est;
 }
 

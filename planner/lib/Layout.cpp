@@ -106,7 +106,7 @@ std::string Layout::str() const {
   std::string s = "tp=" + std::to_string(tp) + " pp=" + std::to_string(pp) +
                   " dp=" + std::to_string(dp) + " cp=" + std::to_string(cp) +
                   " ep=" + std::to_string(ep) +
-                  " mb=" + std::to_string(microbatches) + " " +
+                  " microbatches=" + std::to_string(microbatches) + " " +
                   scheduleName(schedule);
   if (schedule == Schedule::Interleaved)
     s += "(v=" + std::to_string(virtualStages) + ")";

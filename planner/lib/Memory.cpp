@@ -67,7 +67,9 @@ double activationBytesPerLayer(const ModelSpec &m, const ActivationShape &a) {
   }
 
   double inside = attention + mlp;
-  if (a.recompute != Recompute::Selective)
+  if (a.fusedAttention)
+    inside += 4 * heads * s * b; // the log-sum-exp of each query row
+  else if (a.recompute != Recompute::Selective)
     inside += scores;
   return sp ? (outside + inside) / t : outside + inside / t;
 }
@@ -148,7 +150,13 @@ std::vector<int64_t> balanceLayers(const ModelSpec &m, int64_t chunks) {
 PipelineShape pipelineShape(const ModelSpec &m, const Layout &l) {
   PipelineShape shape;
   const int64_t p = std::max<int64_t>(l.pp, 1), v = l.chunks();
-  shape.chunkStarts = balanceLayers(m, p * v);
+  if (!l.split.empty() && int64_t(l.split.size()) + 1 == p * v) {
+    shape.chunkStarts = {0};
+    shape.chunkStarts.insert(shape.chunkStarts.end(), l.split.begin(),
+                             l.split.end());
+  } else {
+    shape.chunkStarts = balanceLayers(m, p * v);
+  }
   shape.stageLayers.assign(p, 0);
   shape.chunkLayers.assign(shape.chunkStarts.size(), 0);
   for (size_t c = 0; c < shape.chunkStarts.size(); ++c) {

@@ -120,6 +120,7 @@ void writeEstimate(llvm::json::OStream &j, const Estimate &est) {
       j.attribute("ep", l.ep);
       j.attribute("zero", l.zero);
       j.attribute("microbatches", l.microbatches);
+      j.attribute("micro_batch_size", est.microBatch);
       j.attribute("schedule", scheduleName(l.schedule));
       j.attribute("recompute", recomputeName(l.recompute));
     });
@@ -128,7 +129,10 @@ void writeEstimate(llvm::json::OStream &j, const Estimate &est) {
       number(j, "grads", m.grads / 1e9);
       number(j, "optimizer", m.optimizer / 1e9);
       number(j, "activations", m.activations / 1e9);
+      number(j, "buffers", m.buffers / 1e9);
       number(j, "total", m.total() / 1e9);
+      number(j, "offloaded", m.offloaded / 1e9);
+      number(j, "host_per_node", est.hostBytesPerNode / 1e9);
     });
     j.attributeObject("comm_gb", [&] {
       number(j, "intra_node", all.intra / 1e9);
@@ -153,12 +157,24 @@ void writeEstimate(llvm::json::OStream &j, const Estimate &est) {
           j.attribute("grads_bytes", int64_t(s.grads));
           j.attribute("optimizer_bytes", int64_t(s.optimizer));
           j.attribute("activations_bytes", int64_t(s.activations));
+          j.attribute("buffers_bytes", int64_t(s.buffers));
+          j.attribute("offloaded_bytes", int64_t(s.offloaded));
         });
       }
     });
     number(j, "step_time_s", est.stepTime);
     number(j, "tflops_per_gpu", est.tflopsPerGpu);
+    number(j, "hw_tflops_per_gpu", est.hardwareTflopsPerGpu);
     number(j, "mfu", est.mfu);
+    // Whether the stage that needs the most fits, by how much it does not,
+    // and which stages are over.
+    j.attribute("fits", est.fits);
+    number(j, "usable_gb", est.usableBytes / 1e9);
+    number(j, "over_gb", est.overBytes() / 1e9);
+    j.attributeArray("stages_over", [&] {
+      for (int64_t stage : est.stagesOver())
+        j.value(stage);
+    });
   });
 }
 
@@ -209,11 +225,11 @@ std::string formatTable(const SearchResult &r, size_t rows) {
       std::to_string(r.tooBig) + " configurations out of memory)\n\n";
   char line[512];
   std::snprintf(line, sizeof(line),
-                "%3s %4s %4s %4s %4s %4s %5s %-14s %4s %-9s %7s %6s %8s %12s "
-                "%6s  %s\n",
-                "#", "tp", "pp", "dp", "cp", "ep", "mb", "schedule", "zero",
-                "recompute", "mem GB", "bubble", "step s", "tokens/s", "MFU",
-                "why it loses");
+                "%3s %4s %4s %4s %4s %4s %8s %7s %-14s %4s %-9s %7s %7s %6s "
+                "%8s %12s %6s  %s\n",
+                "#", "tp", "pp", "dp", "cp", "ep", "mb-count", "mb-size",
+                "schedule", "zero", "recompute", "mem GB", "host GB", "bubble",
+                "step s", "tokens/s", "MFU", "why it loses");
   s += line;
   for (size_t i = 0; i < r.ranked.size() && i < rows; ++i) {
     const Estimate &e = r.ranked[i].estimate;
@@ -223,12 +239,13 @@ std::string formatTable(const SearchResult &r, size_t rows) {
       schedule += "/" + std::to_string(l.virtualStages);
     std::snprintf(
         line, sizeof(line),
-        "%3zu %4lld %4lld %4lld %4lld %4lld %5lld %-14s %4d %-9s %7.1f %6.3f "
-        "%8.3g %12s %5.1f%%  %s\n",
+        "%3zu %4lld %4lld %4lld %4lld %4lld %8lld %7lld %-14s %4d %-9s %7.1f "
+        "%7.1f %6.3f %8.3g %12s %5.1f%%  %s\n",
         i + 1, (long long)l.tp, (long long)l.pp, (long long)l.dp,
         (long long)l.cp, (long long)l.ep, (long long)l.microbatches,
-        schedule.c_str(), l.zero, recomputeName(l.recompute),
-        e.memory.total() / 1e9, e.bubble, e.stepTime,
+        (long long)e.microBatch, schedule.c_str(), l.zero,
+        recomputeName(l.recompute), e.memory.total() / 1e9,
+        e.hostBytesPerNode / 1e9, e.bubble, e.stepTime,
         grouped(e.tokensPerSecond).c_str(), 100 * e.mfu,
         r.ranked[i].reason.c_str());
     s += line;
@@ -239,26 +256,38 @@ std::string formatTable(const SearchResult &r, size_t rows) {
 std::string formatEstimate(const Estimate &e, const ClusterSpec &c) {
   const Layout &l = e.layout;
   const MemoryEstimate &m = e.memory;
-  std::string s = "layout    " + l.str() + " (" + std::to_string(e.microBatch) +
-                  (e.microBatch == 1 ? " sequence" : " sequences") +
-                  " per microbatch)\n";
-  s += "memory    per GPU on stage " + std::to_string(m.stage) + ": params " +
-       size(m.params) + " + grads " + size(m.grads) + " + optimizer " +
-       size(m.optimizer) + " + activations " + size(m.activations) + " = " +
-       size(m.total()) + " of " + size(c.usableBytes()) + " usable";
+  std::string s = "layout    " + l.str() + " (micro-batch size " +
+                  std::to_string(e.microBatch) +
+                  (e.microBatch == 1 ? " sequence" : " sequences") + ")\n";
+  auto breakdown = [](const MemoryEstimate &m) {
+    std::string s = "params " + size(m.params) + " + grads " + size(m.grads) +
+                    " + optimizer " + size(m.optimizer) + " + activations " +
+                    size(m.activations);
+    if (m.buffers > 0)
+      s += " + ZeRO buffers " + size(m.buffers);
+    return s + " = " + size(m.total());
+  };
+  s += "memory    per GPU on stage " + std::to_string(m.stage) + ": " +
+       breakdown(m) + " of " + size(c.usableBytes()) + " usable";
   if (m.offloaded > 0)
-    s += "; " + size(m.offloaded) + " of optimizer state in host memory";
+    s += "; " + size(m.offloaded) + " of optimizer state in host memory (" +
+         size(e.hostBytesPerNode) + " per node)";
   s += "\n";
+  if (!e.fits) {
+    std::string stages;
+    for (int64_t i : e.stagesOver())
+      stages += (stages.empty() ? "" : ", ") + std::to_string(i);
+    s += "fits      no: stage " + std::to_string(m.stage) + " needs " +
+         size(m.total()) + ", " + size(e.overBytes()) + " more than the " +
+         size(e.usableBytes) + " usable (stages over: " + stages + ")\n";
+  }
   if (l.pp > 1)
     for (size_t i = 0; i < e.stageMemory.size(); ++i) {
       const MemoryEstimate &st = e.stageMemory[i];
       s += "          stage " + std::to_string(i) + ": " +
            std::to_string(e.pipeline.stageLayers[i]) + " layers, " +
-           fixed(e.pipeline.inFlight[i], 2) +
-           " microbatches in flight; params " + size(st.params) +
-           " + grads " + size(st.grads) + " + optimizer " +
-           size(st.optimizer) + " + activations " + size(st.activations) +
-           " = " + size(st.total()) + "\n";
+           fixed(e.pipeline.inFlight[i], 2) + " microbatches in flight; " +
+           breakdown(st) + "\n";
     }
 
   auto link = [](const char *name, const CommEstimate &comm, bool intra) {
@@ -290,7 +319,8 @@ std::string formatEstimate(const Estimate &e, const ClusterSpec &c) {
   s += "time      " + parts + " = " + secs(e.stepTime) +
        " s per step (bubble " + fixed(e.bubble, 3) + " of the step)\n";
   s += "speed     " + grouped(e.tokensPerSecond) + " tokens/s, " +
-       fixed(e.tflopsPerGpu, 1) + " TFLOP/s per GPU, MFU " +
+       fixed(e.tflopsPerGpu, 1) + " TFLOP/s per GPU (" +
+       fixed(e.hardwareTflopsPerGpu, 1) + " with recomputation), MFU " +
        fixed(100 * e.mfu, 1) + "%\n";
   return s;
 }

@@ -95,6 +95,7 @@ std::optional<Estimate> searchMesh(const ModelSpec &model,
             l.microbatches = mb;
             l.zero = zero;
             l.recompute = rc;
+            l.split = k.split;
             if (hasErrors(validateSchedule(model, training, l)))
               continue;
             Estimate est = estimate(model, training, cluster, l);

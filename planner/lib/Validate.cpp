@@ -123,6 +123,33 @@ std::vector<Diagnostic> validateMesh(const ModelSpec &m,
   return d;
 }
 
+std::vector<Diagnostic> validateSplit(const ModelSpec &m, const Layout &l) {
+  std::vector<Diagnostic> d;
+  if (l.split.empty())
+    return d;
+  const int64_t chunks = l.pp * l.chunks();
+  if (int64_t(l.split.size()) != chunks - 1) {
+    d.push_back({Severity::Error, "--pipeline-split names " +
+                                      str(int64_t(l.split.size())) +
+                                      " first layers; pp x v = " + str(chunks) +
+                                      " chunks need " + str(chunks - 1)});
+    return d;
+  }
+  int64_t previous = 0;
+  for (int64_t s : l.split)
+    if (s <= previous || s >= m.layers) {
+      d.push_back({Severity::Error,
+                   "--pipeline-split: " + str(s) +
+                       " is not a layer after the previous chunk's first "
+                       "and before " +
+                       str(m.layers)});
+      return d;
+    } else {
+      previous = s;
+    }
+  return d;
+}
+
 std::vector<Diagnostic> validateSchedule(const ModelSpec &m,
                                          const TrainingConfig &training,
                                          const Layout &l) {
@@ -147,15 +174,18 @@ std::vector<Diagnostic> validateSchedule(const ModelSpec &m,
     if (l.virtualStages < 2)
       error("the interleaved schedule needs at least 2 virtual stages, got " +
             str(l.virtualStages));
-    else if (m.layers % (l.pp * l.virtualStages))
+    else if (m.layers < l.pp * l.virtualStages)
+      // Uneven chunks are cut as the compiler cuts them (pipelineShape).
       error("the interleaved schedule with pp=" + str(l.pp) + " and " +
-            str(l.virtualStages) + " virtual stages needs " +
-            str(l.pp * l.virtualStages) + " to divide the " + str(m.layers) +
-            " layers");
+            str(l.virtualStages) + " virtual stages needs at least " +
+            str(l.pp * l.virtualStages) + " layers, the model has " +
+            str(m.layers));
     if (l.microbatches >= 1 && l.pp > 1 && l.microbatches % l.pp)
       error("the interleaved schedule needs the microbatch count (" +
             str(l.microbatches) + ") to be a multiple of pp=" + str(l.pp));
   }
+  for (Diagnostic &e : validateSplit(m, l))
+    d.push_back(std::move(e));
   if (hasErrors(d))
     return d;
 
@@ -228,9 +258,10 @@ std::vector<Diagnostic> checkMemory(const Estimate &est,
            "needs " + gb(m.total()) + " GB per GPU on pipeline stage " +
                str(m.stage) + " (params " + gb(m.params) + " + grads " +
                gb(m.grads) + " + optimizer " + gb(m.optimizer) +
-               " + activations " + gb(m.activations) + "), more than the " +
-               gb(cluster.usableBytes()) + " GB usable of " +
-               fixed(cluster.memGB, 0) + " GB (" +
+               " + activations " + gb(m.activations) +
+               (m.buffers > 0 ? " + ZeRO buffers " + gb(m.buffers) : "") +
+               "), more than the " + gb(cluster.usableBytes()) +
+               " GB usable of " + fixed(cluster.memGB, 0) + " GB (" +
                fixed(100 * cluster.memHeadroom, 0) + "% headroom)"}};
 }
 

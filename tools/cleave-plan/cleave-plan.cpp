@@ -19,6 +19,7 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstdio>
 #include <set>
 
 using namespace llvm;
@@ -112,6 +113,13 @@ cl::opt<std::string>
                      cl::desc("on|off: Megatron sequence parallelism with TP"),
                      cl::init("on"), cl::cat(trainCat));
 
+cl::opt<std::string> flashAttention(
+    "flash-attention",
+    cl::desc("on|off: the attention core as one fused kernel "
+             "(FlashAttention: no scores stored or written; off: "
+             "Megatron-LM's kernels)"),
+    cl::init("off"), cl::cat(trainCat));
+
 cl::opt<std::string> clusterName("cluster",
                                  cl::desc("a100-80g, h100, h800 or h200"),
                                  cl::cat(clusterCat));
@@ -129,12 +137,23 @@ cl::opt<double> intraBW("intra-bw",
 cl::opt<double> interBW("inter-bw",
                         cl::desc("GB/s per GPU per direction between nodes"),
                         cl::cat(clusterCat));
+cl::opt<double> hbmBW("hbm-bw", cl::desc("GB/s of GPU memory bandwidth"),
+                      cl::cat(clusterCat));
+cl::opt<int64_t> gpuSms("gpu-sms",
+                        cl::desc("streaming multiprocessors per GPU (GEMM wave "
+                                 "quantization; 0: none)"),
+                        cl::cat(clusterCat));
 cl::opt<double> pcieBW("pcie-bw", cl::desc("GB/s host <-> GPU (offload)"),
                        cl::cat(clusterCat));
 cl::opt<double>
     computeEfficiency("compute-efficiency",
                       cl::desc("fraction of peak that matmuls sustain (0.7)"),
                       cl::cat(clusterCat));
+cl::opt<double> memEfficiency(
+    "mem-efficiency",
+    cl::desc("fraction of memory bandwidth that memory-bound kernels reach "
+             "(0.8)"),
+    cl::cat(clusterCat));
 cl::opt<double> commEfficiency(
     "comm-efficiency",
     cl::desc("fraction of link bandwidth collectives reach (0.8)"),
@@ -164,6 +183,11 @@ cl::opt<int64_t>
     virtualStages("virtual-stages",
                   cl::desc("model chunks per GPU of the interleaved schedule"),
                   cl::cat(layoutCat));
+cl::list<int64_t> pipelineSplit(
+    "pipeline-split", cl::CommaSeparated,
+    cl::desc("the first layer of each pipeline chunk after the first (pp x "
+             "virtual stages - 1 of them), instead of the balance by FLOPs"),
+    cl::value_desc("L1,L2,..."), cl::cat(layoutCat));
 cl::opt<std::string>
     foldEp("fold-ep",
            cl::desc("on|off: expert-parallel ranks are data-parallel ranks "
@@ -180,6 +204,12 @@ cl::opt<unsigned> top("top", cl::desc("rows of the ranked table (5)"),
 cl::opt<bool> listPresets("list-presets",
                           cl::desc("list the model and cluster presets"),
                           cl::cat(outputCat));
+
+/// Exit codes: 0, a layout that fits; kUsageError, a flag or a layout rule
+/// broken (nothing estimated); kDoesNotFit, no layout fits the memory (a
+/// mesh given in full is still reported, on stdout).
+constexpr int kUsageError = 1;
+constexpr int kDoesNotFit = 2;
 
 /// Errors go to stderr as `error: ...`; main returns 1 when there was one.
 struct Errors {
@@ -222,7 +252,8 @@ void printPresets() {
            << format("%g", c.memGB) << " GB, " << format("%g", c.tflops)
            << " TFLOP/s bf16, " << format("%g", c.intraBW) << " GB/s NVLink, "
            << format("%g", c.interBW) << " GB/s network, " << c.gpusPerNode
-           << " GPUs per node\n";
+           << " GPUs per node, " << format("%g", c.hbmBW) << " GB/s memory, "
+           << c.sms << " SMs\n";
   }
 }
 
@@ -292,7 +323,7 @@ int run() {
   std::optional<Precision> defaultPrecision;
   if (!inputFile.empty() && given(preset)) {
     error("give a model file or --preset, not both");
-    return 1;
+    return kUsageError;
   }
   if (!inputFile.empty()) {
     ModelFile file;
@@ -303,7 +334,7 @@ int run() {
       errs() << message;
       if (message.empty() || message.back() != '\n')
         errs() << "\n";
-      return 1;
+      return kUsageError;
     }
     if (modelSummary) {
       printSummary(file);
@@ -317,12 +348,12 @@ int run() {
                                                                 : "bf16");
   } else if (modelSummary) {
     error("--model-summary needs a model file");
-    return 1;
+    return kUsageError;
   } else if (given(preset)) {
     const ModelPreset *p = findModelPreset(preset);
     if (!p) {
       error("unknown --preset '" + preset + "' (--list-presets)");
-      return 1;
+      return kUsageError;
     }
     model = p->spec;
     defaultBatch = p->globalBatch;
@@ -333,7 +364,7 @@ int run() {
     std::optional<Arch> a = parseArch(arch);
     if (!a) {
       error("--arch expects gpt, llama or moe, got '" + arch + "'");
-      return 1;
+      return kUsageError;
     }
     model.applyArchDefaults(*a);
   }
@@ -397,6 +428,8 @@ int run() {
     training.f32Grads = *on;
   if (std::optional<bool> on = onOff(sequenceParallel, error))
     training.sequenceParallel = *on;
+  if (std::optional<bool> on = onOff(flashAttention, error))
+    training.fusedAttention = *on;
   if (std::optional<Optimizer> o = parseOptimizer(optimizer))
     training.optimizer = *o;
   else
@@ -409,7 +442,7 @@ int run() {
     const ClusterPreset *p = findClusterPreset(clusterName);
     if (!p) {
       error("unknown --cluster '" + clusterName + "' (--list-presets)");
-      return 1;
+      return kUsageError;
     }
     cluster = p->spec;
   }
@@ -431,6 +464,12 @@ int run() {
     cluster.interBW = interBW;
   if (given(pcieBW))
     cluster.pcieBW = pcieBW;
+  if (given(hbmBW))
+    cluster.hbmBW = hbmBW;
+  if (given(gpuSms))
+    cluster.sms = gpuSms;
+  if (given(memEfficiency))
+    cluster.memEfficiency = memEfficiency;
   if (given(computeEfficiency))
     cluster.computeEfficiency = computeEfficiency;
   if (given(commEfficiency))
@@ -470,6 +509,7 @@ int run() {
     k.microbatches = microbatches;
   if (given(virtualStages))
     k.virtualStages = virtualStages;
+  k.split.assign(pipelineSplit.begin(), pipelineSplit.end());
   if (given(schedule)) {
     if (std::optional<Schedule> s = parseSchedule(schedule))
       k.schedule = *s;
@@ -492,7 +532,7 @@ int run() {
   if (k.schedule == Schedule::Interleaved && !k.virtualStages)
     k.virtualStages = 2;
   if (error.any)
-    return 1;
+    return kUsageError;
 
   // A complete mesh (tp, pp and dp given) is checked as such, so that its
   // errors name the degrees rather than an empty search.
@@ -511,7 +551,18 @@ int run() {
         validateMesh(model, training, cluster, mesh);
     if (hasErrors(diags)) {
       printDiagnostics(diags);
-      return 1;
+      return kUsageError;
+    }
+    if (!k.split.empty()) {
+      Layout l = mesh;
+      l.schedule = k.schedule.value_or(Schedule::OneFOneB);
+      l.virtualStages = k.virtualStages.value_or(2);
+      l.split = k.split;
+      std::vector<Diagnostic> s = validateSplit(model, l);
+      if (hasErrors(s)) {
+        printDiagnostics(s);
+        return kUsageError;
+      }
     }
     if (k.microbatches) {
       Layout l = mesh;
@@ -519,22 +570,49 @@ int run() {
       l.schedule = k.schedule.value_or(Schedule::OneFOneB);
       l.virtualStages = k.virtualStages.value_or(2);
       l.zero = k.zero.value_or(0);
+      l.split = k.split;
       std::vector<Diagnostic> s = validateSchedule(model, training, l);
       if (hasErrors(s)) {
         printDiagnostics(s);
-        return 1;
+        return kUsageError;
       }
     }
   }
 
   SearchResult result = search(model, training, cluster, k);
+  if (result.ranked.empty() && fixedMesh && result.smallest) {
+    // A mesh given in full that does not fit is still estimated: its
+    // configuration that needs the least memory, reported with what does
+    // not fit, and the exit code says so.
+    const Estimate &smallest = *result.smallest;
+    printDiagnostics(checkMemory(smallest, cluster));
+    if (json) {
+      outs() << estimateToJson(smallest);
+    } else {
+      outs() << formatSetup(model, training, cluster) << "\n";
+      char reason[128];
+      std::snprintf(reason, sizeof(reason),
+                    "does not fit: %.1f GB over the %.1f GB usable",
+                    smallest.overBytes() / 1e9, smallest.usableBytes / 1e9);
+      SearchResult table = result;
+      table.ranked = {{smallest, reason}};
+      outs() << formatTable(table, top) << "\n";
+      outs() << formatEstimate(smallest, cluster);
+    }
+    if (!outFile.empty())
+      errs() << "note: no plan file is written for a layout that does not "
+                "fit\n";
+    return kDoesNotFit;
+  }
   if (result.ranked.empty()) {
     if (result.smallest) {
       printDiagnostics(checkMemory(*result.smallest, cluster));
       errs() << "note: the smallest layout is " << result.smallest->layout.str()
              << "; more GPUs, --zero 3, --recompute full, --offload or a "
                 "smaller --global-batch reduce memory\n";
-    } else if (result.meshes == 0) {
+      return kDoesNotFit;
+    }
+    if (result.meshes == 0) {
       error("no layout of " + std::to_string(cluster.gpus) +
             " GPUs has the given degrees: their product must divide --gpus");
     } else if (result.invalidMeshes == result.meshes) {
@@ -546,7 +624,7 @@ int run() {
       error("no microbatch count, schedule, ZeRO stage and recomputation "
             "satisfy the given constraints");
     }
-    return 1;
+    return kUsageError;
   }
 
   const Estimate &best = result.ranked.front().estimate;
@@ -566,7 +644,7 @@ int run() {
     raw_fd_ostream os(outFile, ec, sys::fs::OF_Text);
     if (ec) {
       error("cannot write '" + outFile + "': " + ec.message());
-      return 1;
+      return kUsageError;
     }
     os << planFileJson(model, training, cluster, best);
   }
@@ -582,6 +660,10 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(
       argc, argv,
       "Cleave planner: validates and searches the ways to split a model over "
-      "a GPU cluster, with memory, communication and time estimates\n");
+      "a GPU cluster, with memory, communication and time estimates\n\n"
+      "Exit status: 0 when the layout (given or found) fits; 1 on a usage "
+      "error or a broken layout rule (nothing estimated); 2 when nothing "
+      "fits the GPU memory (a mesh given in full with --tp --pp --dp is "
+      "still estimated and reported, with \"fits\": false)\n");
   return run();
 }

@@ -20,8 +20,9 @@ protected:
   ModelSpec gpt3 = findModelPreset("gpt3-175b")->spec;
   const double sbh = 2048.0 * 1 * 12288; // s b h
 
-  double perLayer(int64_t tp, bool sp, Recompute rc) {
+  double perLayer(int64_t tp, bool sp, Recompute rc, bool fused = false) {
     ActivationShape a;
+    a.fusedAttention = fused;
     a.microBatch = 1;
     a.seq = 2048;
     a.keySeq = 2048;
@@ -63,6 +64,17 @@ TEST_F(ActivationTest, SelectiveRecomputation) {
   double saved = 1 - perLayer(1, false, Recompute::Selective) /
                          perLayer(1, false, Recompute::None);
   EXPECT_NEAR(saved, 0.70, 0.005);
+}
+
+// A fused attention kernel (FlashAttention, Dao et al. 2022) stores no
+// scores, as selective recomputation, but the fp32 log-sum-exp of each of
+// the a s b / t query rows.
+TEST_F(ActivationTest, FusedAttention) {
+  const double rows = 96.0 * 2048 * 1 / 8;
+  EXPECT_DOUBLE_EQ(perLayer(8, true, Recompute::None, true),
+                   sbh * 34 / 8 + 4 * rows);
+  EXPECT_DOUBLE_EQ(perLayer(8, true, Recompute::Selective, true),
+                   sbh * 34 / 8 + 4 * rows);
 }
 
 TEST_F(ActivationTest, FullRecomputation) {

@@ -147,4 +147,77 @@ TEST(ModelStatesTest, OffloadMovesOptimizerStateToTheHost) {
   EXPECT_DOUBLE_EQ(s.total(), 4e9);
 }
 
+// ZeRO-3 holds a layer's gathered parameters while it runs and prefetches
+// the next: DeepSpeed's estimate_zero3_model_states_mem_needs counts
+// `largest_layer_memory = 4 * largest_layer_params` (16-bit, twice). ZeRO-2
+// and 3 also hold a layer's whole gradient until its reduce-scatter.
+TEST(ModelStatesTest, ZeroGatherAndReduceScatterBuffers) {
+  StateBytes b = stateBytes(mixedPrecisionAdam());
+  EXPECT_DOUBLE_EQ(zeroBufferBytes(1e9, b, 3, 64), 4e9 + 2e9);
+  EXPECT_DOUBLE_EQ(zeroBufferBytes(1e9, b, 2, 64), 2e9);
+  EXPECT_EQ(zeroBufferBytes(1e9, b, 1, 64), 0);
+  EXPECT_EQ(zeroBufferBytes(1e9, b, 3, 1), 0); // nothing is sharded
+
+  // Through the estimate, on Narayanan et al. 2021's 7.5B GPT (table 1)
+  // over 64 data-parallel GPUs: the largest layer is the embedding,
+  // (V + s) h = (51200 + 2048) x 4096 parameters, larger than a layer's
+  // 12 h^2 + 13 h.
+  ModelSpec m;
+  m.applyArchDefaults(Arch::GPT);
+  m.layers = 36;
+  m.hidden = 4096;
+  m.heads = 32;
+  m.kvHeads = 32;
+  m.ffn = 4 * 4096;
+  m.vocab = 51200;
+  m.seq = 2048;
+  TrainingConfig t = mixedPrecisionAdam();
+  t.globalBatch = 64;
+  ClusterSpec c = findClusterPreset("a100-80g")->spec;
+  c.gpus = 64;
+  Layout l;
+  l.dp = 64;
+  l.zero = 3;
+  l.recompute = Recompute::Full;
+  Estimate e = estimate(m, t, c, l);
+  const double embedding = (51200.0 + 2048) * 4096;
+  EXPECT_DOUBLE_EQ(e.memory.buffers, 6 * embedding);
+  EXPECT_DOUBLE_EQ(e.memory.total(),
+                   e.memory.params + e.memory.grads + e.memory.optimizer +
+                       e.memory.activations + e.memory.buffers);
+  l.zero = 1;
+  EXPECT_EQ(estimate(m, t, c, l).memory.buffers, 0);
+}
+
+// Offloaded optimizer state (ZeRO-Offload, Ren et al. 2021: the fp32
+// master weights and moments, 12 bytes per parameter, on the host) shards
+// like the GPU's with ZeRO >= 1: a node of 8 of the 64 data-parallel GPUs
+// holds 8 / 64 of it.
+TEST(ModelStatesTest, OffloadedBytesPerNode) {
+  ModelSpec m;
+  m.applyArchDefaults(Arch::GPT);
+  m.layers = 1;
+  m.hidden = 64;
+  m.heads = 1;
+  m.kvHeads = 1;
+  m.ffn = 256;
+  m.vocab = 64;
+  m.seq = 64;
+  ParamCounts counts;
+  counts.layers = 7'500'000'000;
+  m.measured = counts;
+  TrainingConfig t = mixedPrecisionAdam();
+  t.globalBatch = 64;
+  t.offload = true;
+  ClusterSpec c = findClusterPreset("a100-80g")->spec;
+  c.gpus = 64;
+  Layout l;
+  l.dp = 64;
+  l.zero = 1;
+  Estimate e = estimate(m, t, c, l);
+  EXPECT_DOUBLE_EQ(e.memory.offloaded, 12 * 7.5e9 / 64);
+  EXPECT_DOUBLE_EQ(e.hostBytesPerNode, 8 * 12 * 7.5e9 / 64);
+  EXPECT_EQ(e.memory.optimizer, 0);
+}
+
 } // namespace

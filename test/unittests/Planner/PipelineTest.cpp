@@ -95,6 +95,40 @@ TEST(PipelineTest, BalanceLayers) {
   EXPECT_EQ(shape.stageLayers[1], shape.chunkLayers[1] + shape.chunkLayers[3]);
 }
 
+// A given split replaces the balance: Llama 3 405B's 126 layers over 16
+// stages with one layer fewer on the first and the last stage (Llama Team
+// 2024, "The Llama 3 Herd of Models", section 3.3.2, on balancing the
+// pipeline), 7 + 14 x 8 + 7.
+TEST(PipelineTest, GivenSplit) {
+  ModelSpec llama = findModelPreset("llama3-405b")->spec;
+  Layout l;
+  l.pp = 16;
+  l.microbatches = 16;
+  for (int64_t first = 7; first < 126; first += 8)
+    l.split.push_back(first);
+  ASSERT_EQ(l.split.size(), 15u);
+  PipelineShape shape = pipelineShape(llama, l);
+  std::vector<int64_t> expected(16, 8);
+  expected.front() = expected.back() = 7;
+  EXPECT_EQ(shape.stageLayers, expected);
+  EXPECT_EQ(shape.chunkStarts.front(), 0);
+  EXPECT_EQ(shape.chunkStarts.back(), 119);
+
+  // Interleaved: 32 chunks of 126 layers, uneven (4 or 3 each) by the
+  // balance when no split is given.
+  l.split.clear();
+  l.schedule = Schedule::Interleaved;
+  l.virtualStages = 2;
+  shape = pipelineShape(llama, l);
+  ASSERT_EQ(shape.chunkLayers.size(), 32u);
+  for (int64_t n : shape.chunkLayers)
+    EXPECT_TRUE(n == 3 || n == 4) << n;
+  int64_t total = 0;
+  for (int64_t n : shape.stageLayers)
+    total += n;
+  EXPECT_EQ(total, 126);
+}
+
 TEST(PipelineTest, SplitLayers) {
   EXPECT_EQ(splitLayers(80, 4), (std::vector<int64_t>{20, 20, 20, 20}));
   EXPECT_EQ(splitLayers(80, 3), (std::vector<int64_t>{27, 27, 26}));
@@ -114,9 +148,24 @@ TEST(PipelineTest, StepTimeIncludesTheBubble) {
   l.microbatches = 32;
   Estimate e = estimate(m, t, c, l);
   EXPECT_DOUBLE_EQ(e.bubble, 3.0 / 35);
-  double perMicrobatch = e.time.bubble / 3;
-  EXPECT_NEAR(e.time.compute + e.time.pp, 32 * perMicrobatch,
+  // The slowest stage's microbatch time; the fill and drain are the other
+  // three stages' (balanced by FLOPs, 7 to 9 layers: within 15% of it).
+  double slowest = (e.time.compute + e.time.pp) / 32;
+  EXPECT_LE(e.time.bubble, 3 * slowest * (1 + 1e-12));
+  EXPECT_GT(e.time.bubble, 0.85 * 3 * slowest);
+  EXPECT_NEAR(e.stepTime, e.time.compute + e.time.pp + e.time.bubble,
               1e-9 * e.stepTime);
+
+  // The balance's split given explicitly gives the same step; an uneven
+  // one leaves 11 layers and the head on the last stage, which then sets
+  // the pace.
+  Layout light = l;
+  light.split = {4, 12, 21}; // 4, 8, 9, 11 layers
+  Estimate f = estimate(m, t, c, light);
+  l.split = {8, 16, 25}; // 8, 8, 9, 7: the balance
+  Estimate g = estimate(m, t, c, l);
+  EXPECT_DOUBLE_EQ(g.stepTime, e.stepTime);
+  EXPECT_GT(f.time.compute, g.time.compute); // 11 layers and the head
 }
 
 } // namespace

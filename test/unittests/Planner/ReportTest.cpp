@@ -58,15 +58,16 @@ TEST(ReportTest, JsonSchema) {
   ClusterSpec c;
   Estimate e = sample(m, t, c, Schedule::OneFOneB);
   std::string json = estimateToJson(e);
-  EXPECT_EQ(
-      keysAtDepth(json, 1),
-      (std::vector<std::string>{"layout", "memory_gb", "comm_gb", "bubble",
-                                "stages", "step_time_s", "tflops_per_gpu",
-                                "mfu"}));
+  EXPECT_EQ(keysAtDepth(json, 1),
+            (std::vector<std::string>{
+                "layout", "memory_gb", "comm_gb", "bubble", "stages",
+                "step_time_s", "tflops_per_gpu", "hw_tflops_per_gpu", "mfu",
+                "fits", "usable_gb", "over_gb", "stages_over"}));
   EXPECT_NE(json.find("\"layout\": {\n    \"dp\": 2,\n    \"tp\": 2,\n    "
                       "\"pp\": 4,\n    \"cp\": 1,\n    \"ep\": 1,\n    "
                       "\"zero\": 1,\n    \"microbatches\": 8,\n    "
-                      "\"schedule\": \"1f1b\",\n    \"recompute\": "
+                      "\"micro_batch_size\": 4,\n    \"schedule\": \"1f1b\",\n "
+                      "   \"recompute\": "
                       "\"selective\"\n  }"),
             std::string::npos)
       << json;

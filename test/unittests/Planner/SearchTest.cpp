@@ -120,6 +120,33 @@ TEST_F(SearchTest, InvalidMeshesAreCounted) {
             "tp=64 does not divide the 32 attention heads");
 }
 
+// The interleaved schedule is searched where its chunks do not divide the
+// layers: 30 layers in 4 x 2 chunks, cut by FLOPs as the compiler cuts them
+// (the LM head's 2 V h per token, about two of Llama 3 8B's layers, leaves
+// the last chunk fewer).
+TEST_F(SearchTest, InterleavesLayersThatDoNotDivide) {
+  model = findModelPreset("llama3-8b")->spec;
+  model.layers = 30;
+  cluster.gpus = 16;
+  SearchConstraints k;
+  k.tp = 2;
+  k.pp = 4;
+  k.cp = 1;
+  k.schedule = Schedule::Interleaved;
+  k.virtualStages = 2;
+  SearchResult r = search(model, training, cluster, k);
+  ASSERT_EQ(r.ranked.size(), 1u);
+  const Estimate &e = r.ranked.front().estimate;
+  EXPECT_EQ(e.layout.schedule, Schedule::Interleaved);
+  ASSERT_EQ(e.pipeline.chunkLayers.size(), 8u);
+  EXPECT_EQ(e.pipeline.chunkStarts, balanceLayers(model, 8));
+  int64_t total = 0;
+  for (int64_t n : e.pipeline.chunkLayers)
+    total += n;
+  EXPECT_EQ(total, 30);
+  EXPECT_LT(e.pipeline.chunkLayers.back(), e.pipeline.chunkLayers.front());
+}
+
 // Mixture of experts: ep is searched, folded into dp.
 TEST(SearchMoETest, SearchesExpertParallelism) {
   ModelSpec model = findModelPreset("mixtral-8x7b")->spec;

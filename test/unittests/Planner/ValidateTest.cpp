@@ -165,10 +165,14 @@ TEST_F(ValidateTest, BatchAndMicrobatches) {
 TEST_F(ValidateTest, InterleavedSchedule) {
   Layout l = layout(8, 4, 2);
   l.schedule = Schedule::Interleaved;
+  // Chunks need not divide the layers (80 in 12 chunks of 7 or 6 layers,
+  // as -dist-pipeline-parallel cuts them), but each needs one.
   l.virtualStages = 3;
+  EXPECT_TRUE(messages(l).empty());
+  l.virtualStages = 32;
   EXPECT_EQ(messages(l).front(),
-            "the interleaved schedule with pp=4 and 3 virtual stages needs 12 "
-            "to divide the 80 layers");
+            "the interleaved schedule with pp=4 and 32 virtual stages needs "
+            "at least 128 layers, the model has 80");
   l.virtualStages = 2;
   l.microbatches = 2;
   EXPECT_EQ(messages(l).front(), "the interleaved schedule needs the "
@@ -179,6 +183,23 @@ TEST_F(ValidateTest, InterleavedSchedule) {
   l.pp = 1;
   l.dp = 8;
   EXPECT_EQ(messages(l).front(), "the interleaved schedule needs pp > 1");
+}
+
+TEST_F(ValidateTest, GivenSplit) {
+  Layout l = layout(8, 4, 2);
+  l.split = {20, 40, 60};
+  EXPECT_TRUE(messages(l).empty());
+  l.split = {20, 40};
+  EXPECT_EQ(messages(l).front(), "--pipeline-split names 2 first layers; pp "
+                                 "x v = 4 chunks need 3");
+  l.split = {20, 20, 60};
+  EXPECT_EQ(messages(l).front(),
+            "--pipeline-split: 20 is not a layer after the previous chunk's "
+            "first and before 80");
+  l.split = {20, 40, 80};
+  EXPECT_EQ(messages(l).front(),
+            "--pipeline-split: 80 is not a layer after the previous chunk's "
+            "first and before 80");
 }
 
 TEST_F(ValidateTest, FewMicrobatchesWarn) {
@@ -212,6 +233,12 @@ TEST_F(ValidateTest, MemoryMustFit) {
                                    "105.8 + activations "),
             std::string::npos)
       << d.front().message;
+  // The estimate says by how much: over the 72 GB usable of 80 GB, on its
+  // one stage.
+  EXPECT_FALSE(e.fits);
+  EXPECT_DOUBLE_EQ(e.usableBytes, 72e9);
+  EXPECT_DOUBLE_EQ(e.overBytes(), e.memory.total() - 72e9);
+  EXPECT_EQ(e.stagesOver(), std::vector<int64_t>{0});
 }
 
 } // namespace

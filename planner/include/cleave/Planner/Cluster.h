@@ -27,10 +27,18 @@ struct ClusterSpec {
   double intraBW = 0; ///< per GPU, per direction, inside a node
   double interBW = 0; ///< per GPU, per direction, between nodes
   double pcieBW = 32; ///< per GPU, host <-> device (optimizer offload)
+  double hbmBW = 0;   ///< GPU memory bandwidth (memory-bound kernels)
+  /// Streaming multiprocessors per GPU: a GEMM runs in waves of one tile
+  /// per SM (wave quantization); 0 leaves GEMMs unquantized.
+  int64_t sms = 0;
 
-  /// The fraction of peak that large matmuls sustain: compute time is
-  /// FLOPs / (peak x this).
+  /// The fraction of peak that large matmuls sustain: a GEMM's time is
+  /// its FLOPs / (peak x this), over the fraction of its last wave's SMs
+  /// that have a tile, or its bytes over the memory bandwidth if longer.
   double computeEfficiency = 0.7;
+  /// The fraction of `hbmBW` that memory-bound kernels (norms, softmax,
+  /// dropout, activation functions) reach.
+  double memEfficiency = 0.8;
   /// The fraction of link bandwidth that collectives reach (NCCL bus
   /// bandwidth over link peak).
   double commEfficiency = 0.8;

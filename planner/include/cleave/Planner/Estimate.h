@@ -20,6 +20,7 @@
 #include "cleave/Planner/Layout.h"
 #include "cleave/Planner/Model.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -53,6 +54,7 @@ struct ActivationShape {
   int64_t keySeq = 0; ///< tokens each query attends to (the sequence)
   int64_t tp = 1;
   bool sequenceParallel = true;
+  bool fusedAttention = false; ///< TrainingConfig::fusedAttention
   Recompute recompute = Recompute::None;
   int64_t elementBytes = 2; ///< dropout masks always take one byte
 };
@@ -69,7 +71,8 @@ struct ActivationShape {
 /// (`sbh (10 + 24 / t + 5 a s / h t)`) unless sequence parallelism splits
 /// them too (`sbh (34 / t + 5 a s / h t)`). Selective recomputation drops the
 /// `a s^2 b` terms; full recomputation keeps only the layer input (`2 sbh`,
-/// split by t under sequence parallelism).
+/// split by t under sequence parallelism). Fused attention keeps no scores
+/// either, but the fp32 log-sum-exp of each query row (4 a s b / t).
 double activationBytesPerLayer(const ModelSpec &model,
                                const ActivationShape &shape);
 
@@ -85,9 +88,9 @@ std::vector<int64_t> splitLayers(int64_t layers, int64_t stages);
 std::vector<int64_t> balanceLayers(const ModelSpec &model, int64_t chunks);
 
 /// A layout's pipeline as the compiler builds it: the chunks (chunk c of p
-/// v on stage c mod p), and the schedule unrolled and run with equal
-/// stages (pipeline::unroll and pipeline::simulate, backward twice the
-/// forward).
+/// v on stage c mod p; the layout's split, or balanceLayers()), and the
+/// schedule unrolled and run with equal stages (pipeline::unroll and
+/// pipeline::simulate, backward twice the forward).
 struct PipelineShape {
   std::vector<int64_t> chunkStarts; ///< p v first layers
   std::vector<int64_t> chunkLayers; ///< p v layer counts
@@ -118,10 +121,83 @@ struct MemoryEstimate {
   double grads = 0;
   double optimizer = 0;
   double activations = 0;
+  /// Communication buffers of sharded states: under ZeRO-2 and 3 the
+  /// reduce-scatter of the largest layer's whole gradient (it exists
+  /// unsharded until it is reduced), under ZeRO-3 also the largest layer's
+  /// gathered 16-bit parameters twice (the layer in use and the next one
+  /// prefetched), as DeepSpeed's estimate_zero3_model_states_mem_needs
+  /// counts them (4 bytes per parameter of the largest layer).
+  double buffers = 0;
   double offloaded = 0; ///< in host memory, not counted in total()
   int64_t stage = 0;    ///< the pipeline stage these bytes belong to
-  double total() const { return params + grads + optimizer + activations; }
+  double total() const {
+    return params + grads + optimizer + activations + buffers;
+  }
 };
+
+/// MemoryEstimate::buffers for a stage whose largest layer (a transformer
+/// layer, the embedding or the LM head) has `layerParams` parameters per
+/// GPU, with `zero` sharding over `shards` ranks.
+double zeroBufferBytes(double layerParams, const StateBytes &bytes, int zero,
+                       int64_t shards);
+
+//===----------------------------------------------------------------------===//
+// Compute time
+//===----------------------------------------------------------------------===//
+
+/// The seconds of a batch of `batch` GEMMs (M x K) x (K x N) on one GPU, by
+/// the roofline (Williams et al. 2009) with wave quantization: its FLOPs
+/// at `computeEfficiency` of the peak, divided by the fraction of SMs busy
+/// over its waves of 256 x 128 output tiles (one tile per SM a wave; NVIDIA
+/// Deep Learning Performance Guide, "Matrix Multiplication Background",
+/// sections "Tile Quantization" and "Wave Quantization"), or the bytes of
+/// its operands and result at `memEfficiency` of the memory bandwidth,
+/// whichever is longer. Small per-GPU slices lose to the last wave; GEMMs
+/// with a short inner dimension (the attention's Q K^T over a head of 64
+/// to 160) to the memory.
+double gemmSeconds(const ClusterSpec &cluster, Precision precision, double m,
+                   double n, double k, double batch = 1);
+
+/// The seconds of a memory-bound kernel moving `bytes` (0 when the memory
+/// bandwidth is unknown).
+double memorySeconds(const ClusterSpec &cluster, double bytes);
+
+/// The forward of one transformer layer and microbatch on one GPU, kernel
+/// by kernel. The weight GEMMs (QKV, output projection, MLP or experts,
+/// router) and the attention core's two batched GEMMs by gemmSeconds();
+/// the memory-bound kernels by the bytes they read and write at
+/// `memEfficiency` of the memory bandwidth, per token and element size e:
+///   norms and residual adds  (10 e + 2 d) h (two norms reading and
+///                            writing h, two residual adds reading two and
+///                            writing one, dropout masks of d bytes);
+///                            replicated by tp unless sequence parallel
+///   rotary embedding         2 e (1 + g) h / t (without learned positions)
+///   activation function      2 e F / t (3 e F gated; k times with experts)
+///   softmax and dropout      (2 e + (2 e + d)) a s_k / t over the scores
+///                            (Megatron's fused softmax reads and writes
+///                            them, dropout also writes its mask)
+/// The backward computes two GEMMs per forward GEMM and its memory-bound
+/// kernels read the saved input and the output gradient and write the input
+/// gradient: twice the forward, in time. A fused attention core
+/// (FlashAttention) runs its two GEMMs' FLOPs at the GEMM rate on the
+/// blocks a causal mask leaves (half of them), reading Q, K and V and
+/// writing the output; its backward recomputes the scores, five GEMMs to
+/// the forward's two (Dao 2023, FlashAttention-2, section 3.1.2): 2.5 times
+/// the forward.
+struct LayerSeconds {
+  double gemm = 0;      ///< weight GEMMs
+  double attention = 0; ///< the core: Q K^T, softmax, dropout, A V
+  double memory = 0;    ///< norms, residual adds, rotary, activation
+  double attentionBackwardRatio = 2; ///< 2.5 for a fused core
+  double forward() const { return gemm + attention + memory; }
+  double backward() const {
+    return 2 * (gemm + memory) + attentionBackwardRatio * attention;
+  }
+};
+LayerSeconds layerForwardSeconds(const ModelSpec &model,
+                                 const ActivationShape &shape,
+                                 const ClusterSpec &cluster,
+                                 Precision precision);
 
 //===----------------------------------------------------------------------===//
 // Communication and time
@@ -159,7 +235,8 @@ struct TimeBreakdown {
   double cp = 0;        ///< ring attention beyond what attention hides
   double ep = 0;        ///< all-to-alls (not overlapped)
   double pp = 0;        ///< stage-to-stage transfers
-  double bubble = 0;    ///< pipeline fill and drain
+  double bubble = 0;    ///< pipeline fill and drain: the other stages'
+                        ///< microbatch times over v
   double dp = 0;        ///< gradient sync beyond the backward it overlaps
   double offload = 0;   ///< host transfers of gradients and parameters
   double step() const {
@@ -180,11 +257,26 @@ struct Estimate {
   double tokensPerSecond = 0;
   double modelFlopsPerStep = 0; ///< without recomputation
   double tflopsPerGpu = 0;      ///< model TFLOP/s per GPU
+  /// With the recomputed forward (full: the layers'; selective: their
+  /// attention core), as Megatron-LM's tables count throughput.
+  double hardwareFlopsPerStep = 0;
+  double hardwareTflopsPerGpu = 0;
   double mfu = 0;               ///< tflopsPerGpu over the peak
   /// Tensor-parallel time if its groups were inside one node (to report the
   /// cost of crossing nodes).
   double tpTimeIntraNode = 0;
-  bool fits = false; ///< memory.total() within the usable GPU memory
+  bool fits = false;      ///< memory.total() within the usable GPU memory
+  double usableBytes = 0; ///< the cluster's usable memory per GPU
+  /// Host memory the offloaded optimizer state takes on one node: the
+  /// node's GPUs' shares (those of the stage offloading the most).
+  double hostBytesPerNode = 0;
+  /// How far the stage that needs the most is over the usable memory (0
+  /// when it fits).
+  double overBytes() const {
+    return std::max(0.0, memory.total() - usableBytes);
+  }
+  /// The stages whose memory is over the usable memory.
+  std::vector<int64_t> stagesOver() const;
 };
 
 /// Model FLOPs per token for forward and backward (3x forward), without

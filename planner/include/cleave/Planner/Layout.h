@@ -20,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace cleave::planner {
 
@@ -54,6 +55,11 @@ struct TrainingConfig {
   /// Megatron sequence parallelism with TP: the activations between the TP
   /// regions (norms, dropout) are split over the sequence too.
   bool sequenceParallel = true;
+  /// The attention core as one fused kernel (FlashAttention, Dao et al.
+  /// 2022): the scores are neither stored for the backward nor written to
+  /// memory, and the backward recomputes them. Off: Megatron-LM's kernels
+  /// (Korthikanti et al.'s accounting).
+  bool fusedAttention = false;
 };
 
 /// Bytes per parameter of each model state.
@@ -91,6 +97,10 @@ struct Layout {
   /// Expert-parallel ranks are data-parallel ranks of the dense layers;
   /// otherwise ep is a mesh axis of its own and counts in the GPU product.
   bool foldEp = true;
+  /// The first layer of each of the pp x v chunks after the first, as
+  /// -dist-pipeline-parallel's `split` takes them (Llama 3 gave its first
+  /// and last stages one layer fewer); empty: balanced by FLOPs.
+  std::vector<int64_t> split;
 
   int64_t gpus() const { return tp * pp * dp * cp * (foldEp ? 1 : ep); }
   /// Replicas of the dense layers that each see different data.
@@ -99,7 +109,7 @@ struct Layout {
   int64_t chunks() const {
     return schedule == Schedule::Interleaved ? virtualStages : 1;
   }
-  /// `tp=8 pp=4 dp=2 cp=1 ep=1 mb=16 1f1b zero=1 selective`
+  /// `tp=8 pp=4 dp=2 cp=1 ep=1 microbatches=16 1f1b zero=1 selective`
   std::string str() const;
 };
 

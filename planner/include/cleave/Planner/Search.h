@@ -28,6 +28,7 @@ struct SearchConstraints {
   std::optional<int> zero;
   std::optional<Recompute> recompute;
   bool foldEp = true;
+  std::vector<int64_t> split; ///< Layout::split of every layout
 };
 
 struct RankedLayout {

@@ -34,7 +34,13 @@ std::vector<Diagnostic> validateMesh(const ModelSpec &model,
                                      const ClusterSpec &cluster,
                                      const Layout &layout);
 
-/// Checks the microbatch count, schedule and ZeRO stage of a valid mesh.
+/// Checks a given split (Layout::split): pp x v - 1 first layers, each
+/// after the one before and before the last layer.
+std::vector<Diagnostic> validateSplit(const ModelSpec &model,
+                                      const Layout &layout);
+
+/// Checks the microbatch count, schedule, ZeRO stage and split of a valid
+/// mesh.
 std::vector<Diagnostic> validateSchedule(const ModelSpec &model,
                                          const TrainingConfig &training,
                                          const Layout &layout);
