@@ -36,9 +36,17 @@ step counter and the loss scaler's state ("amp.loss_scale",
 step skipped by one program and not the other changes every later loss by
 far more than the bound.
 
+Configurations with "train_flags" (hyperparameters at launch: other values
+than compiled, a learning-rate schedule, the no-decay group) pass them to
+the training binary, and its logged learning rate of every step must be
+PyTorch's scheduler's within LR_RTOL (the log's 9 digits).
+
 Then checkpoint and resume: 5 steps with --save, then --resume with
 --steps 10, against the 10-step run: the losses of steps 1..5 and 6..10 as
 the same JSON text, and every tensor of the final checkpoint byte for byte.
+The resumed run is given no train_flags: the checkpoint's record of the
+hyperparameters and schedule must carry them (mlp_adamw_warmup_cosine
+resumes in the middle of its warmup).
 
   check_training.py --compile build/bin/cleave-compile [--only gpt] [--keep DIR]
 
@@ -61,6 +69,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 DATA = os.path.join(HERE, "training")
 
 LOSS_RTOL = 1e-4
+LR_RTOL = 1e-8
 PARAM_TOL = 1e-4
 STATE_TOL = 1e-4
 MP_LOSS_RTOL = {"bf16": 1.5e-2, "fp16": 2e-3}
@@ -157,6 +166,23 @@ def compare_losses(checker, case, got, want, rtol=LOSS_RTOL):
     checker.report(ok, case, "losses", "max relative error %.2e at step %d "
                    "(cleave %s, pytorch %.9g), bound %g"
                    % (errs[worst], worst + 1, got[worst + 1][1], want[worst], rtol))
+
+
+def compare_lrs(checker, case, log_path, want):
+    """The learning rate of every step, from --log-json, against PyTorch's."""
+    got = {}
+    with open(log_path) as f:
+        for line in f:
+            if line.strip():
+                record = json.loads(line)
+                got[record["step"]] = record.get("lr")
+    errs = [abs(got[k] - w) / w if got.get(k) is not None else float("inf")
+            for k, w in enumerate(want, 1)]
+    worst = int(np.argmax(errs))
+    checker.report(all(e <= LR_RTOL for e in errs), case, "learning rates",
+                   "max relative error %.1e at step %d (cleave %s, pytorch %.9g), "
+                   "bound %g" % (errs[worst], worst + 1, got.get(worst + 1),
+                                 want[worst], LR_RTOL))
 
 
 def compare_loss_scales(checker, case, log_path, want):
@@ -348,11 +374,14 @@ def final_params(final):
         n.endswith(s) and n[:-len(s)] in names for s in (".m", ".v", ".momentum"))}
 
 
-def check_resume(checker, case, train, data_args, full_log, full_ckpt, work):
-    """5 steps, --save; --resume to 10: the same losses and tensors as 10 straight."""
+def check_resume(checker, case, train, data_args, full_log, full_ckpt, work,
+                 train_flags=()):
+    """5 steps, --save; --resume to 10 (without the train flags, which the
+    checkpoint records): the same losses and tensors as 10 straight."""
     half = os.path.join(work, "half")
     resumed = os.path.join(work, "resumed")
-    error = run([train] + data_args + ["--steps", "5", "--save", half, "--log-json",
+    error = run([train] + data_args + list(train_flags) +
+                ["--steps", "5", "--save", half, "--log-json",
                                        os.path.join(work, "half.jsonl"), "--quiet"],
                 "5 steps with --save")
     if not error:
@@ -410,9 +439,10 @@ def check_config(checker, compiler, folder, work):
                  "--targets", os.path.join(folder, config["targets"])]
     log = os.path.join(work, "full.jsonl")
     ckpt_dir = os.path.join(work, "full")
-    error = run([train] + data_args + ["--steps", str(config["steps"]), "--log-json",
-                                       log, "--save", ckpt_dir, "--quiet"],
-                "training")
+    train_flags = config.get("train_flags", [])
+    error = run([train] + data_args + train_flags +
+                ["--steps", str(config["steps"]), "--log-json", log, "--save",
+                 ckpt_dir, "--quiet"], "training")
     if error:
         checker.report(False, case, "train", error)
         return
@@ -427,6 +457,8 @@ def check_config(checker, compiler, folder, work):
         return
     if "loss_scale" in expected:
         compare_loss_scales(checker, case, log, expected["loss_scale"])
+    if "lr" in expected:
+        compare_lrs(checker, case, log, expected["lr"])
     if precision:
         flags = config["flags"]
         optimizer = flags[flags.index("--optimizer") + 1]
@@ -435,7 +467,7 @@ def check_config(checker, compiler, folder, work):
                              MP_UPDATE_RTOL[optimizer])
     else:
         compare_params(checker, case, ckpt, final, noisy)
-    check_resume(checker, case, train, data_args, full_log, ckpt, work)
+    check_resume(checker, case, train, data_args, full_log, ckpt, work, train_flags)
 
 
 def main():

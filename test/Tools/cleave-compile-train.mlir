@@ -8,13 +8,13 @@
 
 // The training configuration records the precision and the loss scaler;
 // the scaler's state is part of the program's parameters.
-// BF16: \22precision\22:\22bf16\22}
-// FP16: \22precision\22:\22f16\22,\22loss_scale\22:65536,\22loss_scale_growth_interval\22:2000}
+// BF16: \22precision\22:\22bf16\22,\22run_time_hyperparameters\22:true}
+// FP16: \22precision\22:\22f16\22,\22loss_scale\22:65536,\22loss_scale_growth_interval\22:2000,\22run_time_hyperparameters\22:true}
 // FP16-DAG: amp.loss_scale
 // FP16-DAG: amp.growth_tracker
-// FP16-NOSCALE: \22precision\22:\22f16\22}
+// FP16-NOSCALE: \22precision\22:\22f16\22,\22run_time_hyperparameters\22:true}
 // FP16-NOSCALE-NOT: amp.loss_scale
-// FP32-SCALE: \22accumulate\22:1,\22loss_scale\22:128,\22loss_scale_growth_interval\22:10}
+// FP32-SCALE: \22accumulate\22:1,\22loss_scale\22:128,\22loss_scale_growth_interval\22:10,\22run_time_hyperparameters\22:true}
 // INFER: llvm.func @cleave_program_run
 
 // RUN: not cleave-compile %s --precision fp8 2>&1 | FileCheck %s --check-prefix=ERR-PRECISION

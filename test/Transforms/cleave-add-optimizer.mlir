@@ -37,7 +37,7 @@
 // The gradients are consumed, cleave.loss became the training configuration.
 // CHECK-LABEL: func.func @train_step
 // CHECK-SAME: -> (tensor<f32> {onnx.name = "loss"})
-// CHECK-SAME: cleave.training_config = {accumulate = 1 : i64, beta1 = 9.000000e-01 : f64, beta2 = 0.99899999999999999 : f64, eps = 1.000000e-08 : f64, grad_clip = 1.000000e+00 : f64, ignore_index = -100 : i64, loss = "cross-entropy", loss_scale = 1.024000e+03 : f64, loss_scale_growth_interval = 10 : i64, lr = 1.000000e-03 : f64, optimizer = "adamw", weight_decay = 1.000000e-02 : f64}
+// CHECK-SAME: cleave.training_config = {accumulate = 1 : i64, beta1 = 9.000000e-01 : f64, beta2 = 0.99899999999999999 : f64, eps = 1.000000e-08 : f64, grad_clip = 1.000000e+00 : f64, ignore_index = -100 : i64, loss = "cross-entropy", loss_scale = 1.024000e+03 : f64, loss_scale_growth_interval = 10 : i64, lr = 1.000000e-03 : f64, optimizer = "adamw", run_time_hyperparameters = true, weight_decay = 1.000000e-02 : f64}
 // CHECK-NOT: cleave.loss
 // The seed's scale is divided out of the updates.
 // CHECK: %[[S:.*]] = graph.read_param @amp.loss_scale

@@ -18,7 +18,7 @@
 // SGD-LABEL: func.func @train_step
 // SGD-SAME: (%[[X:.*]]: tensor<2x4x3xf32>, %[[T:.*]]: tensor<2x4x5xf32> {onnx.name = "targets"}) -> (tensor<f32> {onnx.name = "loss"})
 // The training configuration, a dictionary the cleave dialect verifies.
-// SGD-SAME: cleave.training_config = {accumulate = 2 : i64, dampening = 0.000000e+00 : f64, grad_clip = 0.000000e+00 : f64, loss = "mse", lr = 5.000000e-01 : f64, momentum = 9.000000e-01 : f64, nesterov = false, optimizer = "sgd", weight_decay = 0.000000e+00 : f64}
+// SGD-SAME: cleave.training_config = {accumulate = 2 : i64, dampening = 0.000000e+00 : f64, grad_clip = 0.000000e+00 : f64, loss = "mse", lr = 5.000000e-01 : f64, momentum = 9.000000e-01 : f64, nesterov = false, optimizer = "sgd", run_time_hyperparameters = true, weight_decay = 0.000000e+00 : f64}
 // Microbatch m is row m of the [2, 4, ...] inputs.
 // SGD: %[[X0:.*]] = graph.slice %[[X]] start [0, 0, 0] limit [1, 4, 3]
 // SGD: graph.reshape %[[X0]]{{.*}} : tensor<1x4x3xf32> -> tensor<4x3xf32>
@@ -34,7 +34,7 @@
 // The updates are values: read the parameter and its state, compute, assign.
 // SGD: %[[W:.*]] = graph.read_param @w{{.*}} : tensor<3x5xf32>
 // SGD: %[[WB:.*]] = graph.read_param @w.momentum{{.*}} : tensor<3x5xf32>
-// SGD: %[[NW:.*]], %[[NWB:.*]] = graph.sgd %[[W]], %{{.*}}, %[[STEP]] momentum_buffer %[[WB]] {{.*}}lr = 5.000000e-01 : f64, momentum = 9.000000e-01 : f64}
+// SGD: %[[NW:.*]], %[[NWB:.*]] = graph.sgd %[[W]], %{{.*}}, %[[STEP]] momentum_buffer %[[WB]] {{.*}}lr = 5.000000e-01 : f64, momentum = 9.000000e-01 : f64, run_time_hyperparameters}
 // SGD: graph.assign @w, %[[NW]]
 // SGD: graph.assign @w.momentum, %[[NWB]]
 // SGD: %[[B:.*]] = graph.read_param @b{{.*}} : tensor<5xf32>
@@ -42,17 +42,22 @@
 // SGD: graph.sgd %[[B]], %{{.*}}, %[[STEP]] momentum_buffer %[[BB]]
 // SGD: return %[[MEAN]] : tensor<f32>
 
-// AdamW with clipping: the scale is min(1, clip / (norm + 1e-6)).
+// AdamW with clipping: the scale is min(1, clip / (norm + 1e-6)), clip the
+// step's run-time value (its compiled value the default), and 1 when the
+// run sets it to 0 (no clipping).
 // ADAMW: graph.param @w.m frozen{{.*}} : tensor<3x5xf32> {cleave.role = #cleave.role<optimizer_state>}
 // ADAMW: graph.param @w.v frozen{{.*}} : tensor<3x5xf32> {cleave.role = #cleave.role<optimizer_state>}
 // ADAMW-LABEL: func.func @train_step
 // ADAMW: %[[NORM:.*]] = graph.sqrt
-// ADAMW: %[[COEF:.*]] = graph.div
-// ADAMW: %[[SCALE:.*]] = graph.min %[[COEF]]
+// ADAMW: %[[CLIP:.*]] = graph.hyperparameter "grad_clip" default 1.000000e+00 {{.*}}: tensor<f32>
+// ADAMW: %[[COEF:.*]] = graph.div %[[CLIP]]
+// ADAMW-DAG: %[[ON:.*]] = graph.compare gt %[[CLIP]]
+// ADAMW-DAG: %[[MIN:.*]] = graph.min %[[COEF]]
+// ADAMW: %[[SCALE:.*]] = graph.where %[[ON]], %[[MIN]]
 // ADAMW: %[[W:.*]] = graph.read_param @w{{.*}} : tensor<3x5xf32>
 // ADAMW: %[[M:.*]] = graph.read_param @w.m{{.*}} : tensor<3x5xf32>
 // ADAMW: %[[V:.*]] = graph.read_param @w.v{{.*}} : tensor<3x5xf32>
-// ADAMW: %[[NW:.*]], %[[NM:.*]], %[[NV:.*]] = graph.adamw %[[W]], %{{.*}}, %[[M]], %[[V]], %{{.*}} scale %[[SCALE]] {{.*}}lr = 1.000000e-02 : f64}
+// ADAMW: %[[NW:.*]], %[[NM:.*]], %[[NV:.*]] = graph.adamw %[[W]], %{{.*}}, %[[M]], %[[V]], %{{.*}} scale %[[SCALE]] {{.*}}lr = 1.000000e-02 : f64, run_time_hyperparameters}
 // ADAMW: graph.assign @w, %[[NW]]
 // ADAMW: graph.assign @w.m, %[[NM]]
 // ADAMW: graph.assign @w.v, %[[NV]]

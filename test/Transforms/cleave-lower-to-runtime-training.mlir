@@ -28,9 +28,29 @@
 // before it, and its assignments copy nothing.
 // CHECK-NOT: llvm.call @cleave_rt_copy(
 // The update: param, grad, momentum buffer, step, no scale, lr, momentum,
-// dampening, weight decay, nesterov.
-// CHECK: %[[LR:.*]] = llvm.mlir.constant(1.000000e-01 : f64)
-// CHECK: %[[MOM:.*]] = llvm.mlir.constant(9.000000e-01 : f64)
+// dampening, weight decay, nesterov. Its hyperparameters are the run's:
+// context->hyperparameters[slot] (CLEAVE_HP_LR, CLEAVE_HP_MOMENTUM, ...;
+// the context at argument 1, its hyperparameters at field 3), and the
+// compiled values when the context or its hyperparameters are null (read
+// from a zeroed global instead, so that nothing loads from null).
+// CHECK: %[[NOCTX:.*]] = llvm.mlir.addressof @cleave.no_context
+// CHECK: %[[NOARG:.*]] = llvm.icmp "eq" %arg1
+// CHECK: %[[CTX:.*]] = llvm.select %[[NOARG]], %[[NOCTX]], %arg1 : i1, !llvm.ptr
+// CHECK: %[[FIELD:.*]] = llvm.getelementptr %[[CTX]][3] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+// CHECK: %[[HPS:.*]] = llvm.load %[[FIELD]] : !llvm.ptr -> !llvm.ptr
+// CHECK: %[[NONE:.*]] = llvm.icmp "eq" %[[HPS]]
+// CHECK: %[[SAFE:.*]] = llvm.select %[[NONE]], %[[NOCTX]], %[[HPS]]
+// CHECK: %[[AT:.*]] = llvm.getelementptr %[[SAFE]]{{\[}}[[#CLEAVE_HP_LR]]{{\]}} : (!llvm.ptr) -> !llvm.ptr, f64
+// CHECK: %[[VAL:.*]] = llvm.load %[[AT]] : !llvm.ptr -> f64
+// CHECK: %[[COMPILED:.*]] = llvm.mlir.constant(1.000000e-01 : f64)
+// CHECK: %[[LR:.*]] = llvm.select %[[NONE]], %[[COMPILED]], %[[VAL]] : i1, f64
+// CHECK: llvm.getelementptr %{{.*}}{{\[}}[[#CLEAVE_HP_MOMENTUM]]{{\]}} : (!llvm.ptr) -> !llvm.ptr, f64
+// CHECK: %[[MOM0:.*]] = llvm.mlir.constant(9.000000e-01 : f64)
+// CHECK: %[[MOM:.*]] = llvm.select %{{.*}}, %[[MOM0]], %{{.*}} : i1, f64
+// CHECK: llvm.getelementptr %{{.*}}{{\[}}[[#CLEAVE_HP_DAMPENING]]{{\]}} : (!llvm.ptr) -> !llvm.ptr, f64
+// The weight is [3, 5]: its weight decay is slot weight_decay (the 1-D
+// group's is for the bias's update).
+// CHECK: llvm.getelementptr %{{.*}}{{\[}}[[#CLEAVE_HP_WEIGHT_DECAY]]{{\]}} : (!llvm.ptr) -> !llvm.ptr, f64
 // CHECK: llvm.call @cleave_rt_sgd(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[LR]], %[[MOM]]
 // CHECK-NOT: llvm.call @cleave_rt_copy(
 // CHECK: llvm.return
@@ -42,7 +62,7 @@
 // CHECK: llvm.insertvalue %{{.*}}, %{{.*}}[11]
 // The cleave.training_config dictionary becomes the JSON the runtime reads,
 // its members in the schema's order and floats in their shortest form.
-// CONFIG: llvm.mlir.global private constant @{{.*}}("{\22loss\22:\22cross-entropy\22,\22optimizer\22:\22sgd\22,\22lr\22:0.1,\22momentum\22:0.9,\22dampening\22:0,\22nesterov\22:false,\22weight_decay\22:0,\22grad_clip\22:0,\22accumulate\22:1}\00")
+// CONFIG: llvm.mlir.global private constant @{{.*}}("{\22loss\22:\22cross-entropy\22,\22optimizer\22:\22sgd\22,\22lr\22:0.1,\22momentum\22:0.9,\22dampening\22:0,\22nesterov\22:false,\22weight_decay\22:0,\22grad_clip\22:0,\22accumulate\22:1,\22run_time_hyperparameters\22:true}\00")
 
 // The parameter table (cleave_named_tensor: name, descriptor, init_data,
 // init_file, init_offset, role, sharding): the model's parameter, then the step

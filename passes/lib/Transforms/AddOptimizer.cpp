@@ -166,12 +166,22 @@ LogicalResult OptimizerBuilder::build(const llvm::StringMap<Value> &grads,
       Value norm = SqrtOp::create(b, loc, f32Scalar, sumsq);
       if (inverseLossScale)
         norm = MulOp::create(b, loc, f32Scalar, norm, inverseLossScale);
-      Value coef = DivOp::create(
-          b, loc, f32Scalar, scalarConstant(b, loc, f32, gradClip),
-          AddOp::create(b, loc, f32Scalar, norm,
-                        scalarConstant(b, loc, f32, 1e-6)));
-      scale = MinOp::create(b, loc, f32Scalar, coef,
-                            scalarConstant(b, loc, f32, 1.0));
+      // The clipping norm is the step's run-time value (the compile-time
+      // one its default); 0 at run time turns clipping off.
+      Value clip = HyperparameterOp::create(b, loc, f32Scalar,
+                                            b.getStringAttr("grad_clip"),
+                                            b.getF64FloatAttr(gradClip));
+      Value coef =
+          DivOp::create(b, loc, f32Scalar, clip,
+                        AddOp::create(b, loc, f32Scalar, norm,
+                                      scalarConstant(b, loc, f32, 1e-6)));
+      Value one = scalarConstant(b, loc, f32, 1.0);
+      Value on = CompareOp::create(
+          b, loc, RankedTensorType::get({}, b.getI1Type()),
+          CompareDirectionAttr::get(b.getContext(), CompareDirection::GT), clip,
+          scalarConstant(b, loc, f32, 0.0));
+      scale = WhereOp::create(b, loc, f32Scalar, on,
+                              MinOp::create(b, loc, f32Scalar, coef, one), one);
     }
   }
 
@@ -249,7 +259,8 @@ LogicalResult OptimizerBuilder::build(const llvm::StringMap<Value> &grads,
           b, loc, type, buf ? Type(type) : Type(), p, g, stepValue, scale, buf,
           b.getF64FloatAttr(options.lr), b.getF64FloatAttr(options.momentum),
           b.getF64FloatAttr(options.dampening), b.getF64FloatAttr(weightDecay),
-          options.nesterov ? b.getUnitAttr() : UnitAttr());
+          options.nesterov ? b.getUnitAttr() : UnitAttr(),
+          /*run_time_hyperparameters=*/b.getUnitAttr());
       if (failed(update.verify()))
         return failure();
       AssignOp::create(b, loc, name, update.getNewParam());
@@ -272,7 +283,8 @@ LogicalResult OptimizerBuilder::build(const llvm::StringMap<Value> &grads,
           b, loc, type, type, type, p, g, m, v, stepValue, scale,
           b.getF64FloatAttr(options.lr), b.getF64FloatAttr(options.beta1),
           b.getF64FloatAttr(options.beta2), b.getF64FloatAttr(options.eps),
-          b.getF64FloatAttr(weightDecay));
+          b.getF64FloatAttr(weightDecay),
+          /*run_time_hyperparameters=*/b.getUnitAttr());
       if (failed(update.verify()))
         return failure();
       AssignOp::create(b, loc, name, update.getNewParam());
@@ -307,10 +319,13 @@ LogicalResult OptimizerBuilder::updateLossScale(ParamOp scaleState, Value scale,
       b, loc, i64Scalar,
       ReadParamOp::create(b, loc, i64Scalar, "amp.growth_tracker"),
       scalarConstant(b, loc, i64, 1.0));
+  Value interval = HyperparameterOp::create(
+      b, loc, i64Scalar, b.getStringAttr("loss_scale_growth_interval"),
+      b.getF64FloatAttr(double(options.lossScaleGrowthInterval)));
   Value grow = CompareOp::create(
       b, loc, RankedTensorType::get({}, b.getI1Type()),
       CompareDirectionAttr::get(b.getContext(), CompareDirection::GE), count,
-      scalarConstant(b, loc, i64, double(options.lossScaleGrowthInterval)));
+      interval);
   auto times = [&](double factor) {
     return MulOp::create(b, loc, f32Scalar, scale,
                          scalarConstant(b, loc, f32, factor))
@@ -365,6 +380,9 @@ DictionaryAttr trainingConfig(Builder &b, DictionaryAttr lossConfig,
   if (lossConfig.get("loss_scale"))
     config.set("loss_scale_growth_interval",
                b.getI64IntegerAttr(options.lossScaleGrowthInterval));
+  // The values above are the defaults of the step's run-time
+  // hyperparameters (cleave_rt_enums.h), which the trainer may change.
+  config.set("run_time_hyperparameters", b.getBoolAttr(true));
   return config.getDictionary(b.getContext());
 }
 

@@ -90,8 +90,7 @@ private:
 };
 
 /// Comparisons, selection and casts.
-template <typename Op>
-struct SelectPattern : CallPattern<SelectPattern, Op> {
+template <typename Op> struct SelectPattern : CallPattern<SelectPattern, Op> {
   using CallPattern<SelectPattern, Op>::CallPattern;
 
   static void build(CompareOp c, ArrayRef<Value> in, ArrayRef<Value> out,
@@ -135,6 +134,15 @@ private:
   static LogicalResult build(IotaOp o, ArrayRef<Value> out,
                              RuntimeBuilder &rt) {
     rt.call("cleave_rt_iota", {rt.arena(), out[0], rt.constI64(o.getDim())});
+    return success();
+  }
+  // Constant during a call: the value this step runs with.
+  static LogicalResult build(HyperparameterOp h, ArrayRef<Value> out,
+                             RuntimeBuilder &rt) {
+    rt.call("cleave_rt_set_scalar",
+            {rt.arena(), out[0],
+             rt.loadHyperparameter(hyperparameterSlot(h.getName()),
+                                   h.getDefaultValue().convertToDouble())});
     return success();
   }
 };
@@ -207,9 +215,8 @@ struct DataMovementPattern : CallPattern<DataMovementPattern, Op> {
   static void build(GatherGradOp g, ArrayRef<Value> in, ArrayRef<Value> out,
                     RuntimeBuilder &rt) {
     if (g.getOffset())
-      rt.call("cleave_rt_gather_grad_block",
-              {rt.arena(), in[0], in[1], in[2], out[0],
-               rt.constI64(g.getDim())});
+      rt.call("cleave_rt_gather_grad_block", {rt.arena(), in[0], in[1], in[2],
+                                              out[0], rt.constI64(g.getDim())});
     else
       rt.call("cleave_rt_gather_grad",
               {rt.arena(), in[0], in[1], out[0], rt.constI64(g.getDim())});
@@ -223,8 +230,7 @@ struct DataMovementPattern : CallPattern<DataMovementPattern, Op> {
 /// Matmuls and their fused forms: a linear layer (bias, activation, the
 /// pre-activation when training keeps it), a gemm with transposed operands
 /// (and the bias gradient), and the backward of a GELU layer.
-template <typename Op>
-struct MatmulPattern : CallPattern<MatmulPattern, Op> {
+template <typename Op> struct MatmulPattern : CallPattern<MatmulPattern, Op> {
   using CallPattern<MatmulPattern, Op>::CallPattern;
 
   static void build(MatmulOp, ArrayRef<Value> in, ArrayRef<Value> out,
@@ -362,8 +368,8 @@ struct AttentionPattern : CallPattern<AttentionPattern, Op> {
              out[2], rt.constI32(a.getCausal() ? 1 : 0),
              rt.constF64(a.getScale().convertToDouble())});
   }
-  static void build(AttentionBlockOp a, ArrayRef<Value> in,
-                    ArrayRef<Value> out, RuntimeBuilder &rt) {
+  static void build(AttentionBlockOp a, ArrayRef<Value> in, ArrayRef<Value> out,
+                    RuntimeBuilder &rt) {
     bool merge = bool(a.getOutIn());
     rt.call("cleave_rt_attention_block",
             {rt.arena(), in[0], in[1], in[2], merge ? in[5] : rt.null(),
@@ -374,9 +380,8 @@ struct AttentionPattern : CallPattern<AttentionPattern, Op> {
   static void build(AttentionBlockGradOp a, ArrayRef<Value> in,
                     ArrayRef<Value> out, RuntimeBuilder &rt) {
     rt.call("cleave_rt_attention_block_grad",
-            {rt.arena(), in[0], in[1], in[2], in[3], in[4], in[5], in[6],
-             in[7], out[0], out[1], out[2],
-             rt.constI32(a.getCausal() ? 1 : 0),
+            {rt.arena(), in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7],
+             out[0], out[1], out[2], rt.constI32(a.getCausal() ? 1 : 0),
              rt.constF64(a.getScale().convertToDouble())});
   }
 };
@@ -387,8 +392,7 @@ struct AttentionPattern : CallPattern<AttentionPattern, Op> {
 
 /// Cross-entropy (an optional ignored label, a reduction), its gradient,
 /// and the mean squared error.
-template <typename Op>
-struct LossPattern : CallPattern<LossPattern, Op> {
+template <typename Op> struct LossPattern : CallPattern<LossPattern, Op> {
   using CallPattern<LossPattern, Op>::CallPattern;
 
   static void build(CrossEntropyOp c, ArrayRef<Value> in, ArrayRef<Value> out,
@@ -419,8 +423,7 @@ struct LossPattern : CallPattern<LossPattern, Op> {
 
 /// The router's top-k, the dispatch of tokens to experts, the experts'
 /// matmuls and the weighted combination.
-template <typename Op>
-struct MoePattern : CallPattern<MoePattern, Op> {
+template <typename Op> struct MoePattern : CallPattern<MoePattern, Op> {
   using CallPattern<MoePattern, Op>::CallPattern;
 
   static void build(RouterTopKOp r, ArrayRef<Value> in, ArrayRef<Value> out,
@@ -477,6 +480,24 @@ private:
   }
 };
 
+/// A hyperparameter of the update: the run-time slot's value when the op
+/// reads them, else the attribute's.
+Value hyperparameter(RuntimeBuilder &rt, Operation *update, int32_t slot,
+                     FloatAttr value) {
+  double fallback = value.getValueAsDouble();
+  return update->hasAttr("run_time_hyperparameters")
+             ? rt.loadHyperparameter(slot, fallback)
+             : rt.constF64(fallback);
+}
+
+/// The weight decay's slot of an update of `param`: parameters of rank < 2
+/// (biases, normalisation weights) have their own.
+int32_t weightDecaySlot(Value param) {
+  return cast<RankedTensorType>(param.getType()).getRank() >= 2
+             ? CLEAVE_HP_WEIGHT_DECAY
+             : CLEAVE_HP_WEIGHT_DECAY_1D;
+}
+
 /// The fused optimizer updates. The kernels update in place: each result
 /// starts as its operand, copied unless the plan placed them together.
 template <typename Op>
@@ -493,12 +514,16 @@ struct OptimizerPattern : CallPattern<OptimizerPattern, Op> {
       buf = out[1];
     }
     Value scale = u.getGradScale() ? in[3] : rt.null();
-    rt.call("cleave_rt_sgd", {rt.arena(), out[0], in[1], buf, in[2], scale,
-                              rt.constF64(u.getLr().convertToDouble()),
-                              rt.constF64(u.getMomentum().convertToDouble()),
-                              rt.constF64(u.getDampening().convertToDouble()),
-                              rt.constF64(u.getWeightDecay().convertToDouble()),
-                              rt.constI32(u.getNesterov() ? 1 : 0)});
+    auto hp = [&](int32_t slot, FloatAttr value) {
+      return hyperparameter(rt, u, slot, value);
+    };
+    rt.call("cleave_rt_sgd",
+            {rt.arena(), out[0], in[1], buf, in[2], scale,
+             hp(CLEAVE_HP_LR, u.getLrAttr()),
+             hp(CLEAVE_HP_MOMENTUM, u.getMomentumAttr()),
+             hp(CLEAVE_HP_DAMPENING, u.getDampeningAttr()),
+             hp(weightDecaySlot(u.getParam()), u.getWeightDecayAttr()),
+             rt.constI32(u.getNesterov() ? 1 : 0)});
   }
   static void build(AdamwOp u, ArrayRef<Value> in, ArrayRef<Value> out,
                     RuntimeBuilder &rt) {
@@ -508,18 +533,50 @@ struct OptimizerPattern : CallPattern<OptimizerPattern, Op> {
     rt.copyUnlessAliased(u.getSecondMoment(), u.getNewSecondMoment(), in[3],
                          out[2]);
     Value scale = u.getGradScale() ? in[5] : rt.null();
+    auto hp = [&](int32_t slot, FloatAttr value) {
+      return hyperparameter(rt, u, slot, value);
+    };
     rt.call("cleave_rt_adamw",
             {rt.arena(), out[0], in[1], out[1], out[2], in[4], scale,
-             rt.constF64(u.getLr().convertToDouble()),
-             rt.constF64(u.getBeta1().convertToDouble()),
-             rt.constF64(u.getBeta2().convertToDouble()),
-             rt.constF64(u.getEps().convertToDouble()),
-             rt.constF64(u.getWeightDecay().convertToDouble())});
+             hp(CLEAVE_HP_LR, u.getLrAttr()),
+             hp(CLEAVE_HP_BETA1, u.getBeta1Attr()),
+             hp(CLEAVE_HP_BETA2, u.getBeta2Attr()),
+             hp(CLEAVE_HP_EPS, u.getEpsAttr()),
+             hp(weightDecaySlot(u.getParam()), u.getWeightDecayAttr())});
   }
 };
 
 } // namespace
 
+Value RuntimeBuilder::loadHyperparameter(int32_t slot, double fallback) {
+  // context && context->hyperparameters ? context->hyperparameters[slot]
+  //                                     : fallback
+  // with both loads made safe by reading a zeroed global in the null case.
+  auto isNull = [&](Value p) {
+    return LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, p, null());
+  };
+  if (!state.noContext) {
+    auto type = LLVM::LLVMArrayType::get(i64, CLEAVE_NUM_HYPERPARAMETERS);
+    state.noContext = atModuleStart([&] {
+      return LLVM::GlobalOp::create(
+          b, loc, type, /*isConstant=*/true, LLVM::Linkage::Private,
+          uniqueName("cleave.no_context"),
+          i64Array(SmallVector<int64_t>(CLEAVE_NUM_HYPERPARAMETERS, 0)));
+    });
+  }
+  Value zeros = LLVM::AddressOfOp::create(b, loc, state.noContext);
+  Value context = LLVM::SelectOp::create(b, loc, isNull(state.context), zeros,
+                                         state.context);
+  Value field =
+      LLVM::GEPOp::create(b, loc, ptr, ptr, context, ArrayRef<LLVM::GEPArg>{3});
+  Value values = LLVM::LoadOp::create(b, loc, ptr, field);
+  Value none = isNull(values);
+  Value safe = LLVM::SelectOp::create(b, loc, none, zeros, values);
+  Value at =
+      LLVM::GEPOp::create(b, loc, ptr, f64, safe, ArrayRef<LLVM::GEPArg>{slot});
+  Value loaded = LLVM::LoadOp::create(b, loc, f64, at);
+  return LLVM::SelectOp::create(b, loc, none, constF64(fallback), loaded);
+}
 
 namespace cleave::lowering {
 
@@ -535,7 +592,8 @@ void populateGraphToRuntimePatterns(RewritePatternSet &patterns,
       patterns, converter, state);
   addFamily<SelectPattern, CompareOp, WhereOp, CastOp>(patterns, converter,
                                                        state);
-  addFamily<ConstantPattern, ConstantOp, IotaOp>(patterns, converter, state);
+  addFamily<ConstantPattern, ConstantOp, IotaOp, HyperparameterOp>(
+      patterns, converter, state);
   addFamily<DataMovementPattern, ReshapeOp, TransposeOp, BroadcastInDimOp,
             SliceOp, SliceGradOp, SplitOp, ConcatOp, GatherOp, GatherGradOp>(
       patterns, converter, state);

@@ -285,6 +285,8 @@ public:
   /// The descriptor globals, by their words. No pattern that made one is
   /// rolled back: each succeeds, with LLVM ops, which are legal.
   llvm::StringMap<LLVM::GlobalOp> descs;
+  /// Zeros read in place of a null program context (loadHyperparameter).
+  LLVM::GlobalOp noContext;
   int64_t counter = 0;
   /// Whether a pattern reported an error at its op.
   bool reportedError = false;
@@ -455,6 +457,10 @@ public:
   /// `g`.
   Value loadComm(int64_t g);
   Value loadGroupRank(int64_t g);
+  /// The double of run-time hyperparameter `slot` this call runs with:
+  /// context->hyperparameters[slot], or `fallback` when the context or its
+  /// hyperparameters are null (LowerGraph.cpp).
+  Value loadHyperparameter(int32_t slot, double fallback);
 
   //===--- The metadata (ProgramInfo.cpp) ----------------------------===//
 

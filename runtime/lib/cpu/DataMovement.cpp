@@ -392,6 +392,12 @@ void cleave_rt_set_index(char *arena, const cleave_tensor *out,
   std::memcpy(dst, &narrow, sizeof(narrow));
 }
 
+void cleave_rt_set_scalar(char *arena, const cleave_tensor *out,
+                          double value) {
+  uint64_t bits = encodeScalar("cleave_rt_set_scalar", out, value);
+  std::memcpy(dataOf(arena, *out), &bits, elementSize(out->dtype));
+}
+
 void cleave_rt_concat(char *arena, const cleave_tensor *const *inputs,
                       int64_t num_inputs, const cleave_tensor *out,
                       int64_t dim) {

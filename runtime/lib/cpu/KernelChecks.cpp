@@ -7,6 +7,10 @@
 
 #include "KernelChecks.h"
 
+#include "cleave/Runtime/Float16.h"
+
+#include <cstring>
+
 namespace cleave::rt {
 
 //===----------------------------------------------------------------------===//
@@ -451,6 +455,40 @@ void checkIndexScalar(const char *k, const char *name,
   if (t->rank != 0 || (t->dtype != CLEAVE_I64 && t->dtype != CLEAVE_I32))
     cleave_rt_fail("%s: %s is %s %s, not an i64 or i32 scalar", k, name,
                    dtypeName(t->dtype), shapeString(*t).c_str());
+}
+
+uint64_t encodeScalar(const char *k, const cleave_tensor *out,
+                      double value) {
+  checkTensor(k, "out", out);
+  if (out->rank != 0)
+    cleave_rt_fail("%s: out is %s %s, not a scalar", k,
+                   dtypeName(out->dtype), shapeString(*out).c_str());
+  uint64_t bits = 0;
+  switch (out->dtype) {
+  case CLEAVE_F32: {
+    uint32_t u = floatBits(float(value));
+    std::memcpy(&bits, &u, sizeof(u));
+    return bits;
+  }
+  case CLEAVE_F16:
+    return floatToHalf(float(value));
+  case CLEAVE_BF16:
+    return floatToBf16(float(value));
+  case CLEAVE_I64: {
+    int64_t v = int64_t(value);
+    std::memcpy(&bits, &v, sizeof(v));
+    return bits;
+  }
+  case CLEAVE_I32: {
+    int32_t v = int32_t(value);
+    uint32_t u;
+    std::memcpy(&u, &v, sizeof(v));
+    return u;
+  }
+  default:
+    cleave_rt_fail("%s: out is %s, not a float or integer type", k,
+                   dtypeName(out->dtype));
+  }
 }
 
 void checkSetIndex(const char *k, const cleave_tensor *out) {

@@ -122,6 +122,11 @@ int64_t checkLocalSlice(const char *k, const cleave_tensor *x,
 /// Checks that `t` (the operand `name`) is an i64 or i32 scalar.
 void checkIndexScalar(const char *k, const char *name, const cleave_tensor *t);
 
+/// Checks set_scalar's out (a scalar of a float or integer dtype) and
+/// returns `value` as its element's bytes (a float type rounded to nearest,
+/// an integer toward zero) in the low bytes of the result.
+uint64_t encodeScalar(const char *k, const cleave_tensor *out, double value);
+
 /// Checks set_index's out: an i64 or i32 scalar.
 void checkSetIndex(const char *k, const cleave_tensor *out);
 

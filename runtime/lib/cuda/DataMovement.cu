@@ -327,6 +327,12 @@ __global__ void setIndexKernel(char *dst, int32_t dtype, int64_t value) {
     *reinterpret_cast<int32_t *>(dst) = int32_t(value);
 }
 
+/// Stores the low `bytes` bytes of `bits` (little-endian) at dst.
+__global__ void setBytesKernel(char *dst, uint64_t bits, int32_t bytes) {
+  for (int32_t i = 0; i < bytes; ++i)
+    dst[i] = char((bits >> (8 * i)) & 0xff);
+}
+
 /// Raises kIndexOutOfRange for every index outside [-size, size) (for the
 /// calls with no element to move, which still check their indices).
 __global__ void checkIndicesKernel(const char *idx, int32_t dtype, int64_t n,
@@ -505,6 +511,16 @@ void cleave_rt_set_index(char *arena, const cleave_tensor *out,
   setIndexKernel<<<1, 1, 0, stream()>>>(dataOf(arena, *out), out->dtype,
                                         value);
   checkLaunch("set_index");
+}
+
+void cleave_rt_set_scalar(char *arena, const cleave_tensor *out,
+                          double value) {
+  // The value is the host's (the program context's): encoded here, stored
+  // by the device in stream order.
+  uint64_t bits = encodeScalar("cleave_rt_set_scalar", out, value);
+  setBytesKernel<<<1, 1, 0, stream()>>>(dataOf(arena, *out), bits,
+                                        int32_t(elementSize(out->dtype)));
+  checkLaunch("set_scalar");
 }
 
 void cleave_rt_concat(char *arena, const cleave_tensor *const *inputs,

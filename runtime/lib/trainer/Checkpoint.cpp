@@ -98,7 +98,7 @@ std::string trainingConfigJson() {
 }
 
 void writeMeta(const std::string &dir, int64_t step, std::optional<float> loss,
-               const std::string &dataOrder) {
+               const RunRecord &run) {
   const cleave_program_info &p = program();
   std::string json = "{\n";
   json += "  \"format\": \"cleave\",\n";
@@ -110,7 +110,9 @@ void writeMeta(const std::string &dir, int64_t step, std::optional<float> loss,
   json += "  \"source_model\": " +
           (p.source_model ? jsonQuote(p.source_model) : "null") + ",\n";
   json += "  \"training_config\": " + trainingConfigJson() + ",\n";
-  json += "  \"data_order\": " + jsonQuote(dataOrder) + ",\n";
+  json += "  \"data_order\": " + jsonQuote(run.dataOrder) + ",\n";
+  if (!run.hyperparameters.empty())
+    json += "  \"hyperparameters\": " + run.hyperparameters + ",\n";
   int64_t numModel = 0;
   const std::vector<const cleave_named_tensor *> &params =
       wholeProgramParams(&numModel);
@@ -341,7 +343,7 @@ void cleave::rt::trainer::prepareCheckpointDir(const std::string &dir) {
 namespace {
 
 /// The __metadata__ every checkpoint file starts with (as JSON members).
-std::string commonMetadata(int64_t step, const std::string &dataOrder) {
+std::string commonMetadata(int64_t step, const RunRecord &run) {
   const cleave_program_info &p = program();
   int64_t numModel = 0;
   wholeProgramParams(&numModel);
@@ -354,7 +356,9 @@ std::string commonMetadata(int64_t step, const std::string &dataOrder) {
     meta += ",\"source_model\":" + jsonQuote(p.source_model);
   if (p.training_config)
     meta += ",\"training_config\":" + jsonQuote(p.training_config);
-  meta += ",\"data_order\":" + jsonQuote(dataOrder);
+  meta += ",\"data_order\":" + jsonQuote(run.dataOrder);
+  if (!run.hyperparameters.empty())
+    meta += ",\"hyperparameters\":" + jsonQuote(run.hyperparameters);
   return meta;
 }
 
@@ -453,7 +457,7 @@ bool isShardFile(const std::string &name) {
 /// commit point: until it is replaced, the previous checkpoint (whose
 /// shards have other names) stays whole.
 void saveSharded(const std::string &dir, const Arena &arena, int64_t step,
-                 const std::string &dataOrder) {
+                 const RunRecord &run) {
   const cleave_program_info &p = program();
   const Device &dev = device();
   std::vector<const cleave_named_tensor *> owned;
@@ -469,7 +473,7 @@ void saveSharded(const std::string &dir, const Arena &arena, int64_t step,
               ":" + shapeString(blockStart(t, dev.coords));
   }
   blocks += "}";
-  std::string meta = commonMetadata(step, dataOrder) +
+  std::string meta = commonMetadata(step, run) +
                      ",\"rank\":\"" + std::to_string(dev.rank) +
                      "\",\"blocks\":" + jsonQuote(blocks);
   std::string mine = shardFile(dev.rank, dev.size, step);
@@ -507,7 +511,7 @@ void saveSharded(const std::string &dir, const Arena &arena, int64_t step,
                "\", \"shape\": " + shapeString(globalShape(t)) +
                ", \"sharding\": " + sharding + "}";
     }
-    index += "\n  },\n  \"metadata\": {" + commonMetadata(step, dataOrder) +
+    index += "\n  },\n  \"metadata\": {" + commonMetadata(step, run) +
              "}\n}\n";
     writeFileAtomically((fs::path(dir) / kIndexFile).string(), "checkpoint",
                         [&](FILE *f) {
@@ -538,25 +542,25 @@ void saveSharded(const std::string &dir, const Arena &arena, int64_t step,
 void cleave::rt::trainer::saveCheckpoint(const std::string &dir,
                                          const Arena &arena, int64_t step,
                                          std::optional<float> loss,
-                                         const std::string &dataOrder) {
+                                         const RunRecord &run) {
   if (device().distributed) {
-    saveSharded(dir, arena, step, dataOrder);
+    saveSharded(dir, arena, step, run);
     if (isRankZero())
-      writeMeta(dir, step, loss, dataOrder);
+      writeMeta(dir, step, loss, run);
     return;
   }
   const cleave_program_info &p = program();
   std::vector<const cleave_named_tensor *> all;
   for (int64_t i = 0; i < p.num_params; ++i)
     all.push_back(&p.params[i]);
-  writeSafetensors(checkpointPath(dir), commonMetadata(step, dataOrder), all,
+  writeSafetensors(checkpointPath(dir), commonMetadata(step, run), all,
                    arena);
   // The directory now holds a one-device checkpoint: a sharded one there
   // before is superseded.
   std::error_code ec;
   fs::remove(fs::path(dir) / kIndexFile, ec);
   removeFiles(dir, isShardFile);
-  writeMeta(dir, step, loss, dataOrder);
+  writeMeta(dir, step, loss, run);
 }
 
 namespace {
@@ -835,7 +839,8 @@ cleave::rt::trainer::readGlobalModelParams(const std::string &dir) {
 
 int64_t cleave::rt::trainer::loadCheckpoint(const std::string &dir,
                                             Arena &arena,
-                                            const std::string &dataOrder) {
+                                            const std::string &dataOrder,
+                                            std::string *hyperparameters) {
   const cleave_program_info &p = program();
   OpenCheckpoint c;
   int64_t step = openChecked(dir, c);
@@ -876,5 +881,8 @@ int64_t cleave::rt::trainer::loadCheckpoint(const std::string &dir,
                  "warning: checkpoint %s was written with data order '%s', "
                  "this run uses '%s'\n",
                  dir.c_str(), order->second.c_str(), dataOrder.c_str());
+  auto record = metadata.find("hyperparameters");
+  if (hyperparameters && record != metadata.end())
+    *hyperparameters = record->second;
   return step;
 }

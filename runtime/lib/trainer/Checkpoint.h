@@ -8,7 +8,8 @@
 //                     "step": "5", "fingerprint": "<16 hex digits>",
 //                     "num_model_params": "2", "source_model": "...",
 //                     "training_config": "{...}",
-//                     "data_order": "sequential" | "shuffle seed S"},
+//                     "data_order": "sequential" | "shuffle seed S",
+//                     "hyperparameters": "{...}"},
 //    "<name>": {"dtype": "F32", "shape": [3], "data_offsets": [0, 12]},
 //    ...}
 // padded with spaces to a multiple of 8 bytes, then the tensors' bytes
@@ -41,20 +42,30 @@ std::string paramFingerprint();
 /// Creates `dir` if needed and checks that a file can be written in it.
 void prepareCheckpointDir(const std::string &dir);
 
+/// What a run records beside the parameters: how the batches were drawn
+/// ("sequential", "shuffle seed S") and its run-time hyperparameters (a
+/// JSON object, Hyperparameters.h; empty: none).
+struct RunRecord {
+  std::string dataOrder;
+  std::string hyperparameters;
+};
+
 /// Writes the checkpoint of the program's parameters in `arena` after
 /// `step` completed steps (`loss`: the last step's, for meta.json; none
-/// when no step ran in this process). `dataOrder` records how the batches
-/// were drawn ("sequential", "shuffle seed S").
+/// when no step ran in this process), with the run's record.
 void saveCheckpoint(const std::string &dir, const Arena &arena, int64_t step,
-                    std::optional<float> loss, const std::string &dataOrder);
+                    std::optional<float> loss, const RunRecord &run);
 
 /// Loads every parameter from the checkpoint in `dir` into `arena` after
 /// checking that the checkpoint holds exactly the program's parameters with
-/// their dtypes and shapes; returns its step. Warns on stderr when the
-/// checkpoint was written with another training config or data order (the
-/// run then continues, but not as the original one would have).
+/// their dtypes and shapes; returns its step, and its recorded
+/// hyperparameters in `*hyperparameters` (left unchanged when it has
+/// none). Warns on stderr when the checkpoint was written with another
+/// training config or data order (the run then continues, but not as the
+/// original one would have).
 int64_t loadCheckpoint(const std::string &dir, Arena &arena,
-                       const std::string &dataOrder);
+                       const std::string &dataOrder,
+                       std::string *hyperparameters = nullptr);
 
 /// The global value of every model parameter of the checkpoint in `dir`
 /// (either layout, checked against the program as loadCheckpoint checks

@@ -15,6 +15,7 @@
 
 #include "Checkpoint.h"
 #include "Data.h"
+#include "Hyperparameters.h"
 #include "Json.h"
 #include "Mesh.h"
 #include "OnnxExport.h"
@@ -51,6 +52,7 @@ struct TrainOptions {
   int64_t saveEvery = 0, logEvery = 1, traceSteps = 20;
   bool quiet = false;
   bool overlap = true;
+  HyperparameterFlags hyper;
 };
 
 std::string listTensors(const cleave_named_tensor *list, int64_t begin,
@@ -138,7 +140,8 @@ output:
                       last step is always printed)
   --quiet             no banner, progress or summary
   --log-json FILE     one JSON object per step and line:
-                      {"step": k, "loss": x, "tokens_per_s": y, "ms": z}
+                      {"step": k, "loss": x, "lr": l, "tokens_per_s": y,
+                       "ms": z} (l the step's learning rate)
                       (loss with 9 significant digits, which round-trip
                       an f32; null with "loss_nonfinite": "nan", "inf"
                       or "-inf" when it is not finite, as JSON has no
@@ -164,7 +167,7 @@ output:
   --help              this message
 
 progress line:
-  step k/N  loss X  tokens/s Y  ms/step Z  eta Ts  mem M MiB
+  step k/N  loss X  lr L  tokens/s Y  ms/step Z  eta Ts  mem M MiB
   [scale S  skipped K]
 tokens are the elements of the target per step; tokens/s and ms/step
 average the steps since the previous line (a step's time runs from the
@@ -187,7 +190,6 @@ needs exactly this program's parameters, and warns when the training
 config or the data order differ. Ctrl-C (or SIGTERM) ends the run
 after the current step, saving a checkpoint with --save.
 )";
-
 
 int64_t parseCount(const std::string &flag, const std::string &text,
                    int64_t min) {
@@ -310,7 +312,8 @@ TrainOptions parseArgs(int argc, char **argv) {
     } else if (flag == "--steps") {
       o.steps = parseCount(flag, next(), 0);
       if (o.steps > kMaxSteps)
-        fail("--steps " + std::to_string(o.steps) + " is past the most this "
+        fail("--steps " + std::to_string(o.steps) +
+             " is past the most this "
              "trainer counts, 2^40 (a step's first sample index would "
              "overflow)");
     } else if (flag == "--save") {
@@ -339,6 +342,11 @@ TrainOptions parseArgs(int argc, char **argv) {
         fail("--trace expects a file");
     } else if (flag == "--trace-steps") {
       o.traceSteps = parseCount(flag, next(), 1);
+    } else if (flag == "--no-decay-1d") {
+      noValue();
+      o.hyper.noDecay1d = true;
+    } else if (o.hyper.parse(flag, next)) {
+      // a hyperparameter (Hyperparameters.h)
     } else {
       fail("unknown argument '" + arg + "' (see --help)");
     }
@@ -421,10 +429,10 @@ void writeCommStats(const std::string &dir, int64_t steps) {
     for (int64_t j = 0; j < p.groups[g].num_axes; ++j)
       axes += std::string(j ? ", " : "") +
               jsonQuote(dev.axisNames[size_t(p.groups[g].axes[j])]);
-    json += std::string(g ? ", " : "") + "\n  {\"axes\": [" + axes +
-            "], \"size\": " +
-            std::to_string(dev.comm->size(dev.comms[size_t(g)])) +
-            ", \"kinds\": {";
+    json +=
+        std::string(g ? ", " : "") + "\n  {\"axes\": [" + axes +
+        "], \"size\": " + std::to_string(dev.comm->size(dev.comms[size_t(g)])) +
+        ", \"kinds\": {";
     bool firstKind = true;
     for (int32_t k = 0; k < CLEAVE_COMM_NUM_KINDS; ++k) {
       cleave_comm_counter c;
@@ -432,10 +440,10 @@ void writeCommStats(const std::string &dir, int64_t steps) {
       if (c.calls == 0)
         continue;
       json += std::string(firstKind ? "" : ", ") + "\"" +
-              dev.comm->kind_name(k) + "\": {\"calls\": " +
-              std::to_string(c.calls) + ", \"payload_bytes\": " +
-              std::to_string(c.payload_bytes) + ", \"wire_bytes\": " +
-              std::to_string(c.wire_bytes) + "}";
+              dev.comm->kind_name(k) +
+              "\": {\"calls\": " + std::to_string(c.calls) +
+              ", \"payload_bytes\": " + std::to_string(c.payload_bytes) +
+              ", \"wire_bytes\": " + std::to_string(c.wire_bytes) + "}";
       firstKind = false;
     }
     json += "}}";
@@ -454,6 +462,7 @@ void writeCommStats(const std::string &dir, int64_t steps) {
 void cleave::rt::trainer::printTrainingUsage(const char *argv0) {
   const cleave_program_info &p = program();
   std::printf(kUsage, argv0, argv0);
+  std::printf("\n%s", kHyperparameterUsage);
   int64_t modelBytes = 0, stateBytes = 0;
   for (int64_t i = 0; i < p.num_params; ++i)
     (i < p.num_model_params ? modelBytes : stateBytes) +=
@@ -531,13 +540,20 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
   Arena arena(p.arena_bytes);
   initParams(arena);
   int64_t first = 1;
+  std::string savedHyperparameters;
   if (!o.resume.empty())
-    onEveryRank([&] { first = loadCheckpoint(o.resume, arena, dataOrder) + 1; });
+    onEveryRank([&] {
+      first =
+          loadCheckpoint(o.resume, arena, dataOrder, &savedHyperparameters) + 1;
+    });
   int64_t last = o.steps >= 0 ? o.steps : first - 1;
   if (last < first - 1)
     fail("--steps " + std::to_string(last) +
          " is before the checkpoint's step " + std::to_string(first - 1) +
          " (--steps counts all steps, not the remaining ones)");
+  Hyperparameters hyper =
+      Hyperparameters::resolve(o.hyper, savedHyperparameters, last);
+  RunRecord record{dataOrder, hyper.runTime() ? hyper.toJson() : ""};
 
   std::unique_ptr<Dataset> data;
   if (!o.tokens.empty())
@@ -570,6 +586,8 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
     std::printf("training steps %lld..%lld; arena %s on %s\n", (long long)first,
                 (long long)last, humanBytes(p.arena_bytes).c_str(),
                 cleave_rt_backend_name());
+    if (hyper.runTime())
+      std::printf("hyperparameters: %s\n", hyper.describe().c_str());
     std::fflush(stdout);
   }
 
@@ -579,8 +597,7 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
   // scale and one i64 step counter): a step after which the step counter
   // has not moved was skipped (its gradients were not finite).
   const cleave_named_tensor *lossScale = findParam(CLEAVE_PARAM_LOSS_SCALE);
-  const cleave_named_tensor *stepCounter =
-      findParam(CLEAVE_PARAM_STEP_COUNTER);
+  const cleave_named_tensor *stepCounter = findParam(CLEAVE_PARAM_STEP_COUNTER);
   float scale = 0;
   int64_t skipped = 0, updates = 0;
   if (lossScale) {
@@ -592,7 +609,7 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
   double totalMs = 0, windowMs = 0;
   int64_t windowSteps = 0;
   auto save = [&] {
-    saveCheckpoint(o.save, arena, done, loss, dataOrder);
+    saveCheckpoint(o.save, arena, done, loss, record);
     savedAt = done;
   };
 
@@ -652,9 +669,9 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
       if (!std::isfinite(value))
         lossJson += ", \"loss_nonfinite\": \"" + floatText(value) + "\"";
       std::fprintf(logJson.get(),
-                   "{\"step\": %lld, \"loss\": %s, \"tokens_per_s\": %.1f, "
-                   "\"ms\": %.3f%s}\n",
-                   (long long)step, lossJson.c_str(),
+                   "{\"step\": %lld, \"loss\": %s, \"lr\": %.9g, "
+                   "\"tokens_per_s\": %.1f, \"ms\": %.3f%s}\n",
+                   (long long)step, lossJson.c_str(), hyper.lrAt(step),
                    ms > 0 ? double(tokensPerStep) * 1000 / ms : 0.0, ms,
                    scaling.c_str());
       if (std::fflush(logJson.get()) != 0) {
@@ -666,9 +683,10 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
     if (!o.quiet && (step % o.logEvery == 0 || step == last)) {
       double avg = windowMs / double(windowSteps);
       double eta = totalMs / double(step - first + 1) * double(last - step);
-      std::printf("step %lld/%lld  loss %.6g  tokens/s %.0f  ms/step %.2f  "
-                  "eta %.0fs  mem %.0f MiB",
+      std::printf("step %lld/%lld  loss %.6g  lr %.3g  tokens/s %.0f  "
+                  "ms/step %.2f  eta %.0fs  mem %.0f MiB",
                   (long long)step, (long long)last, double(value),
+                  hyper.lrAt(step),
                   avg > 0 ? double(tokensPerStep) * 1000 / avg : 0.0, avg,
                   eta / 1000, peakRssMiB());
       if (lossScale)
@@ -688,11 +706,11 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
   constexpr int64_t kLogFailed = 1 << 20;
   int64_t reason = 0;
   auto stopRequested = [&] {
-    int64_t mine = interrupted ? int64_t(interrupted)
+    int64_t mine = interrupted        ? int64_t(interrupted)
                    : logError.empty() ? 0
                                       : kLogFailed;
-    reason = dev.distributed ? dev.comm->host_max(CLEAVE_COMM_WORLD, mine)
-                             : mine;
+    reason =
+        dev.distributed ? dev.comm->host_max(CLEAVE_COMM_WORLD, mine) : mine;
     stop = reason != 0;
     return stop;
   };
@@ -700,7 +718,10 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
   for (int64_t step = first; step <= last && !stopRequested(); ++step) {
     staging->fill(*data, *schedule, step, arena);
     timeline.beforeStep(step);
-    cleave_program_run(arena.base(), programContext());
+    // The step's hyperparameters go by value into the calls it makes.
+    cleave_program_context context = *programContext();
+    context.hyperparameters = hyper.forStep(step);
+    cleave_program_run(arena.base(), &context);
     timeline.afterStep(step);
     arena.readAsync(lossOut.tensor, &slotOf(step)->loss);
     if (lossScale) {
@@ -731,34 +752,32 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
   if (!stop) {
     // The last step's log line: every rank agrees on it too.
     int64_t mine = logError.empty() ? 0 : kLogFailed;
-    reason = dev.distributed ? dev.comm->host_max(CLEAVE_COMM_WORLD, mine)
-                             : mine;
+    reason =
+        dev.distributed ? dev.comm->host_max(CLEAVE_COMM_WORLD, mine) : mine;
     stop = reason != 0;
   }
   if (stop && reason == kLogFailed) {
     std::string saved =
         o.save.empty() ? "" : " (checkpoint saved to " + o.save + ")";
-    std::fprintf(stderr, "error: %s%s; the run stopped after step %lld%s\n",
-                 dev.distributed
-                     ? ("rank " + std::to_string(dev.rank) + ": ").c_str()
-                     : "",
-                 logError.empty() ? "rank 0 could not write its log"
-                                  : logError.c_str(),
-                 (long long)done, saved.c_str());
+    std::fprintf(
+        stderr, "error: %s%s; the run stopped after step %lld%s\n",
+        dev.distributed ? ("rank " + std::to_string(dev.rank) + ": ").c_str()
+                        : "",
+        logError.empty() ? "rank 0 could not write its log" : logError.c_str(),
+        (long long)done, saved.c_str());
     stopDevice();
     return 1;
   }
   if (stop) {
     int sig = interrupted ? int(interrupted) : SIGTERM;
     if (isRankZero() || interrupted)
-      std::fprintf(stderr, "%sinterrupted after step %lld%s\n",
-                   dev.distributed
-                       ? ("rank " + std::to_string(dev.rank) + ": ").c_str()
-                       : "",
-                   (long long)done,
-                   o.save.empty()
-                       ? ""
-                       : (" (checkpoint saved to " + o.save + ")").c_str());
+      std::fprintf(
+          stderr, "%sinterrupted after step %lld%s\n",
+          dev.distributed ? ("rank " + std::to_string(dev.rank) + ": ").c_str()
+                          : "",
+          (long long)done,
+          o.save.empty() ? ""
+                         : (" (checkpoint saved to " + o.save + ")").c_str());
     stopDevice();
     return 128 + sig;
   }
@@ -773,7 +792,7 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
       if (isRankZero())
         prepareCheckpointDir(dir);
       dev.comm->barrier(CLEAVE_COMM_WORLD);
-      saveCheckpoint(dir, arena, done, loss, dataOrder);
+      saveCheckpoint(dir, arena, done, loss, record);
     }
     if (isRankZero()) {
       auto values = readGlobalModelParams(dir);

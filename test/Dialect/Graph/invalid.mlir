@@ -1136,3 +1136,11 @@ func.func @attention_block_grad_lse(%q: tensor<1x2x4x4xf32>, %p: tensor<4xi64>, 
   %dq, %dk, %dv = graph.attention_block_grad %q, %q, %q, %q, %l, %q positions %p, %p scale 0.5 : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2xf32>, tensor<1x2x4x4xf32>, tensor<4xi64>, tensor<4xi64>) -> (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>)
   return
 }
+
+// -----
+
+func.func @hyperparameter_unknown() {
+  // expected-error @+1 {{names no hyperparameter: 'learning_rate' (known: lr, weight_decay, weight_decay_1d, beta1, beta2, eps, momentum, dampening, grad_clip, loss_scale_growth_interval)}}
+  %0 = graph.hyperparameter "learning_rate" default 1.0 : tensor<f32>
+  return
+}

@@ -324,6 +324,17 @@ func.func @gemm_f32_result(%dy: tensor<16x64xbf16>, %x: tensor<16x32xbf16>) -> t
   return %0 : tensor<64x32xf32>
 }
 
+// CHECK-LABEL: func.func @hyperparameters
+// CHECK: graph.hyperparameter "grad_clip" default 1.000000e+00 : tensor<f32>
+// CHECK: graph.hyperparameter "loss_scale_growth_interval" default 2.000000e+03 : tensor<i64>
+// CHECK: graph.adamw {{.*}}run_time_hyperparameters
+func.func @hyperparameters(%p: tensor<4xf32>, %g: tensor<4xf32>, %step: tensor<i64>) {
+  %0 = graph.hyperparameter "grad_clip" default 1.0 : tensor<f32>
+  %1 = graph.hyperparameter "loss_scale_growth_interval" default 2000.0 : tensor<i64>
+  %2:3 = graph.adamw %p, %g, %p, %p, %step {lr = 1.0e-03 : f64, run_time_hyperparameters} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<i64>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
 // CHECK-LABEL: func.func @gather_block
 // CHECK: graph.gather %{{.*}}[%{{.*}}] dim 0 offset %{{.*}} : tensor<50x64xf32>, tensor<2x8xi32>
 // CHECK: graph.gather_grad %{{.*}}[%{{.*}}] dim 0 offset %{{.*}} : tensor<2x8x64xf32>, tensor<2x8xi32> -> tensor<50x64xf32>

@@ -8,7 +8,12 @@ the example's model.onnx initializers, trains for STEPS steps on a saved
 random dataset and writes test/Integration/training/<config>/:
 
   config.json      the model, the cleave-compile flags, the batch, the data
-                   files in the order the trainer takes them, PyTorch's version
+                   files in the order the trainer takes them, PyTorch's version;
+                   with "run" the training binary's flags (train_flags), whose
+                   values PyTorch's loop trains with, its learning rate from a
+                   LambdaLR of lr_factor (the trainer's schedules, checked
+                   against CosineAnnealingLR and LinearLR) stepped after each
+                   update
   x.npy / idx.npy  the inputs, sample dimension first
   targets.npy      integer class labels (cross-entropy) or float targets (mse)
   expected.json    per-step losses (loss.item() of the float32 run), and the
@@ -62,6 +67,7 @@ noisy.json is the plain (not emulated) loop.
 import argparse
 import importlib.util
 import json
+import math
 import os
 import shutil
 import sys
@@ -150,7 +156,98 @@ CONFIGS = {
                            lr=0.01, weight_decay=0.01, precision="fp16",
                            loss_scale=2.0 ** 20, growth_interval=3, grad_clip=1.0,
                            state=["ln_f.weight"]),
+    # Hyperparameters at launch ("run": the training binary's flags, the
+    # compiled values above their defaults): a schedule of the update
+    # number, other values than compiled, the no-decay group.
+    # Warmup over 6 of the 10 steps, then cosine to 0.002: check_training's
+    # resume at step 5 is in the middle of the warmup. Each gives the
+    # schedule's end (decay_steps), which the 5-step run of check_training's
+    # resume test must keep.
+    "mlp_adamw_warmup_cosine": dict(model="mlp", loss="cross-entropy",
+                                    optimizer="adamw", lr=0.01, weight_decay=0.01,
+                                    state=True,
+                                    run=dict(lr=0.02, schedule="cosine", warmup=6,
+                                             min_lr=0.002, decay_steps=STEPS)),
+    # Compiled with lr 0.01, weight decay 0.01 and clipping at 1.0; run with
+    # lr 0.003 (warmup 2, then linear to 0.0003), weight decay 0.1 for the
+    # matrices only (--no-decay-1d) and clipping at 0.5.
+    "gpt_adamw_launch": dict(model="gpt", loss="cross-entropy", optimizer="adamw",
+                             lr=0.01, weight_decay=0.01, grad_clip=1.0,
+                             state=["wte.weight", "ln_f.weight", "ln_f.bias"],
+                             run=dict(lr=0.003, weight_decay=0.1, grad_clip=0.5,
+                                      no_decay_1d=True, schedule="linear", warmup=2,
+                                      min_lr=0.0003, decay_steps=STEPS)),
+    # SGD at other lr, momentum and weight decay, warmup-stable-decay: 0.05
+    # until the last 4 steps, then linearly towards 0.005.
+    "mlp_sgd_wsd": dict(model="mlp", loss="cross-entropy", optimizer="sgd", lr=0.1,
+                        momentum=0.9, weight_decay=0.01, state=True,
+                        run=dict(lr=0.05, momentum=0.8, weight_decay=0.001,
+                                 schedule="wsd", cooldown=4, min_lr=0.005,
+                                 decay_steps=STEPS)),
 }
+
+
+def eff(cfg, key, default=None):
+    """A hyperparameter as the run uses it: the launch's value, else the
+    compiled one."""
+    return cfg.get("run", {}).get(key, cfg.get(key, default))
+
+
+def schedule_of(cfg):
+    """The run's schedule: its name, peak and final learning rates, warmup,
+    decay end and cooldown (the trainer's defaults where not given)."""
+    run = cfg.get("run", {})
+    decay = run.get("decay_steps", STEPS)
+    return (run.get("schedule", "constant"), eff(cfg, "lr"), run.get("min_lr", 0.0),
+            run.get("warmup", 0), decay, run.get("cooldown", max(1, decay // 5)))
+
+
+def lr_factor(cfg, s):
+    """The learning rate of update s + 1 over the peak: the trainer's
+    schedules (runtime/lib/trainer/Hyperparameters.h), as the lambda of a
+    torch.optim.lr_scheduler.LambdaLR after s scheduler steps."""
+    schedule, base, m, warmup, decay, cooldown = schedule_of(cfg)
+    if s < warmup:
+        return (s + 1) / warmup
+    if schedule == "cosine":
+        t = min(s - warmup, decay - warmup)
+        lr = m + (base - m) * (1 + math.cos(math.pi * t / (decay - warmup))) / 2
+    elif schedule == "linear":
+        t = min(s - warmup, decay - warmup)
+        lr = base + (m - base) * t / (decay - warmup)
+    elif schedule == "wsd":
+        start = decay - cooldown
+        lr = base if s < start else base + (m - base) * min(s - start, cooldown) / cooldown
+    else:
+        lr = base
+    return lr / base
+
+
+def check_against_torch_schedulers(cfg):
+    """The decay phase of lr_factor against torch's own schedulers stepped
+    on a dummy optimizer: CosineAnnealingLR(T_max = D - W, eta_min = m) and
+    LinearLR(1, m / lr, D - W), and wsd's decay against LinearLR over the
+    cooldown, within 1e-12 relative."""
+    schedule, base, m, warmup, decay, cooldown = schedule_of(cfg)
+    sched = torch.optim.lr_scheduler
+    opt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=base)
+    if schedule == "cosine":
+        first, n = warmup, decay - warmup
+        ref = sched.CosineAnnealingLR(opt, T_max=n, eta_min=m)
+    elif schedule == "linear":
+        first, n = warmup, decay - warmup
+        ref = sched.LinearLR(opt, start_factor=1.0, end_factor=m / base, total_iters=n)
+    elif schedule == "wsd":
+        first, n = decay - cooldown, cooldown
+        ref = sched.LinearLR(opt, start_factor=1.0, end_factor=m / base, total_iters=n)
+    else:
+        return
+    for t in range(n):
+        want = opt.param_groups[0]["lr"]
+        got = base * lr_factor(cfg, first + t)
+        assert abs(got - want) <= 1e-12 * want, (schedule, t, got, want)
+        opt.step()
+        ref.step()
 
 LOW_PRECISION = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -282,14 +379,39 @@ def make_data(model, loss, batch, input_shape, n):
 
 
 def make_optimizer(cfg, params):
+    """The optimizer at the run's values; with "no_decay_1d" the parameters
+    of rank < 2 in a group without weight decay (nanoGPT's groups)."""
+    wd = eff(cfg, "weight_decay", 0.0)
+    groups = [{"params": params}]
+    if cfg.get("run", {}).get("no_decay_1d"):
+        groups = [{"params": [p for p in params if p.dim() >= 2]},
+                  {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
     if cfg["optimizer"] == "sgd":
-        return torch.optim.SGD(params, lr=cfg["lr"], momentum=cfg.get("momentum", 0.0),
-                               dampening=cfg.get("dampening", 0.0),
-                               weight_decay=cfg.get("weight_decay", 0.0),
-                               nesterov=cfg.get("nesterov", False))
-    return torch.optim.AdamW(params, lr=cfg["lr"],
-                             betas=(cfg.get("beta1", 0.9), cfg.get("beta2", 0.999)),
-                             eps=cfg.get("eps", 1e-8), weight_decay=cfg["weight_decay"])
+        return torch.optim.SGD(groups, lr=eff(cfg, "lr"),
+                               momentum=eff(cfg, "momentum", 0.0),
+                               dampening=eff(cfg, "dampening", 0.0),
+                               weight_decay=wd, nesterov=cfg.get("nesterov", False))
+    return torch.optim.AdamW(groups, lr=eff(cfg, "lr"),
+                             betas=(eff(cfg, "beta1", 0.9), eff(cfg, "beta2", 0.999)),
+                             eps=eff(cfg, "eps", 1e-8), weight_decay=wd)
+
+
+def run_flags(cfg):
+    """The training binary's flags of a configuration's "run"."""
+    run = cfg.get("run", {})
+    flags = []
+    for key in ("lr", "weight_decay", "momentum", "grad_clip"):
+        if key in run:
+            flags += ["--" + key.replace("_", "-"), repr(run[key])]
+    if run.get("no_decay_1d"):
+        flags.append("--no-decay-1d")
+    if "schedule" in run:
+        flags += ["--lr-schedule", run["schedule"]]
+    for key, flag in (("warmup", "--warmup-steps"), ("min_lr", "--min-lr"),
+                      ("decay_steps", "--decay-steps"), ("cooldown", "--cooldown-steps")):
+        if key in run:
+            flags += [flag, repr(run[key])]
+    return flags
 
 
 def cli_flags(cfg):
@@ -351,6 +473,8 @@ def train(cfg, inits, batch, data, targets, dtype, emulate=True):
     if "moe_aux" in cfg:
         load_balancing_hooks(net, aux)
     opt = make_optimizer(cfg, list(params.values()))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(cfg, s))
+    lrs = []
     micro = cfg.get("accumulate", 1)
     assert batch % micro == 0
     inputs = [torch.from_numpy(a) for a in data.values()]
@@ -394,6 +518,8 @@ def train(cfg, inits, batch, data, targets, dtype, emulate=True):
                 scales.append(scale)
                 if "grad_clip" in cfg:
                     norms.append(float("nan"))
+                lrs.append(opt.param_groups[0]["lr"])
+                scheduler.step()  # a skipped step still counts
                 continue
             inverse = torch.tensor(1.0 / scale, dtype=dtype)
             for p in params.values():
@@ -402,8 +528,10 @@ def train(cfg, inits, batch, data, targets, dtype, emulate=True):
             grad_max[name] = np.maximum(grad_max[name], np.abs(p.grad.detach().numpy()))
         if "grad_clip" in cfg:
             norms.append(float(torch.nn.utils.clip_grad_norm_(list(params.values()),
-                                                               cfg["grad_clip"])))
+                                                               eff(cfg, "grad_clip"))))
+        lrs.append(opt.param_groups[0]["lr"])
         opt.step()
+        scheduler.step()
         if scale:
             tracker += 1
             if tracker == cfg["growth_interval"]:
@@ -423,7 +551,7 @@ def train(cfg, inits, batch, data, targets, dtype, emulate=True):
                 state[name + suffix] = s[key].detach().numpy().copy()
         if "step" in s:
             state["optimizer.step"] = np.array(float(s["step"]), dtype=np.float32)
-    return losses, norms, scales, final, state, grad_max
+    return losses, norms, scales, final, state, grad_max, lrs
 
 
 def adamw_bound(cfg):
@@ -438,12 +566,12 @@ def adamw_bound(cfg):
     v_t = (1 - b2) sum b2^(t-i) g_i^2; eps only makes it smaller). C_t is
     1.0 to 1.04 for PyTorch's betas, so the bound is about lr * STEPS.
     """
-    b1, b2 = cfg.get("beta1", 0.9), cfg.get("beta2", 0.999)
+    b1, b2 = eff(cfg, "beta1", 0.9), eff(cfg, "beta2", 0.999)
     total = 0.0
     for t in range(1, STEPS + 1):
         total += (np.sqrt(1 - b2 ** t) / (1 - b1 ** t) * (1 - b1) / np.sqrt(1 - b2)
                   * np.sqrt(sum((b1 * b1 / b2) ** j for j in range(t))))
-    return cfg["lr"] * total
+    return eff(cfg, "lr") * total
 
 
 def noisy_elements(cfg, final32, final64, grad64):
@@ -510,10 +638,11 @@ def generate(name, cfg, folder=HERE):
     data, targets = make_data(cfg["model"], cfg["loss"], batch, graph_inputs[0][1],
                               cfg.get("samples", 3 * batch))
     assert list(data) == [n for n, _ in graph_inputs], (list(data), graph_inputs)
-    losses, norms, scales, final, state, _ = train(cfg, inits, batch, data,
-                                                   targets, torch.float32)
-    losses64, _, _, final64, _, grad64 = train(cfg, inits, batch, data, targets,
-                                               torch.float64, emulate=False)
+    check_against_torch_schedulers(cfg)
+    losses, norms, scales, final, state, _, lrs = train(cfg, inits, batch, data,
+                                                        targets, torch.float32)
+    losses64, _, _, final64, _, grad64, _ = train(cfg, inits, batch, data, targets,
+                                                  torch.float64, emulate=False)
     if os.path.isdir(out):
         shutil.rmtree(out)
     os.makedirs(out)
@@ -529,12 +658,16 @@ def generate(name, cfg, folder=HERE):
         "targets": "targets.npy",
         "torch": torch.__version__,
     }
+    if "run" in cfg:
+        config["train_flags"] = run_flags(cfg)
     if "precision" in cfg:
         config["precision"] = cfg["precision"]
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(config, f, indent=1)
         f.write("\n")
     expected = {"loss": losses}
+    if "run" in cfg:
+        expected["lr"] = lrs
     if norms:
         expected["grad_norm"] = norms
     if scales:

@@ -247,6 +247,18 @@ TEST_F(CudaDataMovement, GatherBlock) {
   p.expectMatch(grad, "vocabulary block gather_grad", {0, 0});
 }
 
+TEST_F(CudaDataMovement, SetScalar) {
+  // The host's value stored on the device, as the CPU stores it.
+  for (int32_t dtype : {CLEAVE_F32, CLEAVE_BF16, CLEAVE_F16, CLEAVE_I64,
+                        CLEAVE_I32}) {
+    DevicePair p;
+    cleave_tensor out = p.add(dtype, {});
+    p.fill(out, 7, 8, 31);
+    CUDA_AND_CPU(p, set_scalar, &out, -2.75);
+    p.expectMatch(out, with("set_scalar", dtype), {0, 0});
+  }
+}
+
 /// The CUDA gather with index `bad` at position 3 of 6 into 50 rows:
 /// the kernel returns, and the error is reported when the host waits.
 void gatherOutOfRange(int64_t bad) {

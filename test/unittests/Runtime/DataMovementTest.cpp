@@ -276,4 +276,26 @@ TEST(RuntimeData, GatherBlock) {
       "scalar");
 }
 
+
+TEST(RuntimeData, SetScalar) {
+  // A run-time hyperparameter into a scalar of each dtype: floats rounded
+  // to nearest, integers toward zero.
+  TestArena arena;
+  cleave_tensor f = arena.add(CLEAVE_F32, {});
+  cleave_tensor h = arena.add(CLEAVE_BF16, {});
+  cleave_tensor l = arena.add(CLEAVE_I64, {});
+  cleave_tensor i = arena.add(CLEAVE_I32, {});
+  cleave_rt_set_scalar(arena.data(), &f, 0.1);
+  EXPECT_EQ(arena.get(f, 0), double(0.1f));
+  cleave_rt_set_scalar(arena.data(), &h, 3.0);
+  EXPECT_EQ(arena.get(h, 0), 3.0);
+  cleave_rt_set_scalar(arena.data(), &l, 2000.0);
+  EXPECT_EQ(arena.get(l, 0), 2000.0);
+  cleave_rt_set_scalar(arena.data(), &i, -7.9);
+  EXPECT_EQ(arena.get(i, 0), -7.0);
+  cleave_tensor v = arena.add(CLEAVE_F32, {2});
+  EXPECT_RT_FAIL(cleave_rt_set_scalar(arena.data(), &v, 1.0),
+                 "cleave_rt_set_scalar: out is f32 \\[2\\], not a scalar");
+}
+
 } // namespace

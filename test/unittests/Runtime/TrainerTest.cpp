@@ -47,6 +47,9 @@ TEST_F(Trainer, LossesMatchFloat64Reference) {
     EXPECT_NEAR(log[k].loss, want[k], 1e-5 * std::max(1.0, std::fabs(want[k])))
         << "step " << k + 1;
     EXPECT_GT(log[k].tokensPerS, 0);
+    // The program's compiled learning rate (its training config's), with
+    // no schedule.
+    EXPECT_EQ(log[k].lr, 0.1);
     // 9 significant digits round-trip the f32 loss.
     float f = std::strtof(log[k].lossText.c_str(), nullptr);
     char again[32];
@@ -61,8 +64,9 @@ TEST_F(Trainer, LossesMatchFloat64Reference) {
   }
   EXPECT_LT(tail, 0.05 * head);
 
-  const std::regex progress(R"(step (\d+)/20  loss [-+0-9.eE]+  tokens/s \d+  )"
-                            R"(ms/step [0-9.]+  eta \d+s  mem \d+ MiB)");
+  const std::regex progress(R"(step (\d+)/20  loss [-+0-9.eE]+  lr 0\.1  )"
+                            R"(tokens/s \d+  ms/step [0-9.]+  eta \d+s  )"
+                            R"(mem \d+ MiB)");
   int lines = 0;
   std::istringstream in(out);
   for (std::string line; std::getline(in, line);)

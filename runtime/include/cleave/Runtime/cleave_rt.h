@@ -172,6 +172,10 @@ void cleave_rt_local_slice(char *arena, const cleave_tensor *x,
 /* Writes `value` into the integer scalar `out` (i64 or i32): the lowering
  * of dist.axis_index, whose value the program context gives. */
 void cleave_rt_set_index(char *arena, const cleave_tensor *out, int64_t value);
+/* Writes `value` into the scalar `out`, converted to its dtype (a float
+ * type rounded to nearest, i64 or i32 toward zero): the lowering of
+ * graph.hyperparameter, whose value the program context gives. */
+void cleave_rt_set_scalar(char *arena, const cleave_tensor *out, double value);
 /* out = data[:dim] + indices + data[dim+1:]; a negative index counts from
  * the end (ONNX Gather); one outside [-size, size) is a fatal error naming
  * the index. */
@@ -553,6 +557,12 @@ typedef struct cleave_program_context {
   const int64_t *group_ranks;
   /* Pipelined programs: the stage this device runs (0 otherwise). */
   int64_t stage;
+  /* Training programs (ABI 6): CLEAVE_NUM_HYPERPARAMETERS doubles indexed
+   * by enum cleave_hyperparameter, the values this call's step runs with
+   * (the trainer's --lr, its schedule's value at this step, ...); read when
+   * the program is called, so the next step may change them as soon as the
+   * call returns. NULL: the values it was compiled with. */
+  const double *hyperparameters;
 } cleave_program_context;
 
 /* Defined by the compiled object. The CPU runtime's main checks

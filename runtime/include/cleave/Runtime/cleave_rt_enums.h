@@ -31,8 +31,11 @@
 /* The version of the layout of cleave_program_info and of every list below.
  * 3: each parameter carries its role (cleave_named_tensor.role).
  * 4: partitioned programs: the device mesh, the communicator groups, each
- *    tensor's sharding, and the context argument of cleave_program_run. */
-#define CLEAVE_RT_ABI_VERSION 5
+ *    tensor's sharding, and the context argument of cleave_program_run.
+ * 5: pipelined programs: the stages' programs in one binary.
+ * 6: the run-time hyperparameters of training programs
+ *    (cleave_program_context.hyperparameters). */
+#define CLEAVE_RT_ABI_VERSION 6
 
 /* The most dimensions a cleave_tensor describes. */
 #define CLEAVE_RT_MAX_RANK 8
@@ -119,6 +122,26 @@
   X(PARAM_LOSS_SCALE, 3, "loss_scale")                                         \
   X(PARAM_GROWTH_TRACKER, 4, "growth_tracker")
 
+/* The run-time hyperparameters of a training program: the doubles of
+ * cleave_program_context.hyperparameters, indexed by these values, which
+ * the optimizer's updates (graph.adamw and graph.sgd with
+ * run_time_hyperparameters) and graph.hyperparameter read at each step, so
+ * that the trainer sets them (--lr, schedules) without recompiling. The
+ * weight decay has two slots: parameters of rank >= 2 take weight_decay,
+ * the others (biases, normalisation weights) weight_decay_1d (0 for the
+ * no-decay group of nanoGPT and Megatron). */
+#define CLEAVE_RT_HYPERPARAMETERS(X)                                           \
+  X(HP_LR, 0, "lr")                                                            \
+  X(HP_WEIGHT_DECAY, 1, "weight_decay")                                        \
+  X(HP_WEIGHT_DECAY_1D, 2, "weight_decay_1d")                                  \
+  X(HP_BETA1, 3, "beta1")                                                      \
+  X(HP_BETA2, 4, "beta2")                                                      \
+  X(HP_EPS, 5, "eps")                                                          \
+  X(HP_MOMENTUM, 6, "momentum")                                                \
+  X(HP_DAMPENING, 7, "dampening")                                              \
+  X(HP_GRAD_CLIP, 8, "grad_clip")                                              \
+  X(HP_LOSS_SCALE_GROWTH_INTERVAL, 9, "loss_scale_growth_interval")
+
 /*===----------------------------------------------------------------------===*
  * What the lists generate.
  *===----------------------------------------------------------------------===*/
@@ -137,6 +160,7 @@ enum cleave_reduction { CLEAVE_RT_REDUCTION_KINDS(CLEAVE_RT_ENUMERATOR) };
 enum cleave_activation { CLEAVE_RT_ACTIVATIONS(CLEAVE_RT_ENUMERATOR) };
 enum cleave_program_kind { CLEAVE_RT_PROGRAM_KINDS(CLEAVE_RT_ENUMERATOR) };
 enum cleave_param_role { CLEAVE_RT_PARAM_ROLES(CLEAVE_RT_ENUMERATOR) };
+enum cleave_hyperparameter { CLEAVE_RT_HYPERPARAMETERS(CLEAVE_RT_ENUMERATOR) };
 
 /* The number of entries of each list. */
 enum {
@@ -149,6 +173,7 @@ enum {
   CLEAVE_NUM_ACTIVATIONS = 0 CLEAVE_RT_ACTIVATIONS(CLEAVE_RT_PLUS_ONE),
   CLEAVE_NUM_PROGRAM_KINDS = 0 CLEAVE_RT_PROGRAM_KINDS(CLEAVE_RT_PLUS_ONE),
   CLEAVE_NUM_PARAM_ROLES = 0 CLEAVE_RT_PARAM_ROLES(CLEAVE_RT_PLUS_ONE),
+  CLEAVE_NUM_HYPERPARAMETERS = 0 CLEAVE_RT_HYPERPARAMETERS(CLEAVE_RT_PLUS_ONE),
 };
 
 #undef CLEAVE_RT_ENUMERATOR
@@ -188,6 +213,7 @@ CLEAVE_RT_NAME_FUNCTION(cleave_reduction_name, CLEAVE_RT_REDUCTION_KINDS)
 CLEAVE_RT_NAME_FUNCTION(cleave_activation_name, CLEAVE_RT_ACTIVATIONS)
 CLEAVE_RT_NAME_FUNCTION(cleave_program_kind_name, CLEAVE_RT_PROGRAM_KINDS)
 CLEAVE_RT_NAME_FUNCTION(cleave_param_role_name, CLEAVE_RT_PARAM_ROLES)
+CLEAVE_RT_NAME_FUNCTION(cleave_hyperparameter_name, CLEAVE_RT_HYPERPARAMETERS)
 
 #undef CLEAVE_RT_NAME_CASE
 #undef CLEAVE_RT_DTYPE_NAME_CASE

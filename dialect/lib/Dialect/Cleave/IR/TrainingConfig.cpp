@@ -55,6 +55,7 @@ constexpr ConfigKey kKeys[] = {
     {"precision", ValueKind::String, false, ""},
     {"loss_scale", ValueKind::Float, false, "", /*lossKey=*/true},
     {"loss_scale_growth_interval", ValueKind::Integer, false, ""},
+    {"run_time_hyperparameters", ValueKind::Bool, false, ""},
 };
 
 const ConfigKey *findKey(StringRef name) {

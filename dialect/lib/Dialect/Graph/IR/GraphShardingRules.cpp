@@ -489,6 +489,7 @@ ShardingRule SiluGradOp::getShardingRule() {
 // the state (step and scale are scalars): ZeRO shards them all alike.
 ShardingRule SgdOp::getShardingRule() { return elementwiseRule(*this); }
 ShardingRule AdamwOp::getShardingRule() { return elementwiseRule(*this); }
+ShardingRule HyperparameterOp::getShardingRule() { return B(*this).take(); }
 
 ShardingRule AssignOp::getShardingRule() {
   B b(*this);

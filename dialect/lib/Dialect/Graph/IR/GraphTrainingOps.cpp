@@ -267,3 +267,20 @@ LogicalResult AdamwOp::verify() {
     return emitOpError("eps and weight_decay must be >= 0");
   return success();
 }
+
+LogicalResult HyperparameterOp::verify() {
+  if (hyperparameterSlot(getName()) >= 0)
+    return success();
+  std::string known;
+  for (int32_t slot = 0; slot < CLEAVE_NUM_HYPERPARAMETERS; ++slot)
+    known += std::string(slot ? ", " : "") + cleave_hyperparameter_name(slot);
+  return emitOpError("names no hyperparameter: '")
+         << getName() << "' (known: " << known << ")";
+}
+
+int32_t cleave::graph::hyperparameterSlot(StringRef name) {
+  for (int32_t slot = 0; slot < CLEAVE_NUM_HYPERPARAMETERS; ++slot)
+    if (name == cleave_hyperparameter_name(slot))
+      return slot;
+  return -1;
+}

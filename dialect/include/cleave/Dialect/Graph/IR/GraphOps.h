@@ -20,7 +20,15 @@
 #include "cleave/Interfaces/GradientOpInterface.h"
 #include "cleave/Interfaces/ShardingRule.h"
 
+#include "cleave/Runtime/cleave_rt_enums.h"
+
 #define GET_OP_CLASSES
 #include "cleave/Dialect/Graph/IR/GraphOps.h.inc"
+
+namespace cleave::graph {
+/// The slot of run-time hyperparameter `name` (enum cleave_hyperparameter),
+/// or -1 when there is none of that name.
+int32_t hyperparameterSlot(llvm::StringRef name);
+} // namespace cleave::graph
 
 #endif // CLEAVE_DIALECT_GRAPH_IR_GRAPHOPS_H

@@ -306,6 +306,13 @@ def Graph_SgdOp : Graph_BackwardOp<"sgd", [Pure, AttrSizedOperandSegments,
     sharding of the parameter, the gradient and the buffer that agrees is
     valid (ZeRO shards the buffer and the gradient).
 
+    With `run_time_hyperparameters`, lr, momentum, dampening and the
+    weight decay are the values the program is run with (the trainer's
+    `--lr`, its schedule: `cleave_program_context.hyperparameters`, slots
+    of `cleave_rt_enums.h`), the attributes their defaults; the weight decay
+    is slot `weight_decay` for a parameter of rank >= 2 and
+    `weight_decay_1d` for the others. Nesterov stays fixed.
+
     ```mlir
     %p = graph.read_param @w : tensor<4x8xf32>
     %b = graph.read_param @w.momentum : tensor<4x8xf32>
@@ -323,7 +330,8 @@ def Graph_SgdOp : Graph_BackwardOp<"sgd", [Pure, AttrSizedOperandSegments,
                        DefaultValuedAttr<F64Attr, "0.0">:$momentum,
                        DefaultValuedAttr<F64Attr, "0.0">:$dampening,
                        DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
-                       UnitAttr:$nesterov);
+                       UnitAttr:$nesterov,
+                       UnitAttr:$run_time_hyperparameters);
   let results = (outs StaticShapeTensorOf<[F32]>:$new_param,
                       Optional<StaticShapeTensorOf<[F32]>>:$new_momentum_buffer);
   let assemblyFormat = [{
@@ -349,6 +357,13 @@ def Graph_AdamwOp : Graph_BackwardOp<"adamw", [Pure,
     elementwise: ZeRO-1 shards the moments (and the parameter's update),
     ZeRO-2 the gradient too.
 
+    With `run_time_hyperparameters`, lr, the betas, eps and the weight decay
+    are the values the program is run with
+    (`cleave_program_context.hyperparameters`), the attributes their
+    defaults; the weight decay is slot `weight_decay` for a parameter of
+    rank >= 2 and `weight_decay_1d` for the others (biases and
+    normalisation weights, which `--no-decay-1d` exempts).
+
     ```mlir
     %p1, %m1, %v1 = graph.adamw %p, %g, %m, %v, %step {lr = 1.0e-03 : f64} : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<i64>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
     ```
@@ -363,13 +378,35 @@ def Graph_AdamwOp : Graph_BackwardOp<"adamw", [Pure,
                        DefaultValuedAttr<F64Attr, "0.9">:$beta1,
                        DefaultValuedAttr<F64Attr, "0.999">:$beta2,
                        DefaultValuedAttr<F64Attr, "1e-8">:$eps,
-                       DefaultValuedAttr<F64Attr, "0.01">:$weight_decay);
+                       DefaultValuedAttr<F64Attr, "0.01">:$weight_decay,
+                       UnitAttr:$run_time_hyperparameters);
   let results = (outs StaticShapeTensorOf<[F32]>:$new_param,
                       StaticShapeTensorOf<[F32]>:$new_first_moment,
                       StaticShapeTensorOf<[F32]>:$new_second_moment);
   let assemblyFormat = [{
     $param `,` $grad `,` $first_moment `,` $second_moment `,` $step
     (`scale` $grad_scale^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Graph_HyperparameterOp : Graph_BackwardOp<"hyperparameter", [Pure]> {
+  let summary = "a run-time hyperparameter of the training step";
+  let description = [{
+    The value of hyperparameter `name` (a slot of `cleave_rt_enums.h`:
+    `grad_clip`, `loss_scale_growth_interval`, `lr`, ...) that this step
+    runs with: `cleave_program_context.hyperparameters[slot]`, or `default`
+    when the program is run without them. The result is a scalar, f32 or
+    i64 (the double converted to it).
+
+    ```mlir
+    %clip = graph.hyperparameter "grad_clip" default 1.0 : tensor<f32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name, F64Attr:$default_value);
+  let results = (outs 0DTensorOf<[F32, I64]>:$result);
+  let assemblyFormat = [{
+    $name `default` $default_value attr-dict `:` type($result)
   }];
   let hasVerifier = 1;
 }
