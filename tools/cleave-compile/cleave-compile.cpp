@@ -15,6 +15,7 @@
 
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
 #include "cleave/Import/OnnxImporter.h"
+#include "cleave/Tools/ToolVersion.h"
 #include "cleave/Transforms/MemoryPlan.h"
 #include "cleave/Transforms/Pipeline.h"
 
@@ -285,6 +286,7 @@ int linkExecutable(llvm::StringRef object, llvm::StringRef exe,
 } // namespace
 
 int main(int argc, char **argv) {
+  cleave::setToolVersion("cleave-compile");
   llvm::InitLLVM initLLVM(argc, argv);
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();

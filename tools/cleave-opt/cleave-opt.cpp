@@ -10,6 +10,7 @@
 #include "cleave/Dialect/Cleave/IR/CleaveDialect.h"
 #include "cleave/Dialect/Dist/IR/DistOps.h"
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
+#include "cleave/Tools/ToolVersion.h"
 #include "cleave/Transforms/Passes.h"
 #include "cleave/Transforms/Pipeline.h"
 
@@ -21,6 +22,7 @@
 #include "mlir/Transforms/Passes.h"
 
 int main(int argc, char **argv) {
+  cleave::setToolVersion("cleave-opt");
   mlir::DialectRegistry registry;
   // The graph dialect loads the cleave dialect (the cleave.* metadata);
   // registered too, so that a #cleave attribute parses before any graph op.

@@ -12,6 +12,7 @@
 
 #include "cleave/Planner/ModelReader.h"
 #include "cleave/Planner/Report.h"
+#include "cleave/Tools/ToolVersion.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -654,6 +655,7 @@ int run() {
 } // namespace
 
 int main(int argc, char **argv) {
+  cleave::setToolVersion("cleave-plan");
   InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(
       {&modelCat, &trainCat, &clusterCat, &layoutCat, &outputCat});

@@ -6,10 +6,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "cleave/Import/OnnxImporter.h"
+#include "cleave/Tools/ToolVersion.h"
 
 #include "mlir/Tools/mlir-translate/MlirTranslateMain.h"
 
 int main(int argc, char **argv) {
+  cleave::setToolVersion("cleave-translate");
   cleave::registerOnnxImportTranslation();
   return mlir::failed(mlir::mlirTranslateMain(
              argc, argv, "Cleave translation driver (ONNX import)\n"))

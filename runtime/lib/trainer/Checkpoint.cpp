@@ -17,6 +17,8 @@
 #include "Mesh.h"
 #include "Program.h"
 
+#include "cleave/Version.h"
+
 #include <algorithm>
 #include <array>
 #include <cerrno>
@@ -106,6 +108,7 @@ void writeMeta(const std::string &dir, int64_t step, std::optional<float> loss,
   json += "  \"step\": " + std::to_string(step) + ",\n";
   json += "  \"loss\": " + (loss ? jsonFloat(*loss) : "null") + ",\n";
   json += "  \"saved_at\": \"" + utcNow() + "\",\n";
+  json += "  \"cleave_version\": " + jsonQuote(CLEAVE_VERSION_STRING) + ",\n";
   json += "  \"fingerprint\": \"" + paramFingerprint() + "\",\n";
   json += "  \"source_model\": " +
           (p.source_model ? jsonQuote(p.source_model) : "null") + ",\n";
@@ -357,6 +360,7 @@ std::string commonMetadata(int64_t step, const RunRecord &run) {
   if (p.training_config)
     meta += ",\"training_config\":" + jsonQuote(p.training_config);
   meta += ",\"data_order\":" + jsonQuote(run.dataOrder);
+  meta += ",\"cleave_version\":" + jsonQuote(CLEAVE_VERSION_STRING);
   if (!run.hyperparameters.empty())
     meta += ",\"hyperparameters\":" + jsonQuote(run.hyperparameters);
   return meta;

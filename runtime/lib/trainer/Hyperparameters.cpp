@@ -302,8 +302,8 @@ Hyperparameters Hyperparameters::resolve(const HyperparameterFlags &flags,
          " schedule decays in between)");
   if (h.schedule == LrSchedule::Wsd &&
       (h.cooldown < 1 || h.cooldown > h.decay - h.warmup))
-    fail("--cooldown-steps " + std::to_string(h.cooldown) +
-         " must be in [1, " + std::to_string(h.decay - h.warmup) +
+    fail("--cooldown-steps " + std::to_string(h.cooldown) + " must be in [1, " +
+         std::to_string(h.decay - h.warmup) +
          "]: the steps between the warmup's " + std::to_string(h.warmup) +
          " and --decay-steps " + std::to_string(h.decay));
   return h;
@@ -331,8 +331,8 @@ double Hyperparameters::lrAt(int64_t k) const {
     int64_t start = decay - cooldown;
     if (s < start)
       return base;
-    return base +
-           (m - base) * double(std::min(s - start, cooldown)) / double(cooldown);
+    return base + (m - base) * double(std::min(s - start, cooldown)) /
+                      double(cooldown);
   }
   }
   return base;

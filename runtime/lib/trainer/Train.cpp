@@ -165,6 +165,7 @@ output:
   --trace-steps N     the steps --trace records (default 20); the first
                       is left out of the idle figures when N > 1
   --help              this message
+  --version           Cleave's version and commit, the ABI, the backend
 
 progress line:
   step k/N  loss X  lr L  tokens/s Y  ms/step Z  eta Ts  mem M MiB

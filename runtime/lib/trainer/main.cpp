@@ -19,6 +19,7 @@
 
 #include "cleave/Runtime/Npy.h"
 #include "cleave/Runtime/cleave_rt.h"
+#include "cleave/Version.h"
 
 #include <algorithm>
 #include <cctype>
@@ -51,7 +52,9 @@ void printUsage(const char *argv0) {
       "  --output-dir DIR    where outputs are written (created if needed)\n"
       "  --repeat N          time N more runs after the first and print the\n"
       "                      median and fastest forward time\n"
-      "  --help              this message\n",
+      "  --help              this message\n"
+      "  --version           Cleave's version and commit, the ABI, the "
+      "backend\n",
       argv0);
   const cleave_program_info &p = program();
   std::printf("\ninputs:\n");
@@ -232,8 +235,18 @@ int runInference(int argc, char **argv) {
 int main(int argc, char **argv) {
   try {
     checkProgram();
-    // --help needs no engine, so that it works without mpirun; under a
-    // launcher the launcher's rank 0 prints it.
+    // --help and --version need no engine, so that they work without
+    // mpirun; under a launcher the launcher's rank 0 prints them.
+    for (int i = 1; i < argc; ++i)
+      if (std::strcmp(argv[i], "--version") == 0) {
+        if (launcherRank() == 0)
+          std::printf("%s: %s program, runtime ABI %d, %s backend\n",
+                      CLEAVE_VERSION_STRING,
+                      program().kind == CLEAVE_PROGRAM_TRAINING ? "training"
+                                                                : "inference",
+                      CLEAVE_RT_ABI_VERSION, cleave_rt_backend_name());
+        return 0;
+      }
     for (int i = 1; i < argc; ++i)
       if (std::strcmp(argv[i], "--help") == 0 ||
           std::strcmp(argv[i], "-h") == 0) {
