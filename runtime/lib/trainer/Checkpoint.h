@@ -42,6 +42,17 @@ std::string paramFingerprint();
 /// Creates `dir` if needed and checks that a file can be written in it.
 void prepareCheckpointDir(const std::string &dir);
 
+/// A checkpoint history (the trainer's --keep-last): the checkpoint of step
+/// N in DIR/step_N, DIR itself holding no checkpoint.
+std::string historyEntry(const std::string &dir, int64_t step);
+/// The checkpoint to resume from in `dir`: `dir` itself when it holds one,
+/// else the latest complete entry of its history (one whose commit file,
+/// model.safetensors or the sharded index, exists: both are renamed into
+/// place last); `dir` when there is none, for loadCheckpoint's error.
+std::string latestCheckpoint(const std::string &dir);
+/// Removes all but the `keep` latest entries of the history in `dir`.
+void pruneHistory(const std::string &dir, int64_t keep);
+
 /// What a run records beside the parameters: how the batches were drawn
 /// ("sequential", "shuffle seed S") and its run-time hyperparameters (a
 /// JSON object, Hyperparameters.h; empty: none).

@@ -49,7 +49,7 @@ struct TrainOptions {
   uint64_t seed = 0;
   int64_t steps = -1; // -1: not given
   std::string save, resume, exportOnnx, logJson, commStats, trace;
-  int64_t saveEvery = 0, logEvery = 1, traceSteps = 20;
+  int64_t saveEvery = 0, logEvery = 1, traceSteps = 20, keepLast = 0;
   bool quiet = false;
   bool overlap = true;
   HyperparameterFlags hyper;
@@ -124,13 +124,16 @@ training:
                       with --resume: s, i.e. none)
   --save DIR          write a checkpoint to DIR at the end
   --save-every K      also after every K-th step (needs --save)
+  --keep-last K       keep a history: each checkpoint goes to
+                      DIR/step_N, and only the K latest are kept
   --no-overlap        wait for each step before preparing the next; by
                       default the host stages the batch of step k+1 and
                       calls its kernels while the device (GPU) still
                       runs step k. For measuring what the overlap gains
   --resume DIR        load the checkpoint in DIR (parameters and
-                      optimizer state) and continue after its step; the
-                      losses are those of an uninterrupted run
+                      optimizer state), or the latest complete one of
+                      its history (DIR/step_N), and continue after its
+                      step; the losses are those of an uninterrupted run
   --export-onnx FILE  at the end, write the source ONNX model with the
                       trained parameter values (inline, so the file
                       stands alone; directories are created)
@@ -321,6 +324,8 @@ TrainOptions parseArgs(int argc, char **argv) {
       o.save = next();
     } else if (flag == "--save-every") {
       o.saveEvery = parseCount(flag, next(), 1);
+    } else if (flag == "--keep-last") {
+      o.keepLast = parseCount(flag, next(), 1);
     } else if (flag == "--resume") {
       o.resume = next();
     } else if (flag == "--export-onnx") {
@@ -360,6 +365,8 @@ TrainOptions parseArgs(int argc, char **argv) {
     fail("missing --steps N (the total number of training steps)");
   if (o.saveEvery && o.save.empty())
     fail("--save-every needs --save DIR");
+  if (o.keepLast && o.save.empty())
+    fail("--keep-last needs --save DIR");
   if (!o.tokens.empty() && (haveInputs || !targets.empty()))
     fail("--tokens and --inputs/--targets are exclusive");
   if (o.tokens.empty() && (o.seq || o.tokenDtype != "uint16"))
@@ -542,11 +549,13 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
   initParams(arena);
   int64_t first = 1;
   std::string savedHyperparameters;
-  if (!o.resume.empty())
+  if (!o.resume.empty()) {
+    o.resume = latestCheckpoint(o.resume);
     onEveryRank([&] {
       first =
           loadCheckpoint(o.resume, arena, dataOrder, &savedHyperparameters) + 1;
     });
+  }
   int64_t last = o.steps >= 0 ? o.steps : first - 1;
   if (last < first - 1)
     fail("--steps " + std::to_string(last) +
@@ -609,9 +618,17 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
   int64_t done = first - 1, savedAt = -1;
   double totalMs = 0, windowMs = 0;
   int64_t windowSteps = 0;
+  // The directory of the last checkpoint this run wrote.
+  std::string savedDir = o.save;
   auto save = [&] {
-    saveCheckpoint(o.save, arena, done, loss, record);
+    if (o.keepLast) {
+      savedDir = historyEntry(o.save, done);
+      prepareCheckpointDir(savedDir);
+    }
+    saveCheckpoint(savedDir, arena, done, loss, record);
     savedAt = done;
+    if (o.keepLast && isRankZero())
+      pruneHistory(o.save, o.keepLast);
   };
 
   // The host runs one step ahead of the device: it stages the batch of
@@ -759,7 +776,7 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
   }
   if (stop && reason == kLogFailed) {
     std::string saved =
-        o.save.empty() ? "" : " (checkpoint saved to " + o.save + ")";
+        o.save.empty() ? "" : " (checkpoint saved to " + savedDir + ")";
     std::fprintf(
         stderr, "error: %s%s; the run stopped after step %lld%s\n",
         dev.distributed ? ("rank " + std::to_string(dev.rank) + ": ").c_str()
@@ -778,7 +795,7 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
                           : "",
           (long long)done,
           o.save.empty() ? ""
-                         : (" (checkpoint saved to " + o.save + ")").c_str());
+                         : (" (checkpoint saved to " + savedDir + ")").c_str());
     stopDevice();
     return 128 + sig;
   }
@@ -787,7 +804,7 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
   if (!o.exportOnnx.empty() && dev.distributed) {
     // The global weights: the blocks go through a sharded checkpoint (the
     // one just saved, or one beside the model), which rank 0 reads back.
-    std::string dir = o.save;
+    std::string dir = savedDir;
     if (dir.empty()) {
       dir = o.exportOnnx + ".blocks";
       if (isRankZero())
@@ -825,7 +842,7 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
       std::printf("no steps to run: the checkpoint is at step %lld\n",
                   (long long)done);
     if (!o.save.empty())
-      std::printf("saved checkpoint %s at step %lld\n", o.save.c_str(),
+      std::printf("saved checkpoint %s at step %lld\n", savedDir.c_str(),
                   (long long)done);
     if (!o.exportOnnx.empty())
       std::printf("exported %s\n", o.exportOnnx.c_str());

@@ -20,6 +20,50 @@ using namespace cleave::rt::test;
 
 namespace {
 
+// --keep-last 2: checkpoints at steps 2, 4, 6 and the end, 7, each in
+// DIR/step_N, the two latest kept; --resume DIR takes the latest complete
+// one (passing over an entry whose commit file is missing, as a crash
+// mid-save leaves it) and repeats the uninterrupted run.
+TEST_F(Trainer, KeepLastKeepsAHistoryAndResumesTheLatest) {
+  namespace fs = std::filesystem;
+  writeRegressionData(7);
+  const std::string data = "--inputs x.npy --targets t.npy ";
+  ASSERT_EQ(run(CLEAVE_FAKE_TRAIN,
+                data + "--steps 10 --quiet --log-json full.jsonl"),
+            0)
+      << err;
+  ASSERT_EQ(run(CLEAVE_FAKE_TRAIN, data + "--steps 7 --quiet --save h "
+                                          "--save-every 2 --keep-last 2 "
+                                          "--log-json half.jsonl"),
+            0)
+      << err;
+  const fs::path h = fs::path(dir) / "h";
+  EXPECT_FALSE(fs::exists(h / "step_2"));
+  EXPECT_FALSE(fs::exists(h / "step_4"));
+  EXPECT_TRUE(fs::exists(h / "step_6" / "model.safetensors"));
+  EXPECT_TRUE(fs::exists(h / "step_7" / "model.safetensors"));
+  EXPECT_FALSE(fs::exists(h / "model.safetensors"));
+  EXPECT_NE(slurp("h/step_7/meta.json").find("\"step\": 7,"),
+            std::string::npos);
+  fs::create_directories(h / "step_9");
+  std::ofstream(h / "step_9" / "meta.json") << "{}";
+  ASSERT_EQ(run(CLEAVE_FAKE_TRAIN,
+                data + "--steps 10 --resume h --log-json half.jsonl"),
+            0)
+      << err;
+  EXPECT_NE(out.find("resumed from h/step_7 at step 7"), std::string::npos)
+      << out;
+  std::vector<LogLine> full = readLog("full.jsonl"),
+                       half = readLog("half.jsonl");
+  ASSERT_EQ(full.size(), 10u);
+  ASSERT_EQ(half.size(), 10u);
+  for (size_t k = 0; k < 10; ++k)
+    EXPECT_EQ(half[k].lossText, full[k].lossText) << "step " << k + 1;
+  EXPECT_NE(run(CLEAVE_FAKE_TRAIN, data + "--steps 2 --keep-last 2"), 0);
+  EXPECT_NE(err.find("error: --keep-last needs --save DIR"), std::string::npos)
+      << err;
+}
+
 // 10 steps straight against 5 steps (saving every 2), then --resume to 10:
 // the same losses as JSON text and the same checkpoint, byte for byte.
 TEST_F(Trainer, ResumeRepeatsAnUninterruptedRun) {
