@@ -65,6 +65,9 @@ class Case:
     # projection's weight gradient ill-conditioned (see block.mlir), which
     # AdamW amplifies past RTOL.
     scales: tuple = ()
+    # The training binary's flags (hyperparameters at launch), for every
+    # run of both programs.
+    run_flags: list = dataclasses.field(default_factory=list)
 
 
 # The mlp cases' training flags and data: 16 features, 4 classes.
@@ -184,6 +187,18 @@ CASES = [
          MLP_FLAGS, MLP_INPUTS,
          {"dp": {"all_reduce": 1364}, "tp": {"all_reduce": 64}},
          compile_flags=["--mesh", "dp=2,tp=2"]),
+    # Hyperparameters at launch on the mesh: every rank trains with the
+    # one device's lr, schedule (warmup, cosine to the last step) and
+    # no-decay group; they travel in the program context, so the bytes are
+    # mlp-mesh-dp2-tp2's.
+    Case("mlp-mesh-dp2-tp2-launch", "mlp.mlir", None, 4,
+         MLP_FLAGS, MLP_INPUTS,
+         {"dp": {"all_reduce": 1364}, "tp": {"all_reduce": 64}},
+         compile_flags=["--mesh", "dp=2,tp=2"],
+         run_flags=["--lr", "0.03", "--lr-schedule", "cosine",
+                    "--warmup-steps", "2", "--min-lr", "0.003",
+                    "--decay-steps", "6", "--weight-decay", "0.05",
+                    "--no-decay-1d"]),
     # Megatron tensor parallelism of a transformer block (block.mlir:
     # batch 2, sequence 4, hidden 16, 4 heads) over 2 devices, 2 heads and
     # 16 of the MLP's 32 features each. Per step, each rank sends
@@ -330,7 +345,8 @@ def check_case(case, compile_, work):
     def train(binary, mesh, tag, extra):
         cmd = ([*MPIRUN, "-np", n] if mesh else []) + [
             binary, *data, "--steps", str(case.steps), "--quiet",
-            "--log-json", os.path.join(work, tag + ".jsonl"), *extra]
+            "--log-json", os.path.join(work, tag + ".jsonl"),
+            *case.run_flags, *extra]
         run(cmd, cwd=work)
         return losses(os.path.join(work, tag + ".jsonl"))
 
@@ -371,9 +387,9 @@ def check_case(case, compile_, work):
     # Resharding: the mesh's checkpoint at the middle step on one device,
     # and one device's on the mesh.
     run([*MPIRUN, "-np", n, part, *data, "--steps", str(mid), "--quiet",
-         "--save", "mesh-mid"], cwd=work)
-    run([ref, *data, "--steps", str(mid), "--quiet", "--save", "one-mid"],
-        cwd=work)
+         "--save", "mesh-mid", *case.run_flags], cwd=work)
+    run([ref, *data, "--steps", str(mid), "--quiet", "--save", "one-mid",
+         *case.run_flags], cwd=work)
     resumed = train(ref, False, "one-from-mesh", ["--resume", "mesh-mid"])
     compare_losses(f"{case.name}: {n}-rank checkpoint resumed on one device",
                    one, resumed, list(range(mid + 1, case.steps + 1)))
