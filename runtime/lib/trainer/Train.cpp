@@ -143,8 +143,10 @@ output:
                       last step is always printed)
   --quiet             no banner, progress or summary
   --log-json FILE     one JSON object per step and line:
-                      {"step": k, "loss": x, "lr": l, "tokens_per_s": y,
-                       "ms": z} (l the step's learning rate)
+                      {"step": k, "loss": x, "lr": l, "time": t,
+                       "tokens_per_s": y, "ms": z} (l the step's
+                      learning rate, t seconds since the Unix epoch when
+                      the step was reported)
                       (loss with 9 significant digits, which round-trip
                       an f32; null with "loss_nonfinite": "nan", "inf"
                       or "-inf" when it is not finite, as JSON has no
@@ -409,6 +411,13 @@ void installSignalHandlers() {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+}
+
+/// Seconds since the Unix epoch (the JSON log's "time": when the host
+/// reported the step).
+double unixTime() {
+  using namespace std::chrono;
+  return duration<double>(system_clock::now().time_since_epoch()).count();
 }
 
 double peakRssMiB() {
@@ -688,10 +697,10 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
         lossJson += ", \"loss_nonfinite\": \"" + floatText(value) + "\"";
       std::fprintf(logJson.get(),
                    "{\"step\": %lld, \"loss\": %s, \"lr\": %.9g, "
-                   "\"tokens_per_s\": %.1f, \"ms\": %.3f%s}\n",
+                   "\"time\": %.3f, \"tokens_per_s\": %.1f, \"ms\": %.3f%s}\n",
                    (long long)step, lossJson.c_str(), hyper.lrAt(step),
-                   ms > 0 ? double(tokensPerStep) * 1000 / ms : 0.0, ms,
-                   scaling.c_str());
+                   unixTime(), ms > 0 ? double(tokensPerStep) * 1000 / ms : 0.0,
+                   ms, scaling.c_str());
       if (std::fflush(logJson.get()) != 0) {
         logError =
             "cannot write the log " + o.logJson + ": " + std::strerror(errno);

@@ -50,6 +50,10 @@ TEST_F(Trainer, LossesMatchFloat64Reference) {
     // The program's compiled learning rate (its training config's), with
     // no schedule.
     EXPECT_EQ(log[k].lr, 0.1);
+    // Reported in order, within this run (after 2026-01-01).
+    EXPECT_GT(log[k].time, 1767225600.0);
+    if (k > 0)
+      EXPECT_GE(log[k].time, log[k - 1].time);
     // 9 significant digits round-trip the f32 loss.
     float f = std::strtof(log[k].lossText.c_str(), nullptr);
     char again[32];

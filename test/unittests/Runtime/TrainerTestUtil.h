@@ -37,7 +37,7 @@ constexpr double kLr = 0.1, kMomentum = 0.5;
 struct LogLine {
   long long step = 0;
   std::string lossText;
-  double loss = 0, lr = 0, tokensPerS = 0, ms = 0;
+  double loss = 0, lr = 0, time = 0, tokensPerS = 0, ms = 0;
 };
 
 class Trainer : public ScratchDirTest {
@@ -85,7 +85,8 @@ protected:
     std::string line;
     const std::regex pattern(
         R"(\{"step": (\d+), "loss": ([-+0-9.eE]+|NaN|-?Infinity), )"
-        R"("lr": ([-+0-9.eE]+), "tokens_per_s": ([0-9.]+), "ms": ([0-9.]+)\})");
+        R"("lr": ([-+0-9.eE]+), "time": ([0-9]+\.[0-9]{3}), )"
+        R"("tokens_per_s": ([0-9.]+), "ms": ([0-9.]+)\})");
     while (std::getline(in, line)) {
       std::smatch m;
       if (!std::regex_match(line, m, pattern)) {
@@ -97,8 +98,9 @@ protected:
       l.lossText = m[2];
       l.loss = std::strtod(l.lossText.c_str(), nullptr);
       l.lr = std::stod(m[3]);
-      l.tokensPerS = std::stod(m[4]);
-      l.ms = std::stod(m[5]);
+      l.time = std::stod(m[4]);
+      l.tokensPerS = std::stod(m[5]);
+      l.ms = std::stod(m[6]);
       lines.push_back(l);
     }
     return lines;
