@@ -57,6 +57,11 @@
 // LOG: "step": 4, {{.*}}"lr": 0.025,
 // RUN: FileCheck %s --check-prefix=META < %t/ck/meta.json
 // META: "hyperparameters": {"lr": 0.10000000000000001, "weight_decay": 0.01, "weight_decay_1d": 0, {{.*}}"lr_schedule": "linear", "warmup_steps": 0, "decay_steps": 4,
+// Resumed with another --weight-decay, the run keeps its no-decay group
+// (and, given no schedule flags, its schedule).
+// RUN: %t/adamw --inputs %t/x.npy --targets %t/t.npy --steps 5 --resume %t/ck --weight-decay 0.2 --save %t/ck2 --quiet
+// RUN: FileCheck %s --check-prefix=RESUMED < %t/ck2/meta.json
+// RESUMED: "hyperparameters": {"lr": 0.10000000000000001, "weight_decay": 0.20000000000000001, "weight_decay_1d": 0, {{.*}}"lr_schedule": "linear", "warmup_steps": 0, "decay_steps": 4,
 
 // Clipping off at run time (--grad-clip 0) trains as the program compiled
 // without clipping, and at 0.5 it does not (the gradients' norm is larger).

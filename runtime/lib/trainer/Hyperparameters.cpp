@@ -206,13 +206,17 @@ Hyperparameters Hyperparameters::resolve(const HyperparameterFlags &flags,
 
   bool anyFlag = flags.noDecay1d || flags.schedule || flags.warmupSteps ||
                  flags.decaySteps || flags.cooldownSteps || flags.minLr;
+  // The weight decay sets both groups unless the 1-D one is given, or the
+  // checkpoint's record has a group of its own (a --no-decay-1d run
+  // resumed with another --weight-decay keeps its no-decay group).
+  const bool oneGroup =
+      h.values[CLEAVE_HP_WEIGHT_DECAY_1D] == h.values[CLEAVE_HP_WEIGHT_DECAY];
   for (int32_t slot = 0; slot < CLEAVE_NUM_HYPERPARAMETERS; ++slot)
     if (const std::optional<double> &v = flags.values[size_t(slot)]) {
       anyFlag = true;
       h.values[size_t(slot)] = *v;
-      // The weight decay sets both groups unless the 1-D one is given.
       if (slot == CLEAVE_HP_WEIGHT_DECAY &&
-          !flags.values[CLEAVE_HP_WEIGHT_DECAY_1D])
+          !flags.values[CLEAVE_HP_WEIGHT_DECAY_1D] && oneGroup)
         h.values[CLEAVE_HP_WEIGHT_DECAY_1D] = *v;
     }
   if (anyFlag && !h.runTime_)
