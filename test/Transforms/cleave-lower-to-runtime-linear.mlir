@@ -26,6 +26,12 @@
 // INFER: llvm.return
 
 // TRAIN-LABEL: llvm.func @cleave_program_run
+// After the entry's run-time hyperparameters (their null checks), the
+// first linear keeps its pre-activation: no null pointer before it.
+// TRAIN: llvm.mlir.addressof @cleave.no_context
+// TRAIN: llvm.getelementptr %{{.*}}[3] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+// TRAIN: llvm.icmp "eq"
+// TRAIN-NEXT: llvm.select
 // TRAIN-NOT: llvm.mlir.zero
 // TRAIN: %[[T:.*]] = llvm.mlir.constant(1 : i32) : i32
 // TRAIN-NEXT: %[[ACT:.*]] = llvm.mlir.constant([[#CLEAVE_ACT_GELU_TANH]] : i32) : i32

@@ -17,6 +17,17 @@
 // REDUCE-NEXT: llvm.call @cleave_rt_cross_entropy_grad({{.*}}, %[[GSUM]])
 
 // CHECK-LABEL: llvm.func @cleave_program_run
+// The run-time hyperparameters' array, found once at the entry: the
+// context at argument 1, its hyperparameters at field 3, a zeroed global
+// read instead when either is null, so that nothing loads from null.
+// CHECK: %[[NOCTX:.*]] = llvm.mlir.addressof @cleave.no_context
+// CHECK: %[[NOARG:.*]] = llvm.icmp "eq" %arg1
+// CHECK: %[[CTX:.*]] = llvm.select %[[NOARG]], %[[NOCTX]], %arg1 : i1, !llvm.ptr
+// CHECK: %[[FIELD:.*]] = llvm.getelementptr %[[CTX]][3] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+// CHECK: %[[HPS:.*]] = llvm.load %[[FIELD]] : !llvm.ptr -> !llvm.ptr
+// CHECK: %[[NONE:.*]] = llvm.icmp "eq" %[[HPS]]
+// CHECK: %[[SAFE:.*]] = llvm.select %[[NONE]], %[[NOCTX]], %[[HPS]]
+// CHECK-NOT: cleave.no_context
 // CHECK: llvm.call @cleave_rt_matmul
 // CHECK: llvm.call @cleave_rt_cross_entropy(
 // CHECK: llvm.call @cleave_rt_cross_entropy_grad(
@@ -29,17 +40,9 @@
 // CHECK-NOT: llvm.call @cleave_rt_copy(
 // The update: param, grad, momentum buffer, step, no scale, lr, momentum,
 // dampening, weight decay, nesterov. Its hyperparameters are the run's:
-// context->hyperparameters[slot] (CLEAVE_HP_LR, CLEAVE_HP_MOMENTUM, ...;
-// the context at argument 1, its hyperparameters at field 3), and the
-// compiled values when the context or its hyperparameters are null (read
-// from a zeroed global instead, so that nothing loads from null).
-// CHECK: %[[NOCTX:.*]] = llvm.mlir.addressof @cleave.no_context
-// CHECK: %[[NOARG:.*]] = llvm.icmp "eq" %arg1
-// CHECK: %[[CTX:.*]] = llvm.select %[[NOARG]], %[[NOCTX]], %arg1 : i1, !llvm.ptr
-// CHECK: %[[FIELD:.*]] = llvm.getelementptr %[[CTX]][3] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
-// CHECK: %[[HPS:.*]] = llvm.load %[[FIELD]] : !llvm.ptr -> !llvm.ptr
-// CHECK: %[[NONE:.*]] = llvm.icmp "eq" %[[HPS]]
-// CHECK: %[[SAFE:.*]] = llvm.select %[[NONE]], %[[NOCTX]], %[[HPS]]
+// context->hyperparameters[slot] (CLEAVE_HP_LR, CLEAVE_HP_MOMENTUM, ...),
+// and the compiled values when the context or its hyperparameters are
+// null (the array found at the function's entry, above).
 // CHECK: %[[AT:.*]] = llvm.getelementptr %[[SAFE]]{{\[}}[[#CLEAVE_HP_LR]]{{\]}} : (!llvm.ptr) -> !llvm.ptr, f64
 // CHECK: %[[VAL:.*]] = llvm.load %[[AT]] : !llvm.ptr -> f64
 // CHECK: %[[COMPILED:.*]] = llvm.mlir.constant(1.000000e-01 : f64)

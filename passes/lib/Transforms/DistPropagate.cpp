@@ -200,8 +200,8 @@ bool Propagation::visit(Operation *op, bool backward, bool deferring) {
   if (backward)
     for (auto [v, layout] : llvm::zip(op->getOperands(), decided.operands))
       if (unknown(v) && !v.getDefiningOp<graph::ConstantOp>() &&
-          !(deferring && isDeferred(v) &&
-            layout.withoutPartial().isReplicated())) {
+          !(deferring && layout.withoutPartial().isReplicated() &&
+            isDeferred(v))) {
         known[v] = {layout.withoutPartial(), ShardingPriority::Propagated,
                     StringAttr()};
         changed = true;

@@ -551,27 +551,34 @@ struct OptimizerPattern : CallPattern<OptimizerPattern, Op> {
 Value RuntimeBuilder::loadHyperparameter(int32_t slot, double fallback) {
   // context && context->hyperparameters ? context->hyperparameters[slot]
   //                                     : fallback
-  // with both loads made safe by reading a zeroed global in the null case.
-  auto isNull = [&](Value p) {
-    return LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, p, null());
-  };
-  if (!state.noContext) {
-    auto type = LLVM::LLVMArrayType::get(i64, CLEAVE_NUM_HYPERPARAMETERS);
-    state.noContext = atModuleStart([&] {
-      return LLVM::GlobalOp::create(
-          b, loc, type, /*isConstant=*/true, LLVM::Linkage::Private,
-          uniqueName("cleave.no_context"),
-          i64Array(SmallVector<int64_t>(CLEAVE_NUM_HYPERPARAMETERS, 0)));
-    });
+  // The array (a zeroed global in the null cases, so that no load reads
+  // null) and whether it is the context's are found once per function, at
+  // its entry; each use loads its slot.
+  auto &[safe, none] = state.hyperparameters[state.context];
+  if (!safe) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(state.context.getParentBlock());
+    auto isNull = [&](Value p) {
+      return LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, p, null());
+    };
+    if (!state.noContext) {
+      auto type = LLVM::LLVMArrayType::get(i64, CLEAVE_NUM_HYPERPARAMETERS);
+      state.noContext = atModuleStart([&] {
+        return LLVM::GlobalOp::create(
+            b, loc, type, /*isConstant=*/true, LLVM::Linkage::Private,
+            uniqueName("cleave.no_context"),
+            i64Array(SmallVector<int64_t>(CLEAVE_NUM_HYPERPARAMETERS, 0)));
+      });
+    }
+    Value zeros = LLVM::AddressOfOp::create(b, loc, state.noContext);
+    Value context = LLVM::SelectOp::create(b, loc, isNull(state.context),
+                                           zeros, state.context);
+    Value field = LLVM::GEPOp::create(b, loc, ptr, ptr, context,
+                                      ArrayRef<LLVM::GEPArg>{3});
+    Value values = LLVM::LoadOp::create(b, loc, ptr, field);
+    none = isNull(values);
+    safe = LLVM::SelectOp::create(b, loc, none, zeros, values);
   }
-  Value zeros = LLVM::AddressOfOp::create(b, loc, state.noContext);
-  Value context = LLVM::SelectOp::create(b, loc, isNull(state.context), zeros,
-                                         state.context);
-  Value field =
-      LLVM::GEPOp::create(b, loc, ptr, ptr, context, ArrayRef<LLVM::GEPArg>{3});
-  Value values = LLVM::LoadOp::create(b, loc, ptr, field);
-  Value none = isNull(values);
-  Value safe = LLVM::SelectOp::create(b, loc, none, zeros, values);
   Value at =
       LLVM::GEPOp::create(b, loc, ptr, f64, safe, ArrayRef<LLVM::GEPArg>{slot});
   Value loaded = LLVM::LoadOp::create(b, loc, f64, at);

@@ -287,6 +287,9 @@ public:
   llvm::StringMap<LLVM::GlobalOp> descs;
   /// Zeros read in place of a null program context (loadHyperparameter).
   LLVM::GlobalOp noContext;
+  /// Per program context: its hyperparameter array (or the zeros) and
+  /// whether it has none, built at the function's entry on first use.
+  DenseMap<Value, std::pair<Value, Value>> hyperparameters;
   int64_t counter = 0;
   /// Whether a pattern reported an error at its op.
   bool reportedError = false;

@@ -201,16 +201,32 @@ int64_t readOffset(const char *k, char *arena, const cleave_tensor *offset) {
   return indexAt(dataOf(arena, *offset), offset->dtype, 0);
 }
 
+/// The indices of a gather or its gradient into `size` rows, checked
+/// (without an offset: a block's ids need no check), and the row of each.
+struct IndexedRows {
+  const char *idx;
+  int32_t dtype;
+  int64_t count;
+  RowOf rowOf;
+
+  IndexedRows(const char *k, char *arena, const cleave_tensor *indices,
+              int64_t size, const int64_t *offset, int64_t dim)
+      : idx(dataOf(arena, *indices)), dtype(indices->dtype),
+        count(numElements(*indices)), rowOf{size, offset} {
+    if (!offset)
+      checkGatherIndices(k, idx, dtype, count, size, dim);
+  }
+  /// The row of index position i: -1 outside a block.
+  int64_t row(int64_t i) const { return rowOf(indexAt(idx, dtype, i)); }
+};
+
 void gather(const char *k, char *arena, const cleave_tensor *data,
             const cleave_tensor *indices, const int64_t *offset,
             const cleave_tensor *out, int64_t dim) {
   GatherPlan g = checkGather(k, data, indices, out, dim);
   int64_t outer = g.outer, inner = g.inner, size = g.size;
-  int64_t numIdx = numElements(*indices);
-  const char *idx = dataOf(arena, *indices);
-  if (!offset)
-    checkGatherIndices(k, idx, indices->dtype, numIdx, size, dim);
-  RowOf rowOf{size, offset};
+  IndexedRows rows(k, arena, indices, size, offset, dim);
+  int64_t numIdx = rows.count;
   std::vector<char> copy;
   const char *src = sourceBytes(arena, *data, *out, copy);
   char *dst = dataOf(arena, *out);
@@ -219,7 +235,7 @@ void gather(const char *k, char *arena, const cleave_tensor *data,
 #pragma omp parallel for schedule(static) if (parallel)
   for (int64_t t = 0; t < outer * numIdx; ++t) {
     int64_t o = t / numIdx, i = t % numIdx;
-    int64_t v = rowOf(indexAt(idx, indices->dtype, i));
+    int64_t v = rows.row(i);
     if (v < 0)
       std::memset(dst + size_t(t) * block, 0, block);
     else
@@ -233,17 +249,14 @@ void gatherGrad(const char *k, char *arena, const cleave_tensor *dy,
                 const cleave_tensor *out, int64_t dim) {
   GatherPlan g = checkGatherGrad(k, dy, indices, out, dim);
   int64_t outer = g.outer, inner = g.inner, size = g.size;
-  int64_t numIdx = numElements(*indices);
-  const char *idx = dataOf(arena, *indices);
-  if (!offset)
-    checkGatherIndices(k, idx, indices->dtype, numIdx, size, dim);
+  IndexedRows rows(k, arena, indices, size, offset, dim);
+  int64_t numIdx = rows.count;
   // Positions grouped by target row (counting sort, ascending within a
   // row), so that each out row is owned by one thread and sums its
   // contributions in index order: parallel without atomics, deterministic.
   // A position outside a block goes to the extra row `size`, never summed.
-  RowOf rowOf{size, offset};
   auto target = [&](int64_t i) {
-    int64_t v = rowOf(indexAt(idx, indices->dtype, i));
+    int64_t v = rows.row(i);
     return v < 0 ? size : v;
   };
   std::vector<int64_t> first(static_cast<size_t>(size + 2), 0);
@@ -392,8 +405,7 @@ void cleave_rt_set_index(char *arena, const cleave_tensor *out,
   std::memcpy(dst, &narrow, sizeof(narrow));
 }
 
-void cleave_rt_set_scalar(char *arena, const cleave_tensor *out,
-                          double value) {
+void cleave_rt_set_scalar(char *arena, const cleave_tensor *out, double value) {
   uint64_t bits = encodeScalar("cleave_rt_set_scalar", out, value);
   std::memcpy(dataOf(arena, *out), &bits, elementSize(out->dtype));
 }

@@ -42,7 +42,12 @@ std::string paramFingerprint();
 /// Creates `dir` if needed and checks that a file can be written in it.
 void prepareCheckpointDir(const std::string &dir);
 
-/// A checkpoint history (the trainer's --keep-last): the checkpoint of step
+/// Whether `dir` holds a checkpoint: its commit file (model.safetensors, or
+/// a sharded checkpoint's index), renamed into place last, exists.
+bool holdsCheckpoint(const std::string &dir);
+
+/// A checkpoint history (the trainer's --keep-last, CheckpointHistory.cpp):
+/// the checkpoint of step
 /// N in DIR/step_N, DIR itself holding no checkpoint.
 std::string historyEntry(const std::string &dir, int64_t step);
 /// The checkpoint to resume from in `dir`: `dir` itself when it holds one,

@@ -58,15 +58,6 @@ double parseReal(const std::string &flag, const std::string &text) {
   return v;
 }
 
-int64_t parseSteps(const std::string &flag, const std::string &text) {
-  char *end = nullptr;
-  errno = 0;
-  long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno != 0 || v < 0)
-    fail(flag + " expects a step count >= 0, got '" + text + "'");
-  return v;
-}
-
 std::string number(double v) {
   char buf[40];
   std::snprintf(buf, sizeof(buf), "%.17g", v);
@@ -151,7 +142,7 @@ bool HyperparameterFlags::parse(const std::string &flag,
                                                                : nullptr;
   if (!steps)
     return false;
-  *steps = parseSteps(flag, next());
+  *steps = parseCount(flag, next(), 0);
   return true;
 }
 

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -389,4 +390,15 @@ void cleave::rt::trainer::writeFileAtomically(
     ::fsync(dfd);
     ::close(dfd);
   }
+}
+
+int64_t cleave::rt::trainer::parseCount(const std::string &flag,
+                                        const std::string &text, int64_t min) {
+  char *end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno != 0 || v < min)
+    fail(flag + " expects an integer >= " + std::to_string(min) + ", got '" +
+         text + "'");
+  return v;
 }

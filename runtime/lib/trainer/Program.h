@@ -33,6 +33,11 @@ public:
   throw Error(message);
 }
 
+/// The integer value of command-line flag `flag`, at least `min`; fails
+/// naming the flag otherwise.
+int64_t parseCount(const std::string &flag, const std::string &text,
+                   int64_t min);
+
 /// The most steps a run counts: 2^40 keeps a step's first sample index,
 /// (step - 1) x batch, within int64 for batches up to 2^23 samples.
 constexpr int64_t kMaxSteps = int64_t(1) << 40;

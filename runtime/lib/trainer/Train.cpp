@@ -197,17 +197,6 @@ config or the data order differ. Ctrl-C (or SIGTERM) ends the run
 after the current step, saving a checkpoint with --save.
 )";
 
-int64_t parseCount(const std::string &flag, const std::string &text,
-                   int64_t min) {
-  char *end = nullptr;
-  errno = 0;
-  long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno != 0 || v < min)
-    fail(flag + " expects an integer >= " + std::to_string(min) + ", got '" +
-         text + "'");
-  return v;
-}
-
 /// Assigns `spec` (NAME=FILE or FILE) to an input; unnamed files are kept
 /// in `positional`. The longest input name before an '=' wins.
 void assignInput(const std::string &spec, std::vector<std::string> &files,

@@ -79,9 +79,9 @@ TEST(ModelStatesTest, ZeroPaperFigure1) {
   EXPECT_DOUBLE_EQ(gb(3), 1.875);
 }
 
-// The same figures through the whole estimator: a model with 7.5B measured
-// layer parameters on 64 data-parallel GPUs.
-TEST(ModelStatesTest, ZeroPaperFigure1ThroughEstimate) {
+/// The ZeRO paper's model: 7.5B measured layer parameters, the rest of the
+/// model negligible (one small layer's shapes).
+ModelSpec zeroPaperModel() {
   ModelSpec m;
   m.applyArchDefaults(Arch::GPT);
   m.layers = 1;
@@ -94,6 +94,13 @@ TEST(ModelStatesTest, ZeroPaperFigure1ThroughEstimate) {
   ParamCounts counts;
   counts.layers = 7'500'000'000;
   m.measured = counts;
+  return m;
+}
+
+// The same figures through the whole estimator: a model with 7.5B measured
+// layer parameters on 64 data-parallel GPUs.
+TEST(ModelStatesTest, ZeroPaperFigure1ThroughEstimate) {
+  ModelSpec m = zeroPaperModel();
 
   TrainingConfig t = mixedPrecisionAdam();
   t.globalBatch = 64;
@@ -194,18 +201,7 @@ TEST(ModelStatesTest, ZeroGatherAndReduceScatterBuffers) {
 // like the GPU's with ZeRO >= 1: a node of 8 of the 64 data-parallel GPUs
 // holds 8 / 64 of it.
 TEST(ModelStatesTest, OffloadedBytesPerNode) {
-  ModelSpec m;
-  m.applyArchDefaults(Arch::GPT);
-  m.layers = 1;
-  m.hidden = 64;
-  m.heads = 1;
-  m.kvHeads = 1;
-  m.ffn = 256;
-  m.vocab = 64;
-  m.seq = 64;
-  ParamCounts counts;
-  counts.layers = 7'500'000'000;
-  m.measured = counts;
+  ModelSpec m = zeroPaperModel();
   TrainingConfig t = mixedPrecisionAdam();
   t.globalBatch = 64;
   t.offload = true;
