@@ -41,6 +41,13 @@ than compiled, a learning-rate schedule, the no-decay group) pass them to
 the training binary, and its logged learning rate of every step must be
 PyTorch's scheduler's within LR_RTOL (the log's 9 digits).
 
+Configurations with "eval_flags" (--eval-inputs, --eval-targets, --eval-every,
+--eval-steps on a held-out set) log validation losses, which must be at
+PyTorch's steps (before the first, every K-th, the last) and within
+LOSS_RTOL of its model.eval() loss; --resume of the final checkpoint with
+no steps to run evaluates it, and must log the run's last validation loss
+as the same text.
+
 Then checkpoint and resume: 5 steps with --save, then --resume with
 --steps 10, against the 10-step run: the losses of steps 1..5 and 6..10 as
 the same JSON text, and every tensor of the final checkpoint byte for byte.
@@ -119,6 +126,57 @@ def to_array(entry):
     return array.reshape(shape)
 
 
+def read_eval_log(path):
+    """{step: (validation loss, as written)} of a --log-json file."""
+    evals = {}
+    with open(path) as f:
+        for line in f:
+            if '"eval_loss"' in line:
+                record = json.loads(line)
+                text = re.search(r'"eval_loss"\s*:\s*([^,}\s]+)', line).group(1)
+                evals[int(record["step"])] = (float(record["eval_loss"]), text)
+    return evals
+
+
+def compare_evals(checker, case, got, want, rtol=LOSS_RTOL):
+    """The validation losses at exactly PyTorch's steps, within rtol."""
+    steps = [k for k, _ in want]
+    if sorted(got) != steps:
+        checker.report(False, case, "eval losses",
+                       f"evaluated after steps {sorted(got)}, expected {steps}")
+        return
+    errs = [abs(got[k][0] - w) / abs(w) for k, w in want]
+    worst = int(np.argmax(errs))
+    k = steps[worst]
+    checker.report(all(e <= rtol for e in errs), case, "eval losses",
+                   "%d evaluations (steps %s), max relative error %.2e at step %d "
+                   "(cleave %s, pytorch %.9g), bound %g"
+                   % (len(steps), steps, errs[worst], k, got[k][1], want[worst][1],
+                      rtol))
+
+
+def check_eval_of_checkpoint(checker, case, train, data_args, eval_flags, ckpt_dir,
+                             full_evals, work):
+    """--resume at the last step with nothing to run evaluates the
+    checkpoint: the run's last validation loss as the same text."""
+    log = os.path.join(work, "eval-only.jsonl")
+    steps = str(max(full_evals))
+    every = eval_flags.index("--eval-every")
+    error = run([train] + data_args + eval_flags[:every] + eval_flags[every + 2:] +
+                ["--resume", ckpt_dir, "--steps", steps, "--log-json", log,
+                 "--quiet"], "evaluating the checkpoint")
+    if error:
+        checker.report(False, case, "eval of the checkpoint", error)
+        return
+    got = read_eval_log(log)
+    last = max(full_evals)
+    ok = list(got) == [last] and got[last][1] == full_evals[last][1]
+    checker.report(ok, case, "eval of the checkpoint",
+                   "--resume with no steps to run: eval loss %s at step %s, the run's "
+                   "%s" % (got.get(last, ("none",))[-1], list(got),
+                           full_evals[last][1]))
+
+
 def read_log(path):
     """{step: (loss as a number, loss as written)} of a --log-json file."""
     steps = {}
@@ -175,7 +233,8 @@ def compare_lrs(checker, case, log_path, want):
         for line in f:
             if line.strip():
                 record = json.loads(line)
-                got[record["step"]] = record.get("lr")
+                if "lr" in record:  # not an evaluation's line
+                    got[record["step"]] = record["lr"]
     errs = [abs(got[k] - w) / w if got.get(k) is not None else float("inf")
             for k, w in enumerate(want, 1)]
     worst = int(np.argmax(errs))
@@ -440,7 +499,10 @@ def check_config(checker, compiler, folder, work):
     log = os.path.join(work, "full.jsonl")
     ckpt_dir = os.path.join(work, "full")
     train_flags = config.get("train_flags", [])
-    error = run([train] + data_args + train_flags +
+    eval_flags = [f if f.startswith("--") or f.isdigit() else
+                  ",".join(os.path.join(folder, p) for p in f.split(","))
+                  for f in config.get("eval_flags", [])]
+    error = run([train] + data_args + train_flags + eval_flags +
                 ["--steps", str(config["steps"]), "--log-json", log, "--save",
                  ckpt_dir, "--quiet"], "training")
     if error:
@@ -459,6 +521,12 @@ def check_config(checker, compiler, folder, work):
         compare_loss_scales(checker, case, log, expected["loss_scale"])
     if "lr" in expected:
         compare_lrs(checker, case, log, expected["lr"])
+    if "eval_loss" in expected:
+        evals = read_eval_log(log)
+        compare_evals(checker, case, evals, expected["eval_loss"])
+        if evals:
+            check_eval_of_checkpoint(checker, case, train, data_args, eval_flags,
+                                     ckpt_dir, evals, work)
     if precision:
         flags = config["flags"]
         optimizer = flags[flags.index("--optimizer") + 1]

@@ -7,8 +7,17 @@
 // RUN: cleave-opt %s --cleave-pipeline='train optimizer=sgd lr=0.1 momentum=0.9' > %t.pipeline.mlir
 // RUN: cleave-opt %s --cleave-raise --canonicalize --cleave-autodiff='optimizer=sgd lr=0.1 momentum=0.9' --canonicalize --cse --cleave-normalize-collectives --cleave-overlap-collectives --cleave-fuse-linear --cleave-plan-memory --cleave-lower-to-runtime > %t.passes.mlir
 // RUN: diff %t.pipeline.mlir %t.passes.mlir
-// RUN: cleave-compile %s --train --optimizer sgd --lr 0.1 --momentum 0.9 --emit=mlir -o %t.compile.mlir
+// cleave-compile --train also links the evaluation program (the
+// --cleave-eval-pipeline of the same flags, -cleave-link-eval), which
+// --no-eval leaves out.
+// RUN: cleave-compile %s --train --optimizer sgd --lr 0.1 --momentum 0.9 --no-eval --emit=mlir -o %t.compile.mlir
 // RUN: diff -B %t.pipeline.mlir %t.compile.mlir
+// RUN: cleave-opt %s --cleave-eval-pipeline='train optimizer=sgd lr=0.1 momentum=0.9' | FileCheck %s --check-prefix=EVAL
+// EVAL-LABEL: llvm.func @cleave_eval_run
+// EVAL-NOT: _grad
+// EVAL: llvm.call @cleave_rt_cross_entropy(
+// EVAL-NOT: llvm.call @cleave_rt_sgd
+// EVAL: llvm.mlir.global external constant @cleave_eval_program()
 // RUN: FileCheck %s --check-prefix=TRAIN < %t.pipeline.mlir
 // TRAIN: \22optimizer\22:\22sgd\22,\22lr\22:0.1,\22momentum\22:0.9
 // TRAIN-LABEL: llvm.func @cleave_program_run

@@ -115,6 +115,13 @@ static cl::opt<std::string> planFile(
 
 /// The pipeline's flags (--train, --lr, --precision, --no-fusion...), bound
 /// into the command line in main.
+static cl::opt<bool> noEval(
+    "no-eval",
+    cl::desc("With --train: leave out the evaluation program (the step's "
+             "forward pass and loss, which the training binary's --eval-* "
+             "flags run); compiles faster"),
+    cl::cat(trainCategory));
+
 static cleave::CleavePipelineOptions pipelineOptions;
 
 namespace {
@@ -364,9 +371,31 @@ int main(int argc, char **argv) {
 
   if (failed(applyPassManagerCLOptions(pm)))
     return 1;
+  // The evaluation program is compiled from the same model by a pipeline of
+  // its own, then linked into the training program.
+  OwningOpRef<ModuleOp> evalModule;
+  if (!noEval && cleave::hasEvalProgram(pipelineOptions))
+    evalModule = module->clone();
   pm.enableTiming(root);
   if (failed(pm.run(*module)))
     return 1;
+  if (evalModule) {
+    TimingScope evalTiming = root.nest("evaluation program");
+    PassManager evalPm(&ctx);
+    cleave::buildCleaveEvalPipeline(evalPm, pipelineOptions);
+    if (failed(applyPassManagerCLOptions(evalPm)))
+      return 1;
+    evalPm.enableTiming(evalTiming);
+    if (failed(evalPm.run(*evalModule)))
+      return 1;
+    (*evalModule)->setAttr(cleave::kEvalProgramAttr,
+                           UnitAttr::get(&ctx));
+    module->push_back(evalModule.release());
+    PassManager link(&ctx);
+    link.addPass(cleave::createLinkEvalPass());
+    if (failed(link.run(*module)))
+      return 1;
+  }
 
   std::string out = outputFile;
   if (out.empty()) {

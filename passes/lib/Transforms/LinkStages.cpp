@@ -11,8 +11,6 @@
 
 #include "RuntimeLowering.h"
 
-#include "llvm/ADT/StringSet.h"
-
 namespace cleave {
 #define GEN_PASS_DEF_LINKSTAGESPASS
 #include "cleave/Transforms/Passes.h.inc"
@@ -22,16 +20,43 @@ using namespace mlir;
 using namespace cleave;
 using namespace cleave::lowering;
 
-namespace {
-
 /// A function or global that another object defines.
-bool isDeclaration(Operation *op) {
+static bool isDeclaration(Operation *op) {
   if (auto fn = dyn_cast<LLVM::LLVMFuncOp>(op))
     return fn.isExternal();
   if (auto global = dyn_cast<LLVM::GlobalOp>(op))
     return global.getInitializerRegion().empty() && !global.getValueOrNull();
   return false;
 }
+
+LogicalResult cleave::lowering::takeInProgram(ModuleOp top, ModuleOp sub,
+                                              llvm::StringSet<> &names) {
+  for (Operation &op : llvm::make_early_inc_range(*sub.getBody())) {
+    auto name = op.getAttrOfType<StringAttr>(SymbolTable::getSymbolAttrName());
+    if (name && names.contains(name.getValue())) {
+      if (isDeclaration(&op))
+        continue; // erased with the module
+      return op.emitOpError("defines @")
+             << name.getValue() << ", which another program defines too";
+    }
+    if (name)
+      names.insert(name.getValue());
+    op.moveBefore(top.getBody(), top.getBody()->end());
+  }
+  sub.erase();
+  return success();
+}
+
+llvm::StringSet<> cleave::lowering::symbolNames(ModuleOp module) {
+  llvm::StringSet<> names;
+  for (Operation &op : *module.getBody())
+    if (auto name =
+            op.getAttrOfType<StringAttr>(SymbolTable::getSymbolAttrName()))
+      names.insert(name.getValue());
+  return names;
+}
+
+namespace {
 
 struct LinkStagesPass : cleave::impl::LinkStagesPassBase<LinkStagesPass> {
   using LinkStagesPassBase::LinkStagesPassBase;
@@ -73,28 +98,10 @@ struct LinkStagesPass : cleave::impl::LinkStagesPassBase<LinkStagesPass> {
     for (Operation &op : llvm::make_early_inc_range(*top.getBody()))
       if (isa<dist::MeshOp>(op))
         op.erase();
-    llvm::StringSet<> names;
-    for (Operation &op : *top.getBody())
-      if (auto name = op.getAttrOfType<StringAttr>(
-              SymbolTable::getSymbolAttrName()))
-        names.insert(name.getValue());
-    for (ModuleOp sub : stages) {
-      for (Operation &op : llvm::make_early_inc_range(*sub.getBody())) {
-        auto name =
-            op.getAttrOfType<StringAttr>(SymbolTable::getSymbolAttrName());
-        if (name && names.contains(name.getValue())) {
-          if (isDeclaration(&op))
-            continue; // erased with the module
-          op.emitOpError("defines @")
-              << name.getValue() << ", which another stage defines too";
-          return signalPassFailure();
-        }
-        if (name)
-          names.insert(name.getValue());
-        op.moveBefore(top.getBody(), top.getBody()->end());
-      }
-      sub.erase();
-    }
+    llvm::StringSet<> names = symbolNames(top);
+    for (ModuleOp sub : stages)
+      if (failed(takeInProgram(top, sub, names)))
+        return signalPassFailure();
 
     MLIRContext *ctx = &getContext();
     Location loc = top.getLoc();

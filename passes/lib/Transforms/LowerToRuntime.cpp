@@ -170,8 +170,9 @@ LogicalResult Lowering::readPlan(func::FuncOp fn) {
 LogicalResult Lowering::run(func::FuncOp fn) {
   if (!fn->hasAttr(kArenaBytesAttr))
     return fn.emitOpError("has no memory plan; run -cleave-plan-memory first");
+  // A nested module is another program, which a link pass takes in.
   for (Operation &op : module.getBody()->getOperations())
-    if (!isa<func::FuncOp, ParamOp, dist::MeshOp>(op))
+    if (!isa<func::FuncOp, ParamOp, dist::MeshOp, ModuleOp>(op))
       return op.emitOpError("cannot be lowered to the runtime");
   // The runtime numbers ranks on one mesh.
   if (meshes.size() > 1)
@@ -229,7 +230,10 @@ struct LowerToRuntimePass
           << entry << "' (and not exactly one function) to lower";
       return signalPassFailure();
     }
-    if (failed(Lowering(module).run(fn)))
+    Lowering lowering(module);
+    if (!symbolPrefix.empty())
+      lowering.symbolPrefix = symbolPrefix;
+    if (failed(lowering.run(fn)))
       signalPassFailure();
   }
 };

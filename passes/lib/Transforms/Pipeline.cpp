@@ -238,13 +238,22 @@ void CleavePipelineOptions::addToCommandLine(
 /// step's loss and the gradients of the parameters (as results of the step,
 /// marked `cleave.gradient`).
 static void addGradientPasses(OpPassManager &pm,
-                              const CleavePipelineOptions &options) {
+                              const CleavePipelineOptions &options,
+                              bool eval = false) {
   pm.addPass(createRaisePass(options.raiseOptions()));
   // Tensor parallelism splits a fused query-key-value projection by heads.
   if (options.splitProjections || options.hasMeshAxis("tp"))
     pm.addPass(createSplitProjectionsPass());
   if (options.precision != Precision::F32)
     pm.addPass(createMixedPrecisionPass(options.mixedPrecisionOptions()));
+  if (eval) {
+    // The loss the step reports, without the load-balancing term.
+    AddLossPassOptions loss = options.addLossOptions();
+    loss.moeAuxLoss = 0.0;
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createAddLossPass(loss));
+    return;
+  }
   if (options.differentiates()) {
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createAddLossPass(options.addLossOptions()));
@@ -333,7 +342,8 @@ static void addOptimizerPasses(OpPassManager &pm,
 /// The local program to runtime calls: fused kernels, the arena plan, and
 /// the calls of the runtime C ABI in the LLVM dialect.
 static void addLoweringPasses(OpPassManager &pm,
-                              const CleavePipelineOptions &options) {
+                              const CleavePipelineOptions &options,
+                              StringRef symbolPrefix = "") {
   // Collectives in the engine's layout, their packing planned like any op.
   pm.addPass(createNormalizeCollectivesPass());
   if (options.bucketBytes > 0) {
@@ -347,7 +357,9 @@ static void addLoweringPasses(OpPassManager &pm,
   if (!options.noFusion)
     pm.addPass(createFuseLinearPass());
   pm.addPass(createPlanMemoryPass());
-  pm.addPass(createLowerToRuntimePass());
+  LowerToRuntimePassOptions lower;
+  lower.symbolPrefix = symbolPrefix.str();
+  pm.addPass(createLowerToRuntimePass(lower));
 }
 
 void cleave::buildCleavePipeline(OpPassManager &pm,
@@ -365,6 +377,19 @@ void cleave::buildCleavePipeline(OpPassManager &pm,
   pm.addPass(createLinkStagesPass());
 }
 
+bool cleave::hasEvalProgram(const CleavePipelineOptions &options) {
+  return options.train && !options.hasMeshAxis("pp");
+}
+
+void cleave::buildCleaveEvalPipeline(OpPassManager &pm,
+                                     const CleavePipelineOptions &options) {
+  addGradientPasses(pm, options, /*eval=*/true);
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  addDistributionPasses(pm, options);
+  addLoweringPasses(pm, options, "cleave_eval_");
+}
+
 void cleave::registerCleavePipelines() {
   registerPassPipeline(
       "cleave-pipeline",
@@ -377,6 +402,27 @@ void cleave::registerCleavePipelines() {
             failed(options.verify(errorHandler)))
           return failure();
         buildCleavePipeline(pm, options);
+        return success();
+      },
+      [](function_ref<void(const mlir::detail::PassOptions &)> optionsHandler) {
+        optionsHandler(CleavePipelineOptions());
+      });
+  registerPassPipeline(
+      "cleave-eval-pipeline",
+      "The evaluation program of a training step (cleave-compile links it "
+      "into the training binary): its forward pass and loss to runtime "
+      "calls, symbols prefixed cleave_eval_ (the options are "
+      "cleave-compile's flags, with train)",
+      [](OpPassManager &pm, StringRef text,
+         function_ref<LogicalResult(const Twine &)> errorHandler) {
+        CleavePipelineOptions options;
+        if (failed(options.parseFromString(text)) ||
+            failed(options.verify(errorHandler)))
+          return failure();
+        if (!hasEvalProgram(options))
+          return errorHandler("an evaluation program needs train, and no pp "
+                              "axis in mesh");
+        buildCleaveEvalPipeline(pm, options);
         return success();
       },
       [](function_ref<void(const mlir::detail::PassOptions &)> optionsHandler) {

@@ -283,6 +283,21 @@ FailureOr<ProgramInfo> Lowering::describeProgram(func::FuncOp fn) {
                << e.name << "' to the runtime";
   info.arenaBytes = cast<IntegerAttr>(fn->getAttr(kArenaBytesAttr)).getInt();
   info.trainingConfig = fn->getAttrOfType<DictionaryAttr>(kTrainingConfigAttr);
+  // A step with its loss but no update (-cleave-add-loss alone) is an
+  // evaluation program; its configuration is the loss's.
+  info.kind = CLEAVE_PROGRAM_TRAINING;
+  if (!info.trainingConfig) {
+    info.trainingConfig = fn->getAttrOfType<DictionaryAttr>(kLossAttr);
+    // The gradient program (-cleave-differentiate without an optimizer)
+    // keeps the loss too, and returns the gradients.
+    bool gradients = false;
+    for (unsigned i = 0; i < fn.getNumResults(); ++i)
+      gradients |= static_cast<bool>(fn.getResultAttr(i, kGradientAttr));
+    info.kind = info.trainingConfig && !gradients ? CLEAVE_PROGRAM_EVAL
+                                                  : CLEAVE_PROGRAM_INFERENCE;
+    if (info.kind != CLEAVE_PROGRAM_EVAL)
+      info.trainingConfig = nullptr;
+  }
   info.sourceModel = module->getAttrOfType<StringAttr>(kSourceModelAttr);
   return info;
 }
@@ -314,8 +329,7 @@ void RuntimeBuilder::programInfo(const ProgramInfo &info) {
   // The runtime reads the configuration as JSON.
   Value configJson = config ? cString(getTrainingConfigJson(config)) : null();
   field(constI32(CLEAVE_RT_ABI_VERSION), 0);
-  field(constI32(config ? CLEAVE_PROGRAM_TRAINING : CLEAVE_PROGRAM_INFERENCE),
-        1);
+  field(constI32(info.kind), 1);
   field(constI64(info.arenaBytes), 2);
   field(constI64(info.params.size()), 3);
   field(constI64(info.numModelParams), 4);

@@ -27,6 +27,8 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Transforms/DialectConversion.h"
 
+#include "llvm/ADT/StringSet.h"
+
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -142,10 +144,14 @@ static_assert(offsetof(cleave_program_info, num_stages) ==
                   offsetof(cleave_program_info, stage_runs) ==
                       offsetof(cleave_program_info, num_stages) +
                           2 * sizeof(int64_t) + sizeof(void *) &&
-                  sizeof(cleave_program_info) ==
+                  offsetof(cleave_program_info, eval) ==
                       offsetof(cleave_program_info, stage_runs) +
-                          sizeof(void *),
-              "cleave_program_info ends {i64, i64, ptr, ptr} (ABI 5)");
+                          sizeof(void *) &&
+                  sizeof(cleave_program_info) ==
+                      offsetof(cleave_program_info, eval) +
+                          2 * sizeof(void *),
+              "cleave_program_info ends {i64, i64, ptr, ptr, ptr, ptr} (ABI "
+              "5 and 7)");
 static_assert(offsetof(cleave_program_context, stage) == 2 * sizeof(void *),
               "cleave_program_context is {ptr, ptr, i64}");
 
@@ -155,8 +161,12 @@ inline LLVM::LLVMStructType programInfoType(MLIRContext *ctx) {
   Type ptr = LLVM::LLVMPointerType::get(ctx);
   return LLVM::LLVMStructType::getLiteral(
       ctx, {i32, i32, i64, i64, i64, ptr, i64, ptr, i64, ptr, ptr, ptr, i32,
-            ptr, ptr, i64, ptr, ptr, i64, i64, ptr, ptr});
+            ptr, ptr, i64, ptr, ptr, i64, i64, ptr, ptr, ptr, ptr});
 }
+
+/// The fields of cleave_program_info that -cleave-link-eval fills: the
+/// evaluation program and its run function.
+constexpr int64_t kEvalInfoField = 22, kEvalRunField = 23;
 
 /// The attribute of a pipeline stage's module (-dist-pipeline-parallel):
 /// its stage index; the lowering names the stage's symbols after it.
@@ -165,6 +175,18 @@ constexpr llvm::StringLiteral kStageAttr = dist::DistDialect::getStageAttrName()
 /// arrays of mesh axis names), which the lowering numbers them by.
 constexpr llvm::StringLiteral kGroupsAttr =
     dist::DistDialect::getGroupsAttrName();
+/// The prefix of the evaluation program's symbols (-cleave-lower-to-runtime
+/// symbol-prefix, which the evaluation pipeline sets).
+constexpr llvm::StringLiteral kEvalSymbolPrefix = "cleave_eval_";
+/// Moves the code and data of the lowered program `sub` (nested in `top`)
+/// into `top` and erases `sub`; `names` holds the symbols of `top`. An
+/// external declaration both have stays once; any other symbol both define
+/// is an error.
+LogicalResult takeInProgram(ModuleOp top, ModuleOp sub,
+                            llvm::StringSet<> &names);
+/// The names of the symbols directly in `module`.
+llvm::StringSet<> symbolNames(ModuleOp module);
+
 /// The prefix of stage `s`'s symbols.
 inline std::string stageSymbolPrefix(int64_t s) {
   return "cleave_stage" + std::to_string(s) + "_";
@@ -198,8 +220,10 @@ struct ProgramInfo {
   SmallVector<NamedTensor> params, inputs, outputs;
   int64_t numModelParams = 0;
   int64_t arenaBytes = 0;
+  /// The training configuration (the loss keys for an evaluation program).
   DictionaryAttr trainingConfig;
   StringAttr sourceModel;
+  cleave_program_kind kind = CLEAVE_PROGRAM_INFERENCE;
 };
 
 /// The state of one lowering: what its patterns share and the metadata

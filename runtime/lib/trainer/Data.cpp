@@ -141,8 +141,9 @@ int64_t cleave::rt::trainer::programBatchSize() {
   return batch;
 }
 
-BatchStaging::BatchStaging() : batchSize(programBatchSize()) {
-  const cleave_program_info &p = program();
+BatchStaging::BatchStaging(const cleave_program_info &target)
+    : target(target), batchSize(programBatchSize()) {
+  const cleave_program_info &p = target;
   // Per set: each input's global batch, then the blocks of the sharded
   // inputs (what goes to the arena).
   std::vector<size_t> offsets, blockOffsets;
@@ -192,7 +193,7 @@ BatchStaging::~BatchStaging() = default;
 
 void BatchStaging::fill(const Dataset &data, BatchSchedule &schedule,
                         int64_t step, Arena &arena) {
-  const cleave_program_info &p = program();
+  const cleave_program_info &p = target;
   std::vector<char *> &set = inputs[step & 1];
   // The schedule is a function of the step alone, so every device knows
   // the global batch; it reads the samples its blocks hold (all of them

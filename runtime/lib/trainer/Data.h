@@ -11,6 +11,8 @@
 #ifndef CLEAVE_RUNTIME_TRAINER_DATA_H
 #define CLEAVE_RUNTIME_TRAINER_DATA_H
 
+#include "cleave/Runtime/cleave_rt.h"
+
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -97,13 +99,16 @@ class HostBuffer;
 /// recorded after step s.
 class BatchStaging {
 public:
-  BatchStaging();
+  /// For the inputs of `target`: the training program, or its evaluation
+  /// program, whose inputs are the training program's at other offsets.
+  explicit BatchStaging(const cleave_program_info &target);
   ~BatchStaging();
-  /// Copies the batch of `step` into the program's inputs in `arena`.
+  /// Copies the batch of `step` into the target's inputs in `arena`.
   void fill(const Dataset &data, BatchSchedule &schedule, int64_t step,
             Arena &arena);
 
 private:
+  const cleave_program_info &target;
   int64_t batchSize;
   std::unique_ptr<HostBuffer> buffer; // the two sets
   /// Input i's global batch in set 0 and set 1 (64-byte aligned within

@@ -154,6 +154,27 @@ void cleave::rt::trainer::startDevice(int *argc, char ***argv) {
   d.context.group_ranks = d.groupRanks.empty() ? nullptr : d.groupRanks.data();
 }
 
+OtherProgramContext::OtherProgramContext(const cleave_program_info &other) {
+  const Device &d = state();
+  const cleave_program_info &p = program();
+  context.stage = d.stage;
+  for (int64_t g = 0; g < other.num_groups; ++g) {
+    const cleave_group &group = other.groups[g];
+    int64_t same = -1;
+    for (int64_t h = 0; same < 0 && h < p.num_groups; ++h)
+      if (std::memcmp(&p.groups[h], &group, sizeof(cleave_group)) == 0)
+        same = h;
+    int32_t comm = same >= 0 ? d.comms[size_t(same)]
+                             : d.comm->group(p.mesh_rank, p.mesh_shape,
+                                             int32_t(group.num_axes),
+                                             group.axes);
+    comms.push_back(comm);
+    groupRanks.push_back(d.comm->rank(comm));
+  }
+  context.comms = comms.empty() ? nullptr : comms.data();
+  context.group_ranks = groupRanks.empty() ? nullptr : groupRanks.data();
+}
+
 void cleave::rt::trainer::stopDevice() {
   Device &d = state();
   if (!d.distributed)

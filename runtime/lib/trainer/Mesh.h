@@ -61,6 +61,21 @@ void onEveryRank(const std::function<void()> &work);
 const Device &device();
 /// The context argument of cleave_program_run.
 const cleave_program_context *programContext();
+/// The context of another program of this binary on this device (the
+/// evaluation program), whose communicator groups may differ from the
+/// training program's: each group takes the training program's
+/// communicator of the same axes, or a new one. Every rank constructs it at
+/// the same point, as creating a communicator is collective.
+class OtherProgramContext {
+public:
+  explicit OtherProgramContext(const cleave_program_info &other);
+  const cleave_program_context *get() const { return &context; }
+
+private:
+  std::vector<int32_t> comms;
+  std::vector<int64_t> groupRanks;
+  cleave_program_context context{};
+};
 /// This process's rank as its launcher says (Open MPI's mpirun, PMIx,
 /// Slurm's srun, MPICH), before any engine starts; 0 without a launcher.
 int launcherRank();

@@ -61,11 +61,9 @@ std::string cleave::rt::trainer::describe(const cleave_tensor &t) {
   return dtypeName(t.dtype) + " " + shapeString(shapeOf(t));
 }
 
-namespace {
-
-/// Checks that each named tensor is well formed and lies inside the arena.
-void checkTensors(const char *kind, const cleave_named_tensor *list,
-                  int64_t count, int64_t arenaBytes) {
+void cleave::rt::trainer::checkTensors(const char *kind,
+                                       const cleave_named_tensor *list,
+                                       int64_t count, int64_t arenaBytes) {
   if (count < 0 || (count > 0 && !list))
     fail(std::string("program metadata: bad ") + kind + " list");
   for (int64_t i = 0; i < count; ++i) {
@@ -93,6 +91,8 @@ void checkTensors(const char *kind, const cleave_named_tensor *list,
            " bytes");
   }
 }
+
+namespace {
 
 /// Checks the parameters' roles (after checkTensors).
 void checkRoles(const cleave_program_info &p) {
@@ -266,6 +266,10 @@ void cleave::rt::trainer::checkProgram() {
 namespace {
 void checkOneProgram() {
   const cleave_program_info &p = program();
+  if (p.kind == CLEAVE_PROGRAM_EVAL)
+    fail("the program is an evaluation program (a training step's forward "
+         "pass and loss), which runs inside its training program's binary, "
+         "not on its own");
   if (p.kind != CLEAVE_PROGRAM_INFERENCE && p.kind != CLEAVE_PROGRAM_TRAINING)
     fail("program metadata: unknown program kind " + std::to_string(p.kind));
   if (p.arena_bytes < 0)

@@ -88,6 +88,12 @@ int64_t firstStageOf(const char *name);
 /// A pipelined program: every stage, and that they share one mesh.
 void checkProgram();
 
+/// Checks that each of `count` named tensors of `list` (`kind`:
+/// "parameter", "input", "output") is well formed and lies inside an arena
+/// of `arenaBytes`.
+void checkTensors(const char *kind, const cleave_named_tensor *list,
+                  int64_t count, int64_t arenaBytes);
+
 /// The parameter of `role` (one of the roles a program has at most once:
 /// step counter, loss scale, growth tracker), or null.
 const cleave_named_tensor *findParam(cleave_param_role role);

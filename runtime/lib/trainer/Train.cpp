@@ -15,6 +15,7 @@
 
 #include "Checkpoint.h"
 #include "Data.h"
+#include "Eval.h"
 #include "Hyperparameters.h"
 #include "Json.h"
 #include "Mesh.h"
@@ -44,6 +45,10 @@ namespace {
 struct TrainOptions {
   std::vector<std::string> inputFiles; // per program input, the target last
   std::string tokens, tokenDtype = "uint16";
+  // The evaluation data, as the training data's flags give it.
+  std::vector<std::string> evalInputFiles;
+  std::string evalTokens;
+  int64_t evalEvery = 0, evalSteps = 0; // 0: at the end; as the data holds
   int64_t seq = 0; // 0: the model's
   bool shuffle = false;
   uint64_t seed = 0;
@@ -138,6 +143,27 @@ training:
                       trained parameter values (inline, so the file
                       stands alone; directories are created)
 
+evaluation (the validation loss: the step's forward pass and loss,
+compiled into the binary beside it, no update):
+  --eval-inputs LIST  the evaluation data, as --inputs and --targets
+  --eval-targets FILE (the same model inputs, batch and dtypes)
+  --eval-tokens FILE  or as --tokens (the same --token-dtype and --seq)
+  --eval-every K      evaluate before the first step and after every
+                      K-th (default: only after the last step; also
+                      with no steps to run, which evaluates a
+                      checkpoint given to --resume)
+  --eval-steps N      batches per evaluation (default: as many whole
+                      batches as the data holds, at least one); each
+                      evaluation reads samples 0 .. N*B-1 in order,
+                      wrapping around, so that evaluations compare
+The evaluation loss is the mean of the N batches' losses (each the
+mean over its batch, as a step's loss; an auxiliary load-balancing
+loss is not part of it). It is printed as `eval step k  loss X`,
+logged as {"step": k, "eval_loss": x, "eval_batches": N, "time": t,
+"ms": z} and given in the summary. The evaluation program has an
+arena of its own (see --help's arena lines) into which the model's
+parameters are copied before each evaluation.
+
 output:
   --log-every K       print every K-th progress line (default 1; the
                       last step is always printed)
@@ -200,7 +226,8 @@ after the current step, saving a checkpoint with --save.
 /// Assigns `spec` (NAME=FILE or FILE) to an input; unnamed files are kept
 /// in `positional`. The longest input name before an '=' wins.
 void assignInput(const std::string &spec, std::vector<std::string> &files,
-                 std::vector<std::string> &positional) {
+                 std::vector<std::string> &positional,
+                 const std::string &targetsFlag) {
   const cleave_program_info &p = program();
   int64_t match = -1;
   size_t matchLen = 0;
@@ -218,12 +245,78 @@ void assignInput(const std::string &spec, std::vector<std::string> &files,
   }
   if (match == p.num_inputs - 1)
     fail("'" + std::string(p.inputs[match].name) +
-         "' is the loss target: give it with --targets FILE");
+         "' is the loss target: give it with " + targetsFlag + " FILE");
   std::string &slot = files[size_t(match)];
   if (!slot.empty())
     fail(std::string("input '") + p.inputs[match].name + "' is given twice");
   slot = spec.substr(matchLen + 1);
 }
+
+/// .npy data as --inputs and --targets (or --eval-inputs and
+/// --eval-targets) give it.
+struct NpyFlags {
+  std::string inputsFlag, targetsFlag; // "--inputs", "--targets"
+  std::vector<std::string> files, positional;
+  bool haveInputs = false;
+  std::string targets;
+
+  NpyFlags(std::string inputsFlag, std::string targetsFlag)
+      : inputsFlag(std::move(inputsFlag)), targetsFlag(std::move(targetsFlag)),
+        files(size_t(program().num_inputs)) {}
+
+  bool given() const { return haveInputs || !targets.empty(); }
+
+  /// One --inputs LIST.
+  void addInputs(const std::string &list) {
+    haveInputs = true;
+    size_t start = 0;
+    while (true) {
+      size_t comma = list.find(',', start);
+      std::string item = list.substr(start, comma - start);
+      if (item.empty())
+        fail(inputsFlag + " has an empty item in '" + list + "'");
+      assignInput(item, files, positional, targetsFlag);
+      if (comma == std::string::npos)
+        break;
+      start = comma + 1;
+    }
+  }
+
+  void setTargets(const std::string &file) {
+    if (!targets.empty())
+      fail(targetsFlag + " is given twice");
+    if (file.empty())
+      fail(targetsFlag + " expects a file");
+    targets = file;
+  }
+
+  /// The file of each program input, the target last: the unnamed files
+  /// fill the inputs without a named one, in order.
+  std::vector<std::string> resolve() {
+    const cleave_program_info &p = program();
+    size_t nextSlot = 0;
+    size_t modelInputs = size_t(p.num_inputs) - 1;
+    for (const std::string &file : positional) {
+      while (nextSlot < modelInputs && !files[nextSlot].empty())
+        ++nextSlot;
+      if (nextSlot == modelInputs)
+        fail("too many " + inputsFlag + ": the model has " +
+             std::to_string(modelInputs) + ", and '" + file +
+             "' is one more (the target goes to " + targetsFlag + ")");
+      files[nextSlot++] = file;
+    }
+    for (size_t in = 0; in < modelInputs; ++in)
+      if (files[in].empty())
+        fail(std::string("missing data for input '") + p.inputs[in].name +
+             "' (give " + inputsFlag + " " + p.inputs[in].name +
+             "=FILE.npy)");
+    if (targets.empty())
+      fail("missing " + targetsFlag + " FILE.npy (the data of '" +
+           p.inputs[p.num_inputs - 1].name + "')");
+    files[modelInputs] = targets;
+    return files;
+  }
+};
 
 /// The training program's own contract (cleave_rt.h): inputs, then the
 /// target, and the f32 scalar loss as output 0.
@@ -243,11 +336,9 @@ void checkTrainingProgram() {
 }
 
 TrainOptions parseArgs(int argc, char **argv) {
-  const cleave_program_info &p = program();
   TrainOptions o;
-  std::vector<std::string> files(size_t(p.num_inputs)), positional;
-  bool haveInputs = false;
-  std::string targets;
+  NpyFlags npy("--inputs", "--targets"), evalNpy("--eval-inputs",
+                                                  "--eval-targets");
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     // --flag VALUE or --flag=VALUE (--help is main's).
@@ -271,27 +362,23 @@ TrainOptions parseArgs(int argc, char **argv) {
         fail(flag + " takes no value");
     };
     if (flag == "--inputs") {
-      std::string list = next();
-      haveInputs = true;
-      size_t start = 0;
-      while (true) {
-        size_t comma = list.find(',', start);
-        std::string item = list.substr(start, comma - start);
-        if (item.empty())
-          fail("--inputs has an empty item in '" + list + "'");
-        assignInput(item, files, positional);
-        if (comma == std::string::npos)
-          break;
-        start = comma + 1;
-      }
+      npy.addInputs(next());
     } else if (flag == "--targets") {
-      if (!targets.empty())
-        fail("--targets is given twice");
-      targets = next();
-      if (targets.empty())
-        fail("--targets expects a file");
+      npy.setTargets(next());
+    } else if (flag == "--eval-inputs") {
+      evalNpy.addInputs(next());
+    } else if (flag == "--eval-targets") {
+      evalNpy.setTargets(next());
     } else if (flag == "--tokens") {
       o.tokens = next();
+    } else if (flag == "--eval-tokens") {
+      o.evalTokens = next();
+      if (o.evalTokens.empty())
+        fail("--eval-tokens expects a file");
+    } else if (flag == "--eval-every") {
+      o.evalEvery = parseCount(flag, next(), 1);
+    } else if (flag == "--eval-steps") {
+      o.evalSteps = parseCount(flag, next(), 1);
     } else if (flag == "--token-dtype") {
       o.tokenDtype = next();
       if (o.tokenDtype != "uint16" && o.tokenDtype != "uint32")
@@ -347,7 +434,8 @@ TrainOptions parseArgs(int argc, char **argv) {
     } else {
       fail("unknown argument '" + arg + "' (see --help)");
     }
-    if (inlineValue && value.empty() && flag != "--inputs")
+    if (inlineValue && value.empty() && flag != "--inputs" &&
+        flag != "--eval-inputs")
       fail(flag + " expects a value");
   }
 
@@ -358,32 +446,27 @@ TrainOptions parseArgs(int argc, char **argv) {
     fail("--save-every needs --save DIR");
   if (o.keepLast && o.save.empty())
     fail("--keep-last needs --save DIR");
-  if (!o.tokens.empty() && (haveInputs || !targets.empty()))
+  if (!o.tokens.empty() && npy.given())
     fail("--tokens and --inputs/--targets are exclusive");
-  if (o.tokens.empty() && (o.seq || o.tokenDtype != "uint16"))
-    fail("--seq and --token-dtype need --tokens");
-  if (!haveInputs && targets.empty())
-    return o; // no .npy data (tokens, or nothing to train on)
-
-  size_t nextSlot = 0;
-  size_t modelInputs = size_t(p.num_inputs) - 1;
-  for (const std::string &file : positional) {
-    while (nextSlot < modelInputs && !files[nextSlot].empty())
-      ++nextSlot;
-    if (nextSlot == modelInputs)
-      fail("too many --inputs: the model has " + std::to_string(modelInputs) +
-           ", and '" + file + "' is one more (the target goes to --targets)");
-    files[nextSlot++] = file;
-  }
-  for (size_t in = 0; in < modelInputs; ++in)
-    if (files[in].empty())
-      fail(std::string("missing data for input '") + p.inputs[in].name +
-           "' (give --inputs " + p.inputs[in].name + "=FILE.npy)");
-  if (targets.empty())
-    fail(std::string("missing --targets FILE.npy (the data of '") +
-         p.inputs[p.num_inputs - 1].name + "')");
-  files[modelInputs] = targets;
-  o.inputFiles = files;
+  if (!o.evalTokens.empty() && evalNpy.given())
+    fail("--eval-tokens and --eval-inputs/--eval-targets are exclusive");
+  if (o.tokens.empty() && o.evalTokens.empty() &&
+      (o.seq || o.tokenDtype != "uint16"))
+    fail("--seq and --token-dtype need --tokens or --eval-tokens");
+  bool evaluates = !o.evalTokens.empty() || evalNpy.given();
+  if (!evaluates && (o.evalEvery || o.evalSteps))
+    fail(std::string(o.evalEvery ? "--eval-every" : "--eval-steps") +
+         " needs evaluation data (--eval-tokens FILE, or --eval-inputs and "
+         "--eval-targets)");
+  if (evaluates)
+    evalProgram(); // fails, saying why, when the binary has none
+  if (o.evalEvery && o.steps >= 0 && o.evalEvery > o.steps)
+    fail("--eval-every " + std::to_string(o.evalEvery) + " is past the run's " +
+         std::to_string(o.steps) + " steps");
+  if (npy.given())
+    o.inputFiles = npy.resolve();
+  if (evalNpy.given())
+    o.evalInputFiles = evalNpy.resolve();
   return o;
 }
 
@@ -574,8 +657,16 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
   std::optional<BatchStaging> staging;
   if (data) {
     schedule.emplace(data->numSamples(), batch, o.shuffle, o.seed);
-    staging.emplace();
+    staging.emplace(p);
   }
+
+  // The evaluation: its data checked, its arena allocated, before training.
+  std::optional<Evaluator> evaluator;
+  if (!o.evalTokens.empty())
+    evaluator.emplace(openTokenDataset(o.evalTokens, o.tokenDtype, o.seq),
+                      o.evalSteps);
+  else if (!o.evalInputFiles.empty())
+    evaluator.emplace(loadNpyDataset(o.evalInputFiles), o.evalSteps);
 
   std::unique_ptr<FILE, FileCloser> logJson;
   if (!o.logJson.empty()) {
@@ -596,6 +687,16 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
                 cleave_rt_backend_name());
     if (hyper.runTime())
       std::printf("hyperparameters: %s\n", hyper.describe().c_str());
+    if (evaluator)
+      std::printf("evaluation: %s; %lld batches %s; arena %s\n",
+                  evaluator->dataset().summary().c_str(),
+                  (long long)evaluator->batches(),
+                  o.evalEvery ? ("before the first step, every " +
+                                 std::to_string(o.evalEvery) +
+                                 " steps and after the last")
+                                    .c_str()
+                              : "after the last step",
+                  humanBytes(evaluator->arenaBytes()).c_str());
     std::fflush(stdout);
   }
 
@@ -714,6 +815,42 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
       windowSteps = 0;
     }
   };
+  // The validation loss after step `step`, reported by rank 0.
+  std::optional<double> evalLoss;
+  int64_t evalAt = -1;
+  auto evaluate = [&](int64_t step) {
+    int64_t begin = cleave_rt_marker_record();
+    double value = evaluator->evaluate(arena);
+    int64_t end = cleave_rt_marker_record();
+    cleave_rt_marker_wait(end);
+    double ms = cleave_rt_marker_elapsed_ms(begin, end);
+    cleave_rt_marker_free(begin);
+    cleave_rt_marker_free(end);
+    evalLoss = value;
+    evalAt = step;
+    if (logJson) {
+      std::string lossJson = jsonFloat(float(value));
+      if (!std::isfinite(value))
+        lossJson += ", \"eval_loss_nonfinite\": \"" + floatText(float(value)) +
+                    "\"";
+      std::fprintf(logJson.get(),
+                   "{\"step\": %lld, \"eval_loss\": %s, \"eval_batches\": "
+                   "%lld, \"time\": %.3f, \"ms\": %.3f}\n",
+                   (long long)step, lossJson.c_str(),
+                   (long long)evaluator->batches(), unixTime(), ms);
+      if (std::fflush(logJson.get()) != 0) {
+        logError =
+            "cannot write the log " + o.logJson + ": " + std::strerror(errno);
+        logJson.reset();
+      }
+    }
+    if (!o.quiet) {
+      std::printf("eval step %lld  loss %.6g  (%lld batches, %.2f s)\n",
+                  (long long)step, value, (long long)evaluator->batches(),
+                  ms / 1000);
+      std::fflush(stdout);
+    }
+  };
   // The ranks agree once per step whether to stop, so that a signal to
   // one of them stops all after the same step.
   const Device &dev = device();
@@ -730,6 +867,11 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
     stop = reason != 0;
     return stop;
   };
+  // With --eval-every, the parameters the run starts from are evaluated
+  // first (as nanoGPT does): each evaluation reads the same samples, so a
+  // problem with them shows before any training.
+  if (evaluator && o.evalEvery && first <= last)
+    evaluate(first - 1);
   timeline.start();
   for (int64_t step = first; step <= last && !stopRequested(); ++step) {
     staging->fill(*data, *schedule, step, arena);
@@ -750,11 +892,16 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
     pending = InFlight{step, marker};
     if (!o.overlap)
       finish();
-    if (o.saveEvery && step % o.saveEvery == 0) {
+    bool evalNow = evaluator && o.evalEvery && step % o.evalEvery == 0;
+    bool saveNow = o.saveEvery && step % o.saveEvery == 0;
+    if (evalNow || saveNow) {
       if (pending)
         finish();
-      save();
-      // The checkpoint's time is not the next step's.
+      if (evalNow)
+        evaluate(step);
+      if (saveNow)
+        save();
+      // The evaluation's and the checkpoint's time is not the next step's.
       cleave_rt_marker_free(since);
       since = cleave_rt_marker_record();
     }
@@ -765,6 +912,11 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
 
   if (!o.save.empty() && savedAt != done)
     save();
+  // After the last step (or of the resumed checkpoint, with none to run),
+  // unless the run was stopped; after the checkpoint, which a failure here
+  // does not lose.
+  if (evaluator && !stop && evalAt != done)
+    evaluate(done);
   if (!stop) {
     // The last step's log line: every rank agrees on it too.
     int64_t mine = logError.empty() ? 0 : kLogFailed;
@@ -839,6 +991,10 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
     } else
       std::printf("no steps to run: the checkpoint is at step %lld\n",
                   (long long)done);
+    if (evalLoss)
+      std::printf("eval loss %s at step %lld (%lld batches)\n",
+                  floatText(float(*evalLoss)).c_str(), (long long)evalAt,
+                  (long long)evaluator->batches());
     if (!o.save.empty())
       std::printf("saved checkpoint %s at step %lld\n", savedDir.c_str(),
                   (long long)done);

@@ -2,7 +2,7 @@
 
 // Every cleave.* attribute in a valid form, through a round trip: the memory
 // plan, the parameter roles, the training configuration, the source model,
-// the precision, keep_f32, and the hand-over of a training step between the
+// the precision, keep_f32, the nested evaluation program, and the hand-over of a training step between the
 // passes that build it (the loss, the microbatch losses, the gradients).
 
 // CHECK: module attributes {cleave.precision = "bf16", cleave.source_model = "/models/mlp.onnx"}
@@ -56,5 +56,10 @@ module attributes {cleave.precision = "bf16", cleave.source_model = "/models/mlp
     // CHECK: graph.reduce sum %{{.*}} dims [0] {cleave.microbatch_loss}
     %0 = graph.reduce sum %x dims [0] {cleave.microbatch_loss} : tensor<4xf32>
     return %0, %x : tensor<f32>, tensor<4xf32>
+  }
+
+  // The evaluation program, nested for -cleave-link-eval.
+  // CHECK: module attributes {cleave.eval_program}
+  module attributes {cleave.eval_program} {
   }
 }

@@ -372,6 +372,20 @@ graph.param @w : tensor<4xf32> {cleave.precision = "bf16"}
 
 // -----
 
+module {
+  // expected-error @+1 {{expects 'cleave.eval_program' to be a unit attribute, got true}}
+  module attributes {cleave.eval_program = true} {
+    graph.param @w : tensor<4xf32>
+  }
+}
+
+// -----
+
+// expected-error @+1 {{expects 'cleave.eval_program' only on a module nested in another}}
+graph.param @w : tensor<4xf32> {cleave.eval_program}
+
+// -----
+
 func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{expects 'cleave.keep_f32' to be a unit attribute, got true}}
   %0 = graph.exp %x {cleave.keep_f32 = true} : tensor<4xf32>

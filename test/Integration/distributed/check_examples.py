@@ -13,6 +13,8 @@ data, tokenized by characters) and checks:
 - the final parameters and optimizer state, put together from the sharded
   checkpoint by numpy, equal one device's within RTOL of each tensor's
   largest magnitude;
+- the validation loss of those parameters, through the evaluation program
+  partitioned as the step, equals one device's within RTOL;
 - each rank stores the blocks the layout gives it: the parameters and
   the optimizer state divided by tp where split, by dp with ZeRO-3 (the
   parameters) and ZeRO-1 and up (the state), from the program's --help;
@@ -322,6 +324,31 @@ def compare_final_states(name, work, rtol):
           f"within {rtol} of one device")
 
 
+def compare_evals(name, ranks, work, rtol):
+    """The validation loss of the final parameters on both layouts: work/one
+    and work/mesh resumed from their final checkpoints (one-ck, mesh-ck)
+    with no steps to run evaluate them on 3 batches of the corpus, each
+    through its evaluation program (the step's forward pass and loss,
+    partitioned as the step); within rtol."""
+    corpus = os.path.join(work, "corpus.bin")
+    flags = ["--tokens", corpus, "--eval-tokens", corpus, "--eval-steps", "3",
+             "--steps", str(STEPS), "--quiet"]
+    run([os.path.join(work, "one"), *flags, "--resume", "one-ck",
+         "--log-json", "one-eval.jsonl"], cwd=work)
+    run([*MPIRUN, "-np", str(ranks), os.path.join(work, "mesh"), *flags,
+         "--resume", "mesh-ck", "--log-json", "mesh-eval.jsonl"], cwd=work)
+    losses = []
+    for tag in ("one", "mesh"):
+        with open(os.path.join(work, tag + "-eval.jsonl")) as f:
+            losses.append([json.loads(line)["eval_loss"] for line in f])
+    (a,), (b,) = losses
+    if not abs(a - b) <= rtol * abs(a):
+        raise AssertionError(f"{name}: the final parameters' validation loss "
+                             f"is {b!r} on {ranks} ranks, {a!r} on one device")
+    print(f"ok {name}: the final parameters' validation loss {b:.6g} on "
+          f"{ranks} ranks within {rtol} of one device's")
+
+
 def check_case(case, compile_, work):
     model = os.path.join(ROOT, "examples", case.model, "model.onnx")
     flags = ["--train", *case.flags]
@@ -344,6 +371,7 @@ def check_case(case, compile_, work):
         list(range(1, STEPS + 1)))
 
     compare_final_states(case.name, work, case.rtol)
+    compare_evals(case.name, case.ranks, work, case.rtol)
 
     # Each rank stores its blocks: the parameters split on tp, and on dp
     # with ZeRO-3; the optimizer state (AdamW's two moments, SGD's

@@ -177,8 +177,8 @@ def aux_bytes(case):
 
 def train_both(case, compile_, work):
     """Compiles examples/<case.model> for one device and for case.mesh,
-    trains both on the corpus and compares every loss and the final state
-    within 1e-5; returns --dist-explain's output."""
+    trains both on the corpus and compares every loss, the final state and
+    its validation loss within 1e-5; returns --dist-explain's output."""
     model = os.path.join(ROOT, "examples", case.model, "model.onnx")
     if not os.path.exists(model):
         raise AssertionError(f"{case.name}: {model} is missing")
@@ -201,6 +201,7 @@ def train_both(case, compile_, work):
         distributed.losses(os.path.join(work, "mesh.jsonl")),
         list(range(1, STEPS + 1)))
     examples.compare_final_states(case.name, work, case.rtol)
+    examples.compare_evals(case.name, case.ranks(), work, case.rtol)
     return explained
 
 

@@ -17,7 +17,10 @@ random dataset and writes test/Integration/training/<config>/:
   x.npy / idx.npy  the inputs, sample dimension first
   targets.npy      integer class labels (cross-entropy) or float targets (mse)
   expected.json    per-step losses (loss.item() of the float32 run), and the
-                   total gradient norm before clipping where clipping is on
+                   total gradient norm before clipping where clipping is on;
+                   with "eval", the validation losses as [step, loss]
+                   (model.eval() under torch.no_grad() on the held-out set
+                   eval_*.npy, see evaluate) and config.json's eval_flags
   final.npz        the parameters after the last step, by ONNX initializer
                    name; with the optimizer state ("<param>.m", "<param>.v",
                    "<param>.momentum", "optimizer.step") where the
@@ -184,6 +187,22 @@ CONFIGS = {
                         run=dict(lr=0.05, momentum=0.8, weight_decay=0.001,
                                  schedule="wsd", cooldown=4, min_lr=0.005,
                                  decay_steps=STEPS)),
+    # The validation loss ("eval": the trainer's --eval-every and
+    # --eval-steps, the samples of a held-out set): model.eval() under
+    # torch.no_grad() before the first step, after every 4th and after the
+    # last, each over the same batches. 20 samples in 3 batches of 8: the
+    # third wraps around.
+    "mlp_adamw_eval": dict(model="mlp", loss="cross-entropy", optimizer="adamw",
+                           lr=0.01, weight_decay=0.01,
+                           eval=dict(every=4, steps=3, samples=20)),
+    # Two microbatches a step and the load-balancing loss, which the
+    # training loss has and the validation loss has not; by default the
+    # evaluation takes the whole batches the set holds (2 of 2.5).
+    "moe_adamw_aux_eval": dict(model="moe", loss="cross-entropy",
+                               optimizer="adamw", lr=0.01, weight_decay=0.01,
+                               moe_aux=0.01, accumulate=2,
+                               state=["blocks.0.moe.router.weight"],
+                               eval=dict(every=5, samples=20)),
 }
 
 
@@ -365,9 +384,11 @@ def build_module(model, inits, dtype):
     return net.to(dtype), params
 
 
-def make_data(model, loss, batch, input_shape, n):
-    """n samples of inputs and targets, sample dimension first."""
-    rng = np.random.default_rng({"mlp": 1, "gpt": 2, "moe": 3}[model])
+def make_data(model, loss, batch, input_shape, n, held_out=False):
+    """n samples of inputs and targets, sample dimension first (of another
+    seed for the held-out evaluation set)."""
+    rng = np.random.default_rng({"mlp": 1, "gpt": 2, "moe": 3}[model]
+                                + (100 if held_out else 0))
     if model in ("gpt", "moe"):
         seq = input_shape[1]
         stream = rng.integers(0, 64, size=(n, seq + 1)).astype(np.int64)
@@ -458,11 +479,52 @@ def load_balancing_hooks(net, losses):
             net.named_modules() if name.endswith(".moe")]
 
 
-def train(cfg, inits, batch, data, targets, dtype, emulate=True):
+def eval_steps(cfg, batch):
+    """The batches of each evaluation: "steps", else the trainer's default,
+    the whole batches of the held-out set (at least one)."""
+    ev = cfg["eval"]
+    return ev.get("steps", max(1, ev["samples"] // batch))
+
+
+def evaluate(cfg, net, batch, data, targets, dtype):
+    """The validation loss as the trainer defines it (--eval-*): batch b
+    (from 0) takes samples (b B + i) mod N, each batch's loss is the mean
+    of its K microbatches' (no load-balancing term), and the result the
+    mean over the batches; model.eval() under torch.no_grad()."""
+    inputs = [torch.from_numpy(a) for a in data.values()]
+    inputs = [t.to(dtype) if t.is_floating_point() else t for t in inputs]
+    labels = torch.from_numpy(targets)
+    labels = labels.to(dtype) if labels.is_floating_point() else labels
+    n = labels.shape[0]
+    micro = cfg.get("accumulate", 1)
+    size = batch // micro
+    net.eval()
+    total = 0.0
+    with torch.no_grad():
+        for b in range(eval_steps(cfg, batch)):
+            rows = torch.tensor([(b * batch + i) % n for i in range(batch)])
+            parts = 0.0
+            for j in range(micro):
+                part = rows[j * size:(j + 1) * size]
+                out = net(*[t[part] for t in inputs])
+                y = labels[part]
+                if cfg["loss"] == "mse":
+                    parts += F.mse_loss(out, y).item()
+                else:
+                    parts += F.cross_entropy(out.reshape(-1, out.shape[-1]),
+                                             y.reshape(-1)).item()
+            total += parts / micro
+    net.train()
+    return total / eval_steps(cfg, batch)
+
+
+def train(cfg, inits, batch, data, targets, dtype, emulate=True, held_out=None):
     """PyTorch's loop; returns the per-step losses, gradient norms (and loss
-    scales), the final parameters and optimizer state by ONNX name, and the
-    largest |gradient| of every element over the steps. emulate=False runs a
-    mixed-precision configuration at `dtype` throughout."""
+    scales), the final parameters and optimizer state by ONNX name, the
+    largest |gradient| of every element over the steps, the learning rates
+    and, with a held-out set (data, targets), the validation losses as
+    [step, loss] pairs. emulate=False runs a mixed-precision configuration
+    at `dtype` throughout."""
     torch.manual_seed(0)
     low = LOW_PRECISION.get(cfg.get("precision")) if emulate else None
     scale = float(cfg["loss_scale"]) if low is not None and "loss_scale" in cfg \
@@ -484,6 +546,11 @@ def train(cfg, inits, batch, data, targets, dtype, emulate=True):
     n = labels.shape[0]
     losses, norms = [], []
     grad_max = {name: np.zeros(p.shape) for name, p in params.items()}
+    evals = []
+    every = cfg["eval"]["every"] if held_out else 0
+    if every:
+        evals.append([0, evaluate(cfg, net, batch, *held_out, dtype)])
+        aux.clear()  # the evaluation's forward passes ran the hooks too
     for k in range(1, STEPS + 1):
         rows = torch.tensor([((k - 1) * batch + i) % n for i in range(batch)])
         net.train()
@@ -538,6 +605,9 @@ def train(cfg, inits, batch, data, targets, dtype, emulate=True):
                 scale *= 2.0
                 tracker = 0
             scales.append(scale)
+        if held_out and (k % every == 0 or k == STEPS):
+            evals.append([k, evaluate(cfg, net, batch, *held_out, dtype)])
+            aux.clear()
     final = {name: p.detach().numpy().copy() for name, p in params.items()}
     state = {}
     if scale:
@@ -551,7 +621,7 @@ def train(cfg, inits, batch, data, targets, dtype, emulate=True):
                 state[name + suffix] = s[key].detach().numpy().copy()
         if "step" in s:
             state["optimizer.step"] = np.array(float(s["step"]), dtype=np.float32)
-    return losses, norms, scales, final, state, grad_max, lrs
+    return losses, norms, scales, final, state, grad_max, lrs, evals
 
 
 def adamw_bound(cfg):
@@ -638,17 +708,25 @@ def generate(name, cfg, folder=HERE):
     data, targets = make_data(cfg["model"], cfg["loss"], batch, graph_inputs[0][1],
                               cfg.get("samples", 3 * batch))
     assert list(data) == [n for n, _ in graph_inputs], (list(data), graph_inputs)
+    held_out = None
+    if "eval" in cfg:
+        held_out = make_data(cfg["model"], cfg["loss"], batch, graph_inputs[0][1],
+                             cfg["eval"]["samples"], held_out=True)
     check_against_torch_schedulers(cfg)
-    losses, norms, scales, final, state, _, lrs = train(cfg, inits, batch, data,
-                                                        targets, torch.float32)
-    losses64, _, _, final64, _, grad64, _ = train(cfg, inits, batch, data, targets,
-                                                  torch.float64, emulate=False)
+    losses, norms, scales, final, state, _, lrs, evals = train(
+        cfg, inits, batch, data, targets, torch.float32, held_out=held_out)
+    losses64, _, _, final64, _, grad64, _, _ = train(cfg, inits, batch, data, targets,
+                                                     torch.float64, emulate=False)
     if os.path.isdir(out):
         shutil.rmtree(out)
     os.makedirs(out)
     for input_name, array in data.items():
         np.save(os.path.join(out, input_name + ".npy"), array)
     np.save(os.path.join(out, "targets.npy"), targets)
+    if held_out:
+        for input_name, array in held_out[0].items():
+            np.save(os.path.join(out, "eval_" + input_name + ".npy"), array)
+        np.save(os.path.join(out, "eval_targets.npy"), held_out[1])
     config = {
         "model": cfg["model"],
         "flags": cli_flags(cfg),
@@ -660,6 +738,13 @@ def generate(name, cfg, folder=HERE):
     }
     if "run" in cfg:
         config["train_flags"] = run_flags(cfg)
+    if held_out:
+        config["eval_flags"] = (
+            ["--eval-inputs", ",".join("eval_" + n + ".npy" for n in data),
+             "--eval-targets", "eval_targets.npy",
+             "--eval-every", str(cfg["eval"]["every"])]
+            + (["--eval-steps", str(cfg["eval"]["steps"])]
+               if "steps" in cfg["eval"] else []))
     if "precision" in cfg:
         config["precision"] = cfg["precision"]
     with open(os.path.join(out, "config.json"), "w") as f:
@@ -672,6 +757,8 @@ def generate(name, cfg, folder=HERE):
         expected["grad_norm"] = norms
     if scales:
         expected["loss_scale"] = scales
+    if evals:
+        expected["eval_loss"] = evals
     with open(os.path.join(out, "expected.json"), "w") as f:
         json.dump(expected, f, indent=1)
         f.write("\n")

@@ -427,4 +427,21 @@ def LinkStagesPass : Pass<"cleave-link-stages", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def LinkEvalPass : Pass<"cleave-link-eval", "::mlir::ModuleOp"> {
+  let summary = "Puts the lowered evaluation program into the training program";
+  let description = [{
+    Runs after `-cleave-lower-to-runtime` has lowered both the training
+    step (the outer module) and its evaluation program, a nested module
+    marked `cleave.eval_program` and lowered with `symbol-prefix=cleave_eval_`
+    (the evaluation pipeline, which cleave-compile runs on the model beside
+    the training pipeline). It moves the evaluation program's code and data
+    into the outer module (external declarations shared) and points the
+    fields `eval` and `eval_run` of `cleave_program` at
+    `cleave_eval_program` and `cleave_eval_run` (ABI 7), through which the
+    training binary's main computes the validation loss. A module without
+    a nested evaluation program is left as it is.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // CLEAVE_TRANSFORMS_DISTPASSES_TD

@@ -385,7 +385,13 @@ def LowerToRuntimePass : Pass<"cleave-lower-to-runtime", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"entry", "entry", "std::string", /*default=*/"\"forward\"",
-           "The function to lower (the only one when absent)">
+           "The function to lower (the only one when absent)">,
+    Option<"symbolPrefix", "symbol-prefix", "std::string",
+           /*default=*/"\"\"",
+           "Name the program's symbols <prefix>program, <prefix>run and "
+           "<prefix>... instead of cleave_program and cleave_program_run, "
+           "so that another program's module can take them in "
+           "(cleave_eval_: the evaluation program, -cleave-link-eval)">
   ];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }

@@ -360,7 +360,22 @@ struct CleavePipelineOptions
 void buildCleavePipeline(mlir::OpPassManager &pm,
                          const CleavePipelineOptions &options);
 
-/// Registers the pipeline as `cleave-pipeline` (once per process).
+/// Whether a training step of these options has an evaluation program:
+/// with --train, unless the step is pipelined (--mesh pp=N; its
+/// forward-only schedule is still to come).
+bool hasEvalProgram(const CleavePipelineOptions &options);
+
+/// Adds the pipeline of the training step's evaluation program to `pm`: the
+/// same model's form, compute type, loss and distribution, but no backward
+/// and no optimizer (the step's forward pass and loss only, without an
+/// auxiliary loss), lowered with its symbols prefixed cleave_eval_ for
+/// -cleave-link-eval. `options` must have been verified and
+/// hasEvalProgram(options) hold.
+void buildCleaveEvalPipeline(mlir::OpPassManager &pm,
+                             const CleavePipelineOptions &options);
+
+/// Registers the pipelines as `cleave-pipeline` and `cleave-eval-pipeline`
+/// (once per process).
 void registerCleavePipelines();
 
 } // namespace cleave

@@ -490,7 +490,14 @@ typedef struct cleave_named_tensor {
  * training step: the inputs are the model's inputs followed by the loss's
  * target (named "labels" for cross-entropy, "targets" for mse); output 0
  * is the scalar f32 "loss" (the mean over the batch); the optimizer update
- * writes the parameters and their state in place. */
+ * writes the parameters and their state in place. CLEAVE_PROGRAM_EVAL
+ * runs the forward pass and the loss of a training step, nothing else: the
+ * training program's inputs (the same names, descriptors' dtypes and
+ * shapes, and shardings), output 0 the scalar f32 "loss" (the mean over the
+ * batch, without an auxiliary loss), the model's parameters (each of the
+ * training program's dtype, shape and sharding, which the main copies in
+ * before it evaluates), and training_config holding the loss keys
+ * ("loss", "ignore_index", "accumulate"). */
 
 struct cleave_program_context;
 
@@ -546,6 +553,12 @@ typedef struct cleave_program_info {
   const struct cleave_program_info *const *stages;
   void (*const *stage_runs)(char *arena,
                             const struct cleave_program_context *context);
+  /* Training programs (ABI 7): the evaluation program compiled beside the
+   * step (kind CLEAVE_PROGRAM_EVAL, a complete program of its own with its
+   * own arena), run by eval_run; both NULL when there is none (a pipelined
+   * program, or cleave-compile --no-eval). NULL for any other program. */
+  const struct cleave_program_info *eval;
+  void (*eval_run)(char *arena, const struct cleave_program_context *context);
 } cleave_program_info;
 
 /* What cleave_program_run needs to know about its device, set up once by
@@ -580,7 +593,9 @@ typedef struct cleave_program_context {
  * runs cleave_program_run once per step on the step's batch (samples along
  * the arrays' first dimension, step k taking samples (k-1)*B + i mod N,
  * B the inputs' first dimension), with checkpoints (--save, --save-every,
- * --resume: DIR/model.safetensors with every parameter) and --export-onnx;
+ * --resume: DIR/model.safetensors with every parameter), the validation
+ * loss through the evaluation program (--eval-tokens, --eval-inputs and
+ * --eval-targets, --eval-every, --eval-steps) and --export-onnx;
  * `prog --help` documents it all. */
 extern const cleave_program_info cleave_program;
 void cleave_program_run(char *arena, const cleave_program_context *context);

@@ -34,8 +34,10 @@
  *    tensor's sharding, and the context argument of cleave_program_run.
  * 5: pipelined programs: the stages' programs in one binary.
  * 6: the run-time hyperparameters of training programs
- *    (cleave_program_context.hyperparameters). */
-#define CLEAVE_RT_ABI_VERSION 6
+ *    (cleave_program_context.hyperparameters).
+ * 7: a training program's evaluation program (cleave_program_info.eval,
+ *    eval_run; the program kind CLEAVE_PROGRAM_EVAL). */
+#define CLEAVE_RT_ABI_VERSION 7
 
 /* The most dimensions a cleave_tensor describes. */
 #define CLEAVE_RT_MAX_RANK 8
@@ -108,7 +110,8 @@
 /* cleave_program_info.kind. */
 #define CLEAVE_RT_PROGRAM_KINDS(X)                                             \
   X(PROGRAM_INFERENCE, 0, "inference")                                         \
-  X(PROGRAM_TRAINING, 1, "training")
+  X(PROGRAM_TRAINING, 1, "training")                                           \
+  X(PROGRAM_EVAL, 2, "eval")
 
 /* What a parameter of cleave_program_info holds (cleave_named_tensor.role;
  * the `cleave` dialect's #cleave.role<mnemonic> on graph.param). Training

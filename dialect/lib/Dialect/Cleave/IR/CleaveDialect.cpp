@@ -238,6 +238,15 @@ LogicalResult CleaveDialect::verifyOperationAttribute(Operation *op,
              << name << "' to be \"bf16\" or \"f16\", got " << value;
     return success();
   }
+  if (name == kEvalProgramAttr) {
+    if (!isa<UnitAttr>(value))
+      return op->emitOpError("expects '")
+             << name << "' to be a unit attribute, got " << value;
+    if (!isa<ModuleOp>(op) || !op->getParentOfType<ModuleOp>())
+      return op->emitOpError("expects '")
+             << name << "' only on a module nested in another";
+    return success();
+  }
   if (name == kKeepF32Attr) {
     if (!isa<UnitAttr>(value))
       return op->emitOpError("expects '")

@@ -35,6 +35,7 @@ def Cleave_Dialect : Dialect {
     | `cleave.gradient` | results of the training function, from -cleave-differentiate to -cleave-add-optimizer | `@param`, the parameter the result is the gradient of |
     | `cleave.source_model` | the module | the absolute path of the imported ONNX model |
     | `cleave.precision` | the module | `"bf16"` or `"f16"` (-cleave-mixed-precision) |
+    | `cleave.eval_program` | a module nested in the training program's | unit: the lowered evaluation program that `-cleave-link-eval` takes in |
     | `cleave.keep_f32` | any op | unit: computes in f32 under mixed precision |
 
     `cleave.loss`, `cleave.microbatch_loss` and `cleave.gradient` hand the

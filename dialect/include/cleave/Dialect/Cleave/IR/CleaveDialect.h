@@ -55,6 +55,9 @@ constexpr llvm::StringLiteral kSourceModelAttr("cleave.source_model");
 /// On the module: the compute precision -cleave-mixed-precision chose
 /// ("bf16" or "f16"); absent: the model's own types.
 constexpr llvm::StringLiteral kPrecisionAttr("cleave.precision");
+/// On a module nested in the training program's: it is the lowered
+/// evaluation program, which -cleave-link-eval takes in (unit).
+constexpr llvm::StringLiteral kEvalProgramAttr("cleave.eval_program");
 /// On any op: it keeps computing in f32 under -cleave-mixed-precision.
 constexpr llvm::StringLiteral kKeepF32Attr("cleave.keep_f32");
 
