@@ -248,8 +248,8 @@ public:
       return {};
     }
     if (opset < kMinConvertedOpset || opset > kMaxOpset) {
-      emitError(fileLoc) << "'" << options.fileName << "' uses opset "
-                         << opset << " of the default ONNX domain; Cleave "
+      emitError(fileLoc) << "'" << options.fileName << "' uses opset " << opset
+                         << " of the default ONNX domain; Cleave "
                          << "imports opsets " << kMinConvertedOpset << " to "
                          << kMaxOpset << " (" << kMinConvertedOpset << " to "
                          << kMinOpset - 1 << " converted to " << kMinOpset
@@ -296,6 +296,8 @@ private:
     if (failed(check(model)) || failed(infer(model)))
       return failure();
     if (opset < kMinOpset) {
+      if (failed(checkConvertible(model.graph())))
+        return failure();
       onnx::ModelProto converted;
       if (std::optional<LibraryError> e =
               convertVersion(model, kMinOpset, converted))
@@ -319,6 +321,29 @@ private:
       opset = kMinOpset;
       return infer(model);
     }
+    return success();
+  }
+
+  /// What libonnx's version converter assumes but its checker does not
+  /// check (the converter dereferences what these name): each graph output
+  /// is defined, and every node is of the default domain (the importer
+  /// supports no other, and checkSupported says so).
+  LogicalResult checkConvertible(const onnx::GraphProto &g) {
+    llvm::StringSet<> defined;
+    for (const onnx::ValueInfoProto &in : g.input())
+      defined.insert(in.name());
+    for (const onnx::TensorProto &t : g.initializer())
+      defined.insert(t.name());
+    for (const onnx::NodeProto &n : g.node()) {
+      if (!n.domain().empty() && n.domain() != "ai.onnx")
+        return checkSupported(g, getConverters(), opset, fileLoc);
+      for (const std::string &out : n.output())
+        defined.insert(out);
+    }
+    for (const onnx::ValueInfoProto &out : g.output())
+      if (out.name().empty() || !defined.contains(out.name()))
+        return emitError(fileLoc) << "graph output '" << out.name()
+                                  << "' is not produced by any node";
     return success();
   }
 
@@ -398,9 +423,9 @@ private:
         for (auto [d, dim] : llvm::enumerate(tt.shape().dim()))
           if (dim.has_dim_value() && dim.dim_value() != shape[d])
             return emitError(loc)
-                   << "--input-shape " << in.name() << "="
-                   << shapeString(shape) << " contradicts the model: dimension "
-                   << d << " is " << dim.dim_value();
+                   << "--input-shape " << in.name() << "=" << shapeString(shape)
+                   << " contradicts the model: dimension " << d << " is "
+                   << dim.dim_value();
       }
       tt.clear_shape();
       for (int64_t d : shape)
@@ -530,9 +555,9 @@ private:
 
   /// Each output of the node with a static shape in `known` has that shape
   /// in the import: a difference is a converter's mistake, not the model's.
-  LogicalResult
-  checkOutputShapes(NodeContext &nc, Importer &imp,
-                    const llvm::StringMap<const onnx::TensorShapeProto *> &known) {
+  LogicalResult checkOutputShapes(
+      NodeContext &nc, Importer &imp,
+      const llvm::StringMap<const onnx::TensorShapeProto *> &known) {
     for (unsigned i = 0; i < nc.numOutputs(); ++i) {
       const std::string &name = nc.node.output(i);
       auto shape = known.find(name);
@@ -549,7 +574,7 @@ private:
         continue;
       const ImportedValue &v = value->second;
       RankedTensorType type =
-          v.value ? dyn_cast<RankedTensorType>(v.value.getType())
+          v.value            ? dyn_cast<RankedTensorType>(v.value.getType())
           : !v.param.empty() ? v.paramType
           : v.constant       ? v.constant->getType()
                              : RankedTensorType();

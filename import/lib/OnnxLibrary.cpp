@@ -59,8 +59,9 @@ LibraryError describe(const char *what) {
   }
   static const std::regex node("[Nn]ame: ?(.*?) OpType: ?([A-Za-z0-9_.]+)");
   // Shape inference's prefix: "[KindError] (op_type:T, node name: N): ".
-  static const std::regex inferred("^(\\[[A-Za-z]+\\] )?\\(op_type:([A-Za-z0-9_.]+)"
-                                   "(, node name: (.*?))?\\): ");
+  static const std::regex inferred(
+      "^(\\[[A-Za-z]+\\] )?\\(op_type:([A-Za-z0-9_.]+)"
+      "(, node name: (.*?))?\\): ");
   // Shape inference's kind of error: "[ShapeInferenceError] ".
   static const std::regex kind("^\\[[A-Za-z]+Error\\] ");
   // ONNX_ASSERTM's prefix: "file.h:12: function: Assertion `cond` failed: ".
@@ -86,8 +87,7 @@ LibraryError describe(const char *what) {
 }
 
 /// Runs `body`, turning whatever it throws into a LibraryError.
-template <typename Body>
-std::optional<LibraryError> guarded(Body body) {
+template <typename Body> std::optional<LibraryError> guarded(Body body) {
   try {
     body();
   } catch (const std::exception &e) {
@@ -115,9 +115,8 @@ cleave::onnx_import::checkModel(const onnx::ModelProto &model,
   return guarded([&] {
     onnx::checker::CheckerContext ctx;
     // As check_model(path) does: the folder with its trailing separator.
-    ctx.set_model_dir(modelDir.empty() || modelDir.back() == '/'
-                          ? modelDir
-                          : modelDir + "/");
+    ctx.set_model_dir(
+        modelDir.empty() || modelDir.back() == '/' ? modelDir : modelDir + "/");
     onnx::checker::check_model(model, ctx);
   });
 }
@@ -138,7 +137,7 @@ cleave::onnx_import::inferShapes(onnx::ModelProto &model) {
     onnx::ShapeInferenceOptions options(/*check_type_val=*/false,
                                         /*strict_mode_val=*/0,
                                         /*data_prop_val=*/false);
-    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),
-                                       options);
+    onnx::shape_inference::InferShapes(
+        model, onnx::OpSchemaRegistry::Instance(), options);
   });
 }

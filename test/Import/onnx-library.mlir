@@ -68,6 +68,14 @@
 // RUN:       --implicit-check-not="Stack dump"
 // NOCONV: convert_unknown_rank.onnx:0:0: error: the ONNX version converter cannot convert '{{.*}}convert_unknown_rank.onnx' from opset 11 to opset 13: Version conversion for Softmax failed because input shape is unknown{{$}}
 
+// What the converter assumes and the checker does not check is checked
+// before converting: libonnx 1.12 dereferences a graph output that nothing
+// produces.
+// RUN: not cleave-translate --import-onnx %S/Inputs/convert_undefined_output.onnx 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=UNDEFOUT --implicit-check-not=error: \
+// RUN:       --implicit-check-not="Stack dump"
+// UNDEFOUT: convert_undefined_output.onnx:0:0: error: graph output 'y0' is not produced by any node{{$}}
+
 // Graph outputs without shapes (which the checker requires) get them from
 // shape inference.
 // RUN: cleave-translate --import-onnx %S/Inputs/no_output_shape.onnx \

@@ -471,6 +471,11 @@ def write_library():
                [vinfo("x", F32, [2, 6]), vinfo("s", I64, [2])],
                [vinfo("y", F32, None)], opset=11),
          "convert_unknown_rank.onnx", check=False)
+    # A graph output that nothing produces, which the checker lets through
+    # and libonnx's converter dereferences (the fuzzer found it).
+    m = conversion_model(9)
+    m.graph.output[0].name = "y0"
+    save(m, "convert_undefined_output.onnx", check=False)
     # The declared output shape contradicts what the node computes.
     save(model([node("Transpose", ["x"], ["y"], "swap/Transpose")],
                [vinfo("x", F32, [2, 3])], [vinfo("y", F32, [2, 3])]),
