@@ -1,9 +1,12 @@
 //===- OnnxImporter.cpp - ONNX models into the graph dialect ------------===//
 //
-// Parses the ModelProto, turns float initializers into `graph.param`s (tied
-// weights stay one parameter), integer initializers into known constants,
-// and the graph into `func.func @forward`, converting node by node in
-// topological order. Also registers `cleave-translate --import-onnx`.
+// Parses the ModelProto, runs libonnx's checker (and converts opsets 7 to 12
+// to 13 with its version converter), turns float initializers into
+// `graph.param`s (tied weights stay one parameter), integer initializers
+// into known constants, and the graph into `func.func @forward`, converting
+// node by node in topological order, then checks the shapes that ONNX shape
+// inference finds against the import's. Also registers `cleave-translate
+// --import-onnx`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -265,6 +268,13 @@ public:
     Importer importer(ctx, *module, b);
     if (failed(importGraph(model.graph(), importer)))
       return {};
+    // Shape inference runs on what the importer accepted: libonnx 1.12's
+    // inference functions trust attributes that its checker does not check
+    // (LayerNormalization's axis far out of range crashes it), and the
+    // converters check them.
+    if ((opset <= libraryMaxOpset() && failed(infer(model))) ||
+        failed(checkShapes(model.graph(), importer)))
+      return {};
     if (failed(verify(*module)))
       return {};
     return module;
@@ -283,20 +293,18 @@ private:
                           << "): " << what << ": " << e.message;
   }
 
-  /// The ONNX library's passes over the model, in order: the checker, shape
-  /// inference (which fills value_info and the graph outputs' types for the
-  /// checks of importGraph), and for opsets below kMinOpset the version
-  /// converter (whose adapters read the shapes inference found) and
-  /// inference again on what it made. Opsets newer than the library's own are
-  /// imported as they are: its schemas of older versions would misjudge them.
+  /// The ONNX library's passes over the model before the import: the
+  /// checker, and for opsets below kMinOpset shape inference and the version
+  /// converter (whose adapters read the shapes inference found). Opsets newer
+  /// than the library's own are imported as they are: its schemas of older
+  /// versions would misjudge them.
   LogicalResult prepareModel(onnx::ModelProto &model) {
-    bool known = opset <= libraryMaxOpset();
-    if (!known)
+    if (opset > libraryMaxOpset())
       return success();
-    if (failed(check(model)) || failed(infer(model)))
+    if (failed(check(model)))
       return failure();
     if (opset < kMinOpset) {
-      if (failed(checkConvertible(model.graph())))
+      if (failed(checkConvertible(model.graph())) || failed(infer(model)))
         return failure();
       onnx::ModelProto converted;
       if (std::optional<LibraryError> e =
@@ -319,7 +327,6 @@ private:
           << kMinOpset << " (ONNX version converter)";
       model = std::move(converted);
       opset = kMinOpset;
-      return infer(model);
     }
     return success();
   }
@@ -499,13 +506,6 @@ private:
     const llvm::StringMap<OpConverter> &converters = getConverters();
     if (failed(checkSupported(g, converters, opset, fileLoc)))
       return failure();
-    // The shapes that the model declares or ONNX shape inference found: each
-    // node's outputs must have them in the import too.
-    llvm::StringMap<const onnx::TensorShapeProto *> knownShapes;
-    for (const auto *values : {&g.value_info(), &g.output()})
-      for (const onnx::ValueInfoProto &v : *values)
-        if (v.type().has_tensor_type() && v.type().tensor_type().has_shape())
-          knownShapes[v.name()] = &v.type().tensor_type().shape();
     for (const onnx::NodeProto &node : g.node()) {
       std::string name = node.name().empty()
                              ? node.op_type() + "_" + std::to_string(nodeIndex)
@@ -534,8 +534,6 @@ private:
         if (nc.outputUsed(i) && !imp.values.count(node.output(i)))
           return nc.error() << "output " << i << " ('" << node.output(i)
                             << "') is used, which is not supported";
-      if (failed(checkOutputShapes(nc, imp, knownShapes)))
-        return failure();
     }
 
     SmallVector<Value> results;
@@ -553,42 +551,52 @@ private:
     return success();
   }
 
-  /// Each output of the node with a static shape in `known` has that shape
-  /// in the import: a difference is a converter's mistake, not the model's.
-  LogicalResult checkOutputShapes(
-      NodeContext &nc, Importer &imp,
-      const llvm::StringMap<const onnx::TensorShapeProto *> &known) {
-    for (unsigned i = 0; i < nc.numOutputs(); ++i) {
-      const std::string &name = nc.node.output(i);
-      auto shape = known.find(name);
-      auto value = imp.values.find(name);
-      if (name.empty() || shape == known.end() || value == imp.values.end())
-        continue;
-      SmallVector<int64_t> expected;
-      for (const onnx::TensorShapeProto::Dimension &d : shape->second->dim()) {
-        if (!d.has_dim_value() || d.dim_value() < 0)
-          break;
-        expected.push_back(d.dim_value());
+  /// The static shapes that the model declares or ONNX shape inference
+  /// found (value_info and graph outputs) are the shapes of the imported
+  /// values: a difference is a converter's mistake, not the model's.
+  LogicalResult checkShapes(const onnx::GraphProto &g, Importer &imp) {
+    llvm::StringMap<const onnx::TensorShapeProto *> known;
+    for (const auto *values : {&g.value_info(), &g.output()})
+      for (const onnx::ValueInfoProto &v : *values)
+        if (v.type().has_tensor_type() && v.type().tensor_type().has_shape())
+          known[v.name()] = &v.type().tensor_type().shape();
+    auto describe = [](ArrayRef<int64_t> s) {
+      return s.empty() ? std::string("a scalar shape")
+                       : "shape " + shapeString(s);
+    };
+    for (auto [n, node] : llvm::enumerate(g.node())) {
+      for (auto [i, name] : llvm::enumerate(node.output())) {
+        auto shape = known.find(name);
+        auto value = imp.values.find(name);
+        if (name.empty() || shape == known.end() || value == imp.values.end())
+          continue;
+        SmallVector<int64_t> expected;
+        for (const onnx::TensorShapeProto::Dimension &d :
+             shape->second->dim()) {
+          if (!d.has_dim_value() || d.dim_value() < 0)
+            break;
+          expected.push_back(d.dim_value());
+        }
+        if (static_cast<int>(expected.size()) != shape->second->dim_size())
+          continue;
+        const ImportedValue &v = value->second;
+        RankedTensorType type =
+            v.value            ? dyn_cast<RankedTensorType>(v.value.getType())
+            : !v.param.empty() ? v.paramType
+            : v.constant       ? v.constant->getType()
+                               : RankedTensorType();
+        if (!type || type.getShape() == ArrayRef<int64_t>(expected))
+          continue;
+        std::string nodeName = node.name().empty()
+                                   ? node.op_type() + "_" + std::to_string(n)
+                                   : node.name();
+        return emitError(NameLoc::get(StringAttr::get(ctx, nodeName), fileLoc))
+               << "node '" << nodeName << "' (" << node.op_type()
+               << "): output " << i << " ('" << name << "') has "
+               << describe(type.getShape()) << " in the import but "
+               << describe(expected)
+               << " in the model (declared or found by ONNX shape inference)";
       }
-      if (static_cast<int>(expected.size()) != shape->second->dim_size())
-        continue;
-      const ImportedValue &v = value->second;
-      RankedTensorType type =
-          v.value            ? dyn_cast<RankedTensorType>(v.value.getType())
-          : !v.param.empty() ? v.paramType
-          : v.constant       ? v.constant->getType()
-                             : RankedTensorType();
-      if (!type || type.getShape() == ArrayRef<int64_t>(expected))
-        continue;
-      auto describe = [](ArrayRef<int64_t> s) {
-        return s.empty() ? std::string("a scalar shape")
-                         : "shape " + shapeString(s);
-      };
-      return nc.error() << "output " << i << " ('" << name << "') has "
-                        << describe(type.getShape()) << " in the import but "
-                        << describe(expected)
-                        << " in the model (declared or found by ONNX shape "
-                           "inference)";
     }
     return success();
   }

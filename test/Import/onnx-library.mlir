@@ -1,6 +1,8 @@
-// What the importer takes from libonnx before it reads a model
+// What the importer takes from libonnx
 // (import/lib/OnnxLibrary.cpp): the ONNX checker, shape inference and the
-// version converter. Inputs from Inputs/make_inputs.py.
+// version converter; the checker and, for opsets 7 to 12, inference and the
+// converter before the import, inference after it. Inputs from
+// Inputs/make_inputs.py.
 
 // The checker's message is the error, at the node it names.
 // RUN: not cleave-translate --import-onnx %S/Inputs/checker_inputs.onnx 2>&1 \
@@ -76,14 +78,28 @@
 // RUN:       --implicit-check-not="Stack dump"
 // UNDEFOUT: convert_undefined_output.onnx:0:0: error: graph output 'y0' is not produced by any node{{$}}
 
-// Graph outputs without shapes (which the checker requires) get them from
-// shape inference.
+// Graph outputs without shapes (which the checker requires) import; shape
+// inference, which runs after the import, gives them.
 // RUN: cleave-translate --import-onnx %S/Inputs/no_output_shape.onnx \
 // RUN:   | FileCheck %s --check-prefix=NOSHAPE
 // NOSHAPE: func.func @forward(%{{.*}}: tensor<2x3xf32> {onnx.name = "x"}) -> (tensor<3x2xf32> {onnx.name = "y"})
 
-// A declared shape that contradicts the node is an error at that node.
+// A declared shape that contradicts the node is an error at that node: from
+// shape inference, or at opset 18 (newer than libonnx 1.12, which infers
+// nothing there) from the importer's own check of the declared shapes.
 // RUN: not cleave-translate --import-onnx %S/Inputs/wrong_output_shape.onnx 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=WRONG --implicit-check-not=error: \
 // RUN:       --implicit-check-not="Stack dump"
 // WRONG: wrong_output_shape.onnx:0:0: error: node 'swap/Transpose' (Transpose): ONNX shape inference fails on '{{.*}}wrong_output_shape.onnx': Inferred shape and existing shape differ in dimension 0: (3) vs (2){{$}}
+// RUN: not cleave-translate --import-onnx %S/Inputs/wrong_output_shape_opset18.onnx 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=WRONG18 --implicit-check-not=error: \
+// RUN:       --implicit-check-not="Stack dump"
+// WRONG18: wrong_output_shape_opset18.onnx:0:0: error: node 'swap/Transpose' (Transpose): output 0 ('y') has shape 3x2 in the import but shape 2x3 in the model (declared or found by ONNX shape inference){{$}}
+
+// Shape inference runs on what the importer accepted: libonnx 1.12's
+// inference of LayerNormalization crashes on an axis out of range, which the
+// importer reports first (the fuzzer found it).
+// RUN: not cleave-translate --import-onnx %S/Inputs/layer_norm_bad_axis.onnx 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=LNAXIS --implicit-check-not=error: \
+// RUN:       --implicit-check-not="Stack dump"
+// LNAXIS: layer_norm_bad_axis.onnx:0:0: error: node 'ln/LayerNormalization' (LayerNormalization): axis -5 is out of range for rank 2{{$}}

@@ -480,6 +480,19 @@ def write_library():
     save(model([node("Transpose", ["x"], ["y"], "swap/Transpose")],
                [vinfo("x", F32, [2, 3])], [vinfo("y", F32, [2, 3])]),
          "wrong_output_shape.onnx", check=False)
+    # The same at opset 18, newer than libonnx 1.12: no shape inference, the
+    # importer's own check of the declared shape.
+    save(model([node("Transpose", ["x"], ["y"], "swap/Transpose")],
+               [vinfo("x", F32, [2, 3])], [vinfo("y", F32, [2, 3])],
+               opset=18),
+         "wrong_output_shape_opset18.onnx", check=False)
+    # LayerNormalization's axis out of range: libonnx 1.12's shape inference
+    # crashes on it (the fuzzer found it), so inference runs after the import.
+    save(model([node("LayerNormalization", ["x", "g"], ["y"],
+                     "ln/LayerNormalization", axis=-5)],
+               [vinfo("x", F32, [2, 4])], [vinfo("y", F32, [2, 4])],
+               [weights("g", [4])]),
+         "layer_norm_bad_axis.onnx", check=False)
     # Outputs without shapes: inference gives them.
     save(model([node("Transpose", ["x"], ["t"], "swap/Transpose"),
                 node("Relu", ["t"], ["y"], "act/Relu")],
