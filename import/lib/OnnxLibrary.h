@@ -1,9 +1,10 @@
 //===- OnnxLibrary.h - The ONNX library's checker, converter, inference -*-===//
 //
-// What the importer takes from libonnx before it reads a model: the checker
-// (onnx::checker::check_model), the version converter
-// (onnx::version_conversion::ConvertVersion) and shape inference
-// (onnx::shape_inference::InferShapes). libonnx reports problems by throwing;
+// What the importer takes from libonnx: the checker
+// (onnx::checker::check_model) and the version converter
+// (onnx::version_conversion::ConvertVersion) before the import, shape
+// inference (onnx::shape_inference::InferShapes) before the converter and
+// after the import. libonnx reports problems by throwing;
 // OnnxLibrary.cpp, the one file of the importer built with exceptions, turns
 // each into a LibraryError so that nothing is thrown past it.
 //
