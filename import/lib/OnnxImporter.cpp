@@ -1,15 +1,19 @@
 //===- OnnxImporter.cpp - ONNX models into the graph dialect ------------===//
 //
-// Parses the ModelProto, turns float initializers into `graph.param`s (tied
-// weights stay one parameter), integer initializers into known constants,
-// and the graph into `func.func @forward`, converting node by node in
-// topological order. Also registers `cleave-translate --import-onnx`.
+// Parses the ModelProto, runs libonnx's checker (and converts opsets 7 to 12
+// to 13 with its version converter), turns float initializers into
+// `graph.param`s (tied weights stay one parameter), integer initializers
+// into known constants, and the graph into `func.func @forward`, converting
+// node by node in topological order, then checks the shapes that ONNX shape
+// inference finds against the import's. Also registers `cleave-translate
+// --import-onnx`.
 //
 //===----------------------------------------------------------------------===//
 
 #include "cleave/Import/OnnxImporter.h"
 
 #include "Importer.h"
+#include "OnnxLibrary.h"
 #include "TensorReader.h"
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
 
@@ -194,7 +198,9 @@ FailureOr<int64_t> NodeContext::axis(int64_t a, int64_t rank, StringRef what) {
 //===----------------------------------------------------------------------===//
 
 namespace {
-constexpr int64_t kMinOpset = 13, kMaxOpset = 18;
+/// The opsets the converters are written for; models of opsets
+/// kMinConvertedOpset to kMinOpset - 1 are converted to kMinOpset first.
+constexpr int64_t kMinOpset = 13, kMaxOpset = 18, kMinConvertedOpset = 7;
 
 std::string shapeString(ArrayRef<int64_t> shape) {
   std::string s;
@@ -244,19 +250,30 @@ public:
                          << "); only ONNX-domain models are supported";
       return {};
     }
-    if (opset < kMinOpset || opset > kMaxOpset) {
-      emitError(fileLoc) << "'" << options.fileName << "' uses opset "
-                         << opset << " of the default ONNX domain; Cleave "
-                         << "imports opsets " << kMinOpset << " to "
-                         << kMaxOpset
-                         << " (re-export with opset_version=17)";
+    if (opset < kMinConvertedOpset || opset > kMaxOpset) {
+      emitError(fileLoc) << "'" << options.fileName << "' uses opset " << opset
+                         << " of the default ONNX domain; Cleave "
+                         << "imports opsets " << kMinConvertedOpset << " to "
+                         << kMaxOpset << " (" << kMinConvertedOpset << " to "
+                         << kMinOpset - 1 << " converted to " << kMinOpset
+                         << "; re-export with opset_version=17)";
       return {};
     }
+    if (failed(applyInputShapes(*model.mutable_graph())) ||
+        failed(prepareModel(model)))
+      return {};
 
     OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
     OpBuilder b(ctx);
     Importer importer(ctx, *module, b);
     if (failed(importGraph(model.graph(), importer)))
+      return {};
+    // Shape inference runs on what the importer accepted: libonnx 1.12's
+    // inference functions trust attributes that its checker does not check
+    // (LayerNormalization's axis far out of range crashes it), and the
+    // converters check them.
+    if ((opset <= libraryMaxOpset() && failed(infer(model))) ||
+        failed(checkShapes(model.graph(), importer)))
       return {};
     if (failed(verify(*module)))
       return {};
@@ -264,6 +281,166 @@ public:
   }
 
 private:
+  /// Reports what libonnx found, at the node it names.
+  LogicalResult libraryError(const LibraryError &e, const Twine &what) {
+    if (e.nodeName.empty())
+      return emitError(fileLoc)
+             << what << ": "
+             << (e.nodeOpType.empty() ? "" : "a '" + e.nodeOpType + "' node: ")
+             << e.message;
+    Location loc = NameLoc::get(StringAttr::get(ctx, e.nodeName), fileLoc);
+    return emitError(loc) << "node '" << e.nodeName << "' (" << e.nodeOpType
+                          << "): " << what << ": " << e.message;
+  }
+
+  /// The ONNX library's passes over the model before the import: the
+  /// checker, and for opsets below kMinOpset shape inference and the version
+  /// converter (whose adapters read the shapes inference found). Opsets newer
+  /// than the library's own are imported as they are: its schemas of older
+  /// versions would misjudge them.
+  LogicalResult prepareModel(onnx::ModelProto &model) {
+    if (opset > libraryMaxOpset())
+      return success();
+    if (failed(check(model)))
+      return failure();
+    if (opset < kMinOpset) {
+      if (failed(checkConvertible(model.graph())) || failed(infer(model)))
+        return failure();
+      onnx::ModelProto converted;
+      if (std::optional<LibraryError> e =
+              convertVersion(model, kMinOpset, converted))
+        return libraryError(*e, "the ONNX version converter cannot convert '" +
+                                    options.fileName + "' from opset " +
+                                    Twine(opset) + " to opset " +
+                                    Twine(kMinOpset));
+      // The converter passes initializers through by name, but copies them
+      // without their external data: restore them as the file has them.
+      llvm::StringMap<const onnx::TensorProto *> original;
+      for (const onnx::TensorProto &t : model.graph().initializer())
+        original[t.name()] = &t;
+      for (onnx::TensorProto &t :
+           *converted.mutable_graph()->mutable_initializer())
+        if (const onnx::TensorProto *o = original.lookup(t.name()))
+          t = *o;
+      ctx->getDiagEngine().emit(fileLoc, DiagnosticSeverity::Note)
+          << "converted the model from opset " << opset << " to opset "
+          << kMinOpset << " (ONNX version converter)";
+      model = std::move(converted);
+      opset = kMinOpset;
+    }
+    return success();
+  }
+
+  /// What libonnx's version converter assumes but its checker does not
+  /// check (the converter dereferences what these name): each graph output
+  /// is defined, and every node is of the default domain (the importer
+  /// supports no other, and checkSupported says so).
+  LogicalResult checkConvertible(const onnx::GraphProto &g) {
+    llvm::StringSet<> defined;
+    for (const onnx::ValueInfoProto &in : g.input())
+      defined.insert(in.name());
+    for (const onnx::TensorProto &t : g.initializer())
+      defined.insert(t.name());
+    for (const onnx::NodeProto &n : g.node()) {
+      if (!n.domain().empty() && n.domain() != "ai.onnx")
+        return checkSupported(g, getConverters(), opset, fileLoc);
+      for (const std::string &out : n.output())
+        defined.insert(out);
+    }
+    for (const onnx::ValueInfoProto &out : g.output())
+      if (out.name().empty() || !defined.contains(out.name()))
+        return emitError(fileLoc) << "graph output '" << out.name()
+                                  << "' is not produced by any node";
+    return success();
+  }
+
+  LogicalResult infer(onnx::ModelProto &model) {
+    if (std::optional<LibraryError> e = inferShapes(model))
+      return libraryError(*e, "ONNX shape inference fails on '" +
+                                  options.fileName + "'");
+    return success();
+  }
+
+  /// onnx::checker::check_model, external data relative to the model's
+  /// folder. The locations of external initializers are checked first by the
+  /// importer's stricter rules (TensorReader::resolveExternal: inside the
+  /// model's folder, a regular file, the range inside it), whose messages
+  /// say more than the checker's "does not exist". Two things the checker
+  /// requires are not required here: a shape on every graph input and output
+  /// (input shapes may come from --input-shape, which importGraph asks for,
+  /// and output shapes from shape inference), and an IR version no newer
+  /// than the library's.
+  LogicalResult check(onnx::ModelProto &model) {
+    onnx::GraphProto &g = *model.mutable_graph();
+    for (const onnx::TensorProto &t : g.initializer())
+      if (t.data_location() == onnx::TensorProto::EXTERNAL &&
+          failed(reader.resolveExternal(
+              t, NameLoc::get(StringAttr::get(ctx, t.name()), fileLoc))))
+        return failure();
+    SmallVector<onnx::TypeProto::Tensor *> unshaped;
+    for (auto *values : {g.mutable_input(), g.mutable_output()})
+      for (onnx::ValueInfoProto &v : *values)
+        if (v.type().has_tensor_type() && !v.type().tensor_type().has_shape()) {
+          unshaped.push_back(v.mutable_type()->mutable_tensor_type());
+          unshaped.back()->mutable_shape();
+        }
+    int64_t irVersion = model.ir_version();
+    model.set_ir_version(std::min<int64_t>(irVersion, libraryIrVersion()));
+    std::optional<LibraryError> e = checkModel(model, options.baseDir);
+    model.set_ir_version(irVersion);
+    for (onnx::TypeProto::Tensor *t : unshaped)
+      t->clear_shape();
+    if (e)
+      return libraryError(*e, "the ONNX checker rejects '" + options.fileName +
+                                  "'");
+    return success();
+  }
+
+  /// Checks each --input-shape against the model's input and writes it into
+  /// the model, so that the checker and shape inference see static shapes.
+  LogicalResult applyInputShapes(onnx::GraphProto &g) {
+    llvm::StringSet<> initializerNames;
+    for (const onnx::TensorProto &t : g.initializer())
+      initializerNames.insert(t.name());
+    llvm::StringMap<onnx::ValueInfoProto *> inputs;
+    std::string names;
+    for (onnx::ValueInfoProto &in : *g.mutable_input())
+      if (!initializerNames.contains(in.name())) {
+        inputs[in.name()] = &in;
+        names += (names.empty() ? "" : ", ") + in.name();
+      }
+    for (const auto &entry : options.inputShapes)
+      if (!inputs.count(entry.getKey()))
+        return emitError(fileLoc)
+               << "--input-shape names '" << entry.getKey()
+               << "', which is not a model input (inputs: " << names << ")";
+    for (const auto &entry : options.inputShapes) {
+      onnx::ValueInfoProto &in = *inputs[entry.getKey()];
+      if (!in.type().has_tensor_type())
+        continue; // importGraph reports it
+      Location loc = NameLoc::get(StringAttr::get(ctx, in.name()), fileLoc);
+      ArrayRef<int64_t> shape = entry.getValue();
+      onnx::TypeProto::Tensor &tt = *in.mutable_type()->mutable_tensor_type();
+      if (tt.has_shape()) {
+        if (tt.shape().dim_size() != static_cast<int>(shape.size()))
+          return emitError(loc)
+                 << "--input-shape " << in.name() << "=" << shapeString(shape)
+                 << " has rank " << shape.size() << " but the model's input "
+                 << "has rank " << tt.shape().dim_size();
+        for (auto [d, dim] : llvm::enumerate(tt.shape().dim()))
+          if (dim.has_dim_value() && dim.dim_value() != shape[d])
+            return emitError(loc)
+                   << "--input-shape " << in.name() << "=" << shapeString(shape)
+                   << " contradicts the model: dimension " << d << " is "
+                   << dim.dim_value();
+      }
+      tt.clear_shape();
+      for (int64_t d : shape)
+        tt.mutable_shape()->add_dim()->set_dim_value(d);
+    }
+    return success();
+  }
+
   LogicalResult importGraph(const onnx::GraphProto &g, Importer &imp) {
     OpBuilder &b = imp.b;
     b.setInsertionPointToEnd(imp.module.getBody());
@@ -294,21 +471,11 @@ private:
       imp.values[t.name()] = ImportedValue{{}, std::move(*c), {}, {}};
     }
 
-    // Inputs, with their static shapes.
+    // Inputs, with their static shapes (--input-shape is in the model now).
     SmallVector<const onnx::ValueInfoProto *> inputs;
-    llvm::StringSet<> inputNames;
-    std::string names;
     for (const onnx::ValueInfoProto &in : g.input())
-      if (!initializerNames.contains(in.name())) {
+      if (!initializerNames.contains(in.name()))
         inputs.push_back(&in);
-        inputNames.insert(in.name());
-        names += (names.empty() ? "" : ", ") + in.name();
-      }
-    for (const auto &entry : options.inputShapes)
-      if (!inputNames.contains(entry.getKey()))
-        return emitError(fileLoc)
-               << "--input-shape names '" << entry.getKey()
-               << "', which is not a model input (inputs: " << names << ")";
     SmallVector<Type> argTypes;
     SmallVector<std::string> argNames;
     for (const onnx::ValueInfoProto *in : inputs) {
@@ -384,6 +551,56 @@ private:
     return success();
   }
 
+  /// The static shapes that the model declares or ONNX shape inference
+  /// found (value_info and graph outputs) are the shapes of the imported
+  /// values: a difference is a converter's mistake, not the model's.
+  LogicalResult checkShapes(const onnx::GraphProto &g, Importer &imp) {
+    llvm::StringMap<const onnx::TensorShapeProto *> known;
+    for (const auto *values : {&g.value_info(), &g.output()})
+      for (const onnx::ValueInfoProto &v : *values)
+        if (v.type().has_tensor_type() && v.type().tensor_type().has_shape())
+          known[v.name()] = &v.type().tensor_type().shape();
+    auto describe = [](ArrayRef<int64_t> s) {
+      return s.empty() ? std::string("a scalar shape")
+                       : "shape " + shapeString(s);
+    };
+    for (auto [n, node] : llvm::enumerate(g.node())) {
+      for (auto [i, name] : llvm::enumerate(node.output())) {
+        auto shape = known.find(name);
+        auto value = imp.values.find(name);
+        if (name.empty() || shape == known.end() || value == imp.values.end())
+          continue;
+        SmallVector<int64_t> expected;
+        for (const onnx::TensorShapeProto::Dimension &d :
+             shape->second->dim()) {
+          if (!d.has_dim_value() || d.dim_value() < 0)
+            break;
+          expected.push_back(d.dim_value());
+        }
+        if (static_cast<int>(expected.size()) != shape->second->dim_size())
+          continue;
+        const ImportedValue &v = value->second;
+        RankedTensorType type =
+            v.value            ? dyn_cast<RankedTensorType>(v.value.getType())
+            : !v.param.empty() ? v.paramType
+            : v.constant       ? v.constant->getType()
+                               : RankedTensorType();
+        if (!type || type.getShape() == ArrayRef<int64_t>(expected))
+          continue;
+        std::string nodeName = node.name().empty()
+                                   ? node.op_type() + "_" + std::to_string(n)
+                                   : node.name();
+        return emitError(NameLoc::get(StringAttr::get(ctx, nodeName), fileLoc))
+               << "node '" << nodeName << "' (" << node.op_type()
+               << "): output " << i << " ('" << name << "') has "
+               << describe(type.getShape()) << " in the import but "
+               << describe(expected)
+               << " in the model (declared or found by ONNX shape inference)";
+      }
+    }
+    return success();
+  }
+
   FailureOr<RankedTensorType> inputType(const onnx::ValueInfoProto &in) {
     Location loc = NameLoc::get(StringAttr::get(ctx, in.name()), fileLoc);
     if (!in.type().has_tensor_type())
@@ -398,24 +615,6 @@ private:
                             << onnxTypeName(tt.elem_type())
                             << " (supported: FLOAT, FLOAT16, BFLOAT16, DOUBLE, "
                                "INT64, INT32, BOOL)";
-    auto given = options.inputShapes.find(in.name());
-    if (given != options.inputShapes.end()) {
-      ArrayRef<int64_t> shape = given->getValue();
-      if (tt.has_shape()) {
-        if (tt.shape().dim_size() != static_cast<int>(shape.size()))
-          return emitError(loc)
-                 << "--input-shape " << in.name() << "=" << shapeString(shape)
-                 << " has rank " << shape.size() << " but the model's input "
-                 << "has rank " << tt.shape().dim_size();
-        for (auto [d, dim] : llvm::enumerate(tt.shape().dim()))
-          if (dim.has_dim_value() && dim.dim_value() != shape[d])
-            return emitError(loc)
-                   << "--input-shape " << in.name() << "="
-                   << shapeString(shape) << " contradicts the model: dimension "
-                   << d << " is " << dim.dim_value();
-      }
-      return RankedTensorType::get(shape, element);
-    }
     if (!tt.has_shape())
       return emitError(loc) << "input '" << in.name()
                             << "' has no shape; give it with --input-shape "

@@ -1,8 +1,10 @@
 //===- onnx_import_fuzzer.cpp - libFuzzer target of the ONNX importer ---===//
 //
-// Feeds arbitrary bytes to the importer: it must report an error or produce
-// verified IR, never crash, hang or hit undefined behaviour. Built only with clang
-// (-DCLEAVE_ENABLE_FUZZER=ON); test/fuzz/run.sh builds and runs it briefly.
+// Feeds arbitrary bytes to the importer (libonnx's checker, shape inference
+// and version converter, then the node converters): it must report an error
+// or produce verified IR, never crash, hang or hit undefined behaviour. Built
+// only with clang (-DCLEAVE_ENABLE_FUZZER=ON); test/fuzz/run.sh builds and
+// runs it briefly.
 //
 //===----------------------------------------------------------------------===//
 

@@ -117,6 +117,10 @@ def write_unsupported():
                [vinfo("x", F32, [2, 3])], [vinfo("y", F32, [2, 3])],
                opset=11),
          "opset11.onnx")
+    save(model([node("Relu", ["x"], ["y"], "act/Relu")],
+               [vinfo("x", F32, [2, 3])], [vinfo("y", F32, [2, 3])],
+               opset=6),
+         "opset6.onnx")
     # Input that no node, initializer or graph input produces.
     save(model([node("Add", ["x", "ghost"], ["y"], "use/Add")],
                [vinfo("x", F32, [2, 3])], [vinfo("y", F32, [2, 3])]),
@@ -399,6 +403,103 @@ def write_outputs_and_limits():
          "topk_empty_k.onnx", check=False)
 
 
+# --- The ONNX library: checker, version converter, shape inference ---------
+
+
+def conversion_model(opset):
+    """One computation written in the ops of `opset` (7, 9, 11 or 17):
+    x[2,3,4] + b -> Softmax over each batch's 12 values -> ReduceSum over the
+    last axis -> Unsqueeze/Squeeze -> Slice -> Gemm -> Split into y1, y2.
+    Below opset 13 Softmax(axis=1) flattens; ReduceSum, Squeeze, Unsqueeze
+    and Split take attributes (and Slice below 10), which the version
+    converter turns into inputs. No value_info: the converter's Softmax
+    adapter needs the shape of its input, which only shape inference gives."""
+    nodes = [node("Add", ["x", "b"], ["a"], "bias/Add")]
+    inits = [weights("b", [4]), weights("W", [2, 3]), weights("bias", [3])]
+    if opset < 13:
+        nodes += [node("Softmax", ["a"], ["s"], "norm/Softmax", axis=1),
+                  node("ReduceSum", ["s"], ["r"], "sum/ReduceSum", axes=[2],
+                       keepdims=0),
+                  node("Unsqueeze", ["r"], ["u"], "grow/Unsqueeze", axes=[0]),
+                  node("Squeeze", ["u"], ["q"], "shrink/Squeeze", axes=[0])]
+    else:
+        nodes += [node("Flatten", ["a"], ["f"], "norm/Flatten", axis=1),
+                  node("Softmax", ["f"], ["sf"], "norm/Softmax", axis=-1),
+                  node("Reshape", ["sf", "shape"], ["s"], "norm/Reshape"),
+                  node("ReduceSum", ["s", "ax2"], ["r"], "sum/ReduceSum",
+                       keepdims=0),
+                  node("Unsqueeze", ["r", "ax0"], ["u"], "grow/Unsqueeze"),
+                  node("Squeeze", ["u", "ax0"], ["q"], "shrink/Squeeze")]
+        inits += [const("shape", [2, 3, 4]), const("ax2", [2]),
+                  const("ax0", [0])]
+    if opset < 10:
+        nodes.append(node("Slice", ["q"], ["z"], "cut/Slice", starts=[1],
+                          ends=[3], axes=[1]))
+    else:
+        nodes.append(node("Slice", ["q", "st", "en", "ax1"], ["z"],
+                          "cut/Slice"))
+        inits += [const("st", [1]), const("en", [3]), const("ax1", [1])]
+    nodes.append(node("Gemm", ["z", "W", "bias"], ["y"], "proj/Gemm"))
+    if opset < 13:
+        nodes.append(node("Split", ["y"], ["y1", "y2"], "heads/Split", axis=1,
+                          split=[1, 2]))
+    else:
+        nodes.append(node("Split", ["y", "sizes"], ["y1", "y2"],
+                          "heads/Split", axis=1))
+        inits.append(const("sizes", [1, 2]))
+    return model(nodes, [vinfo("x", F32, [2, 3, 4])],
+                 [vinfo("y1", F32, [2, 1]), vinfo("y2", F32, [2, 2])], inits,
+                 opset=opset)
+
+
+def write_library():
+    for opset in (7, 9, 11, 17):
+        save(conversion_model(opset), "convert_opset%d.onnx" % opset)
+    # Rejected by the checker: a node with one input too many (the message
+    # names the node), and a graph that is not in SSA form (it names none).
+    save(model([node("Relu", ["x", "x"], ["y"], "act/Relu")],
+               [vinfo("x", F32, [2, 3])], [vinfo("y", F32, [2, 3])]),
+         "checker_inputs.onnx", check=False)
+    save(model([node("Relu", ["x"], ["h"], "first/Relu"),
+                node("Neg", ["x"], ["h"], "second/Neg")],
+               [vinfo("x", F32, [2, 3])], [vinfo("h", F32, [2, 3])]),
+         "checker_ssa.onnx", check=False)
+    # The converter's Softmax adapter cannot work without the input's rank,
+    # which a Reshape to a runtime shape hides from shape inference.
+    save(model([node("Reshape", ["x", "s"], ["h"], "dyn/Reshape"),
+                node("Softmax", ["h"], ["y"], "norm/Softmax", axis=0)],
+               [vinfo("x", F32, [2, 6]), vinfo("s", I64, [2])],
+               [vinfo("y", F32, None)], opset=11),
+         "convert_unknown_rank.onnx", check=False)
+    # A graph output that nothing produces, which the checker lets through
+    # and libonnx's converter dereferences (the fuzzer found it).
+    m = conversion_model(9)
+    m.graph.output[0].name = "y0"
+    save(m, "convert_undefined_output.onnx", check=False)
+    # The declared output shape contradicts what the node computes.
+    save(model([node("Transpose", ["x"], ["y"], "swap/Transpose")],
+               [vinfo("x", F32, [2, 3])], [vinfo("y", F32, [2, 3])]),
+         "wrong_output_shape.onnx", check=False)
+    # The same at opset 18, newer than libonnx 1.12: no shape inference, the
+    # importer's own check of the declared shape.
+    save(model([node("Transpose", ["x"], ["y"], "swap/Transpose")],
+               [vinfo("x", F32, [2, 3])], [vinfo("y", F32, [2, 3])],
+               opset=18),
+         "wrong_output_shape_opset18.onnx", check=False)
+    # LayerNormalization's axis out of range: libonnx 1.12's shape inference
+    # crashes on it (the fuzzer found it), so inference runs after the import.
+    save(model([node("LayerNormalization", ["x", "g"], ["y"],
+                     "ln/LayerNormalization", axis=-5)],
+               [vinfo("x", F32, [2, 4])], [vinfo("y", F32, [2, 4])],
+               [weights("g", [4])]),
+         "layer_norm_bad_axis.onnx", check=False)
+    # Outputs without shapes: inference gives them.
+    save(model([node("Transpose", ["x"], ["t"], "swap/Transpose"),
+                node("Relu", ["t"], ["y"], "act/Relu")],
+               [vinfo("x", F32, [2, 3])], [vinfo("y", F32, None)]),
+         "no_output_shape.onnx", check=False)
+
+
 if __name__ == "__main__":
     write_malformed()
     write_unsupported()
@@ -406,3 +507,4 @@ if __name__ == "__main__":
     write_external()
     write_features()
     write_outputs_and_limits()
+    write_library()
