@@ -41,12 +41,18 @@ than compiled, a learning-rate schedule, the no-decay group) pass them to
 the training binary, and its logged learning rate of every step must be
 PyTorch's scheduler's within LR_RTOL (the log's 9 digits).
 
+Configurations with clipping log the global gradient norm before clipping
+("grad_norm"), which must be clip_grad_norm_'s within the loss's bound
+(null where PyTorch's is NaN: an fp16 step with non-finite gradients).
+
 Configurations with "eval_flags" (--eval-inputs, --eval-targets, --eval-every,
 --eval-steps on a held-out set) log validation losses, which must be at
 PyTorch's steps (before the first, every K-th, the last) and within
 LOSS_RTOL of its model.eval() loss; --resume of the final checkpoint with
 no steps to run evaluates it, and must log the run's last validation loss
-as the same text.
+as the same text; and --init-from a safetensors file of PyTorch's final
+parameters, with no steps to run, must give PyTorch's last validation loss
+within LOSS_RTOL.
 
 Then checkpoint and resume: 5 steps with --save, then --resume with
 --steps 10, against the 10-step run: the losses of steps 1..5 and 6..10 as
@@ -177,6 +183,45 @@ def check_eval_of_checkpoint(checker, case, train, data_args, eval_flags, ckpt_d
                            full_evals[last][1]))
 
 
+def write_safetensors(path, arrays):
+    """A plain safetensors file of float32 arrays (no __metadata__), as
+    safetensors.torch.save_file(model.state_dict()) writes one."""
+    header, chunks, at = {}, [], 0
+    for name, array in arrays.items():
+        raw = np.ascontiguousarray(array, dtype="<f4").tobytes()
+        header[name] = {"dtype": "F32", "shape": list(array.shape),
+                        "data_offsets": [at, at + len(raw)]}
+        chunks.append(raw)
+        at += len(raw)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(len(text).to_bytes(8, "little") + text + b"".join(chunks))
+
+
+def check_init_from(checker, case, train, data_args, eval_flags, final, want,
+                    work):
+    """--init-from a safetensors file of PyTorch's final parameters (by ONNX
+    name, as its state_dict would be saved) with no steps to run: the
+    validation loss of PyTorch's trained model, within LOSS_RTOL."""
+    weights = os.path.join(work, "pytorch.safetensors")
+    write_safetensors(weights, {n: final[n] for n in sorted(final_params(final))})
+    log = os.path.join(work, "init-from.jsonl")
+    every = eval_flags.index("--eval-every")
+    error = run([train] + data_args + eval_flags[:every] + eval_flags[every + 2:] +
+                ["--init-from", weights, "--steps", "0", "--log-json", log,
+                 "--quiet"], "--init-from PyTorch's weights")
+    if error:
+        checker.report(False, case, "init from PyTorch's weights", error)
+        return
+    got = read_eval_log(log)
+    ok = list(got) == [0] and abs(got[0][0] - want) <= LOSS_RTOL * abs(want)
+    checker.report(ok, case, "init from PyTorch's weights",
+                   "--init-from a safetensors file of PyTorch's final parameters: "
+                   "eval loss %s, PyTorch's %.9g, bound %g relative"
+                   % (got.get(0, ("none",))[-1], want, LOSS_RTOL))
+
+
 def read_log(path):
     """{step: (loss as a number, loss as written)} of a --log-json file."""
     steps = {}
@@ -242,6 +287,33 @@ def compare_lrs(checker, case, log_path, want):
                    "max relative error %.1e at step %d (cleave %s, pytorch %.9g), "
                    "bound %g" % (errs[worst], worst + 1, got.get(worst + 1),
                                  want[worst], LR_RTOL))
+
+
+def compare_grad_norms(checker, case, log_path, want, rtol):
+    """The global gradient norm before clipping of every step, from
+    --log-json, against clip_grad_norm_'s return value within rtol; a step
+    whose gradients were not finite (fp16, skipped) logs null where PyTorch
+    has NaN."""
+    got = {}
+    with open(log_path) as f:
+        for line in f:
+            if '"grad_norm"' in line:
+                record = json.loads(line)
+                got[record["step"]] = record["grad_norm"]
+    errs = []
+    for k, w in enumerate(want, 1):
+        g = got.get(k, "missing")
+        if not np.isfinite(w):
+            errs.append(0.0 if g is None else float("inf"))
+        elif g is None or g == "missing":
+            errs.append(float("inf"))
+        else:
+            errs.append(abs(g - w) / abs(w))
+    worst = int(np.argmax(errs))
+    checker.report(all(e <= rtol for e in errs), case, "grad norms",
+                   "%d steps, max relative error %.2e at step %d (cleave %s, "
+                   "pytorch %.9g), bound %g" % (len(want), errs[worst], worst + 1,
+                                               got.get(worst + 1), want[worst], rtol))
 
 
 def compare_loss_scales(checker, case, log_path, want):
@@ -521,12 +593,17 @@ def check_config(checker, compiler, folder, work):
         compare_loss_scales(checker, case, log, expected["loss_scale"])
     if "lr" in expected:
         compare_lrs(checker, case, log, expected["lr"])
+    if "grad_norm" in expected:
+        compare_grad_norms(checker, case, log, expected["grad_norm"],
+                           MP_LOSS_RTOL[precision] if precision else LOSS_RTOL)
     if "eval_loss" in expected:
         evals = read_eval_log(log)
         compare_evals(checker, case, evals, expected["eval_loss"])
         if evals:
             check_eval_of_checkpoint(checker, case, train, data_args, eval_flags,
                                      ckpt_dir, evals, work)
+        check_init_from(checker, case, train, data_args, eval_flags, final,
+                        expected["eval_loss"][-1][1], work)
     if precision:
         flags = config["flags"]
         optimizer = flags[flags.index("--optimizer") + 1]

@@ -20,7 +20,9 @@
 // The metadata (ABI version, program kind, arena size...) and the calls,
 // their numbers named as in cleave_rt_enums.h (%rt-abi, see lit.cfg.py).
 // RUN: cleave-compile %s --emit=llvm -o - | FileCheck %s %rt-abi --check-prefix=LLVM
-// LLVM: @cleave_program = local_unnamed_addr constant { i32, i32, i64, i64, i64, ptr, i64, ptr, i64, ptr, ptr, ptr, i32, ptr, ptr, i64, ptr, ptr, i64, i64, ptr, ptr, ptr, ptr } { i32 [[#CLEAVE_RT_ABI_VERSION]], i32 [[#CLEAVE_PROGRAM_INFERENCE]], i64 128,
+// LLVM: @cleave_program = local_unnamed_addr constant { i32, i32, i64, i64, i64, ptr, i64, ptr, i64, ptr, ptr, ptr, i32, ptr, ptr, i64, ptr, ptr, i64, i64, ptr, ptr, ptr, ptr, double } { i32 [[#CLEAVE_RT_ABI_VERSION]], i32 [[#CLEAVE_PROGRAM_INFERENCE]], i64 128,
+// An exp has no matrix product: the program's FLOPs (the last field) are 0.
+// LLVM-SAME: ptr null, ptr null, double 0.000000e+00 }
 // LLVM: define void @cleave_program_run(ptr
 // LLVM: call void @cleave_rt_unary(ptr %0, i32 [[#CLEAVE_EXP]],
 

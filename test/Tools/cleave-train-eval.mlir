@@ -15,6 +15,13 @@
 // NO-IR-NOT: cleave_eval
 // RUN: %t/train --help | FileCheck %s --check-prefix=HELP
 // HELP: --eval-every K
+// The step's matrix products: x w, [4, 3] x [3, 5], forward, and x^T dy,
+// [3, 4] x [4, 5], for w's gradient: 2 x 60 multiply-adds each. The
+// evaluation has the forward's only.
+// HELP: matrix-product FLOPs per step: 240
+// HELP: evaluation program (--eval-*): arena {{.*}}, matrix-product FLOPs per batch 120
+// RUN: %t/no-eval --help | FileCheck %s --check-prefix=NO-EVAL-HELP
+// NO-EVAL-HELP: evaluation program: none (compiled with --no-eval)
 
 // RUN: cd %t
 // RUN: not ./no-eval --inputs x.npy --targets t.npy --steps 2 --eval-inputs vx.npy --eval-targets vt.npy 2>&1 | FileCheck %s --check-prefix=NONE

@@ -34,18 +34,23 @@
 // CHECK-NEXT: graph.param @b.v frozen
 // CHECK-NEXT: graph.param @amp.loss_scale frozen {{.*}}{cleave.role = #cleave.role<loss_scale>}
 // CHECK-NEXT: graph.param @amp.growth_tracker frozen : tensor<i64> {cleave.role = #cleave.role<growth_tracker>}
-// The gradients are consumed, cleave.loss became the training configuration.
+// The gradients are consumed, cleave.loss became the training configuration;
+// the step returns the global norm that clipping took.
 // CHECK-LABEL: func.func @train_step
-// CHECK-SAME: -> (tensor<f32> {onnx.name = "loss"})
+// CHECK-SAME: -> (tensor<f32> {onnx.name = "loss"}, tensor<f32> {onnx.name = "grad_norm"})
 // CHECK-SAME: cleave.training_config = {accumulate = 1 : i64, beta1 = 9.000000e-01 : f64, beta2 = 0.99899999999999999 : f64, eps = 1.000000e-08 : f64, grad_clip = 1.000000e+00 : f64, ignore_index = -100 : i64, loss = "cross-entropy", loss_scale = 1.024000e+03 : f64, loss_scale_growth_interval = 10 : i64, lr = 1.000000e-03 : f64, optimizer = "adamw", run_time_hyperparameters = true, weight_decay = 1.000000e-02 : f64}
 // CHECK-NOT: cleave.loss
 // The seed's scale is divided out of the updates.
 // CHECK: %[[S:.*]] = graph.read_param @amp.loss_scale
 // CHECK: %[[INV:.*]] = graph.div %{{.*}}, %[[S]] {graph.phase = #graph<phase optimizer>}
+// The norm of the unscaled gradients: sqrt of the sum of squares, times
+// 1/scale.
+// CHECK: %[[ROOT:.*]] = graph.sqrt
+// CHECK: %[[NORM:.*]] = graph.mul %[[ROOT]], %[[INV]]
 // CHECK: graph.adamw
 // CHECK: graph.assign @w,
 // CHECK: graph.assign @amp.loss_scale
-// CHECK: return %{{.*}} : tensor<f32>
+// CHECK: return %{{.*}}, %[[NORM]] : tensor<f32>, tensor<f32>
 
 //--- forward.mlir
 graph.param @w : tensor<3x5xf32>

@@ -115,6 +115,9 @@ public:
   LogicalResult build(const llvm::StringMap<Value> &grads, Operation *lastParam,
                       ParamOp scaleState, Value lossScaleValue,
                       double weightDecay);
+  /// The global gradient norm build() computed (with grad-clip or
+  /// grad-norm), else null.
+  Value gradNorm() const { return norm; }
 
 private:
   /// Dynamic loss scaling after the updates: the scale halves after a step
@@ -128,6 +131,7 @@ private:
   func::FuncOp step;
   const AddOptimizerPassOptions &options;
   Location loc;
+  Value norm;
 };
 
 LogicalResult OptimizerBuilder::build(const llvm::StringMap<Value> &grads,
@@ -153,7 +157,7 @@ LogicalResult OptimizerBuilder::build(const llvm::StringMap<Value> &grads,
                           lossScaleValue)
                 .getResult()
           : Value();
-  if (gradClip > 0.0) {
+  if (gradClip > 0.0 || options.gradNorm) {
     for (ParamOp param : updated) {
       Value g = grads.lookup(param.getSymName());
       if (!typeOf(g).getElementType().isF32())
@@ -163,9 +167,11 @@ LogicalResult OptimizerBuilder::build(const llvm::StringMap<Value> &grads,
           sumsq ? AddOp::create(b, loc, f32Scalar, sumsq, s).getResult() : s;
     }
     if (sumsq) {
-      Value norm = SqrtOp::create(b, loc, f32Scalar, sumsq);
+      norm = SqrtOp::create(b, loc, f32Scalar, sumsq);
       if (inverseLossScale)
         norm = MulOp::create(b, loc, f32Scalar, norm, inverseLossScale);
+    }
+    if (sumsq && gradClip > 0.0) {
       // The clipping norm is the step's run-time value (the compile-time
       // one its default); 0 at run time turns clipping off.
       Value clip = HyperparameterOp::create(b, loc, f32Scalar,
@@ -191,7 +197,9 @@ LogicalResult OptimizerBuilder::build(const llvm::StringMap<Value> &grads,
   // finite leaves its parameter and state unchanged (cleave_rt.h).
   Value finite;
   if (lossScaleValue) {
-    Value total = sumsq;
+    // (With clipping, the sum of squares the norm took; the squares of
+    // --grad-norm alone do not change what is called finite.)
+    Value total = gradClip > 0.0 ? sumsq : Value();
     if (!total)
       for (ParamOp param : updated) {
         Value s = sumAll(b, loc, grads.lookup(param.getSymName()));
@@ -401,6 +409,7 @@ struct AddOptimizerPass : cleave::impl::AddOptimizerPassBase<AddOptimizerPass> {
     options.beta2 = beta2;
     options.eps = eps;
     options.gradClip = gradClip;
+    options.gradNorm = gradNorm;
     options.lossScaleGrowthInterval = lossScaleGrowthInterval;
     if (failed(addOptimizerUpdates(getOperation(), options,
                                    "-cleave-add-optimizer")))
@@ -463,10 +472,20 @@ LogicalResult cleave::addOptimizerUpdates(
                            weightDecay)))
     return failure();
 
-  // The gradients are consumed: the step returns the rest (the loss).
+  // The gradients are consumed: the step returns the rest (the loss), and
+  // the gradient norm when it was computed.
   ret->eraseOperands(gradientResults);
   if (failed(step.eraseResults(gradientResults)))
     return failure();
+  if (Value norm = builder.gradNorm()) {
+    unsigned at = step.getNumResults();
+    ret->insertOperands(at, norm);
+    if (failed(step.insertResult(
+            at, norm.getType(),
+            b.getDictionaryAttr(b.getNamedAttr(
+                "onnx.name", b.getStringAttr("grad_norm"))))))
+      return failure();
+  }
   auto precisionAttr = module->getAttrOfType<StringAttr>(kPrecisionAttr);
   step->removeAttr(kLossAttr);
   step->setAttr(

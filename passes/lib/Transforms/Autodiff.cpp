@@ -102,6 +102,7 @@ void AutodiffPass::runOnOperation() {
   optimizerOptions.beta2 = beta2;
   optimizerOptions.eps = eps;
   optimizerOptions.gradClip = gradClip;
+  optimizerOptions.gradNorm = gradNorm;
   optimizerOptions.lossScaleGrowthInterval = lossScaleGrowthInterval;
   if (failed(addOptimizerUpdates(module, optimizerOptions, pass)))
     return signalPassFailure();

@@ -685,8 +685,12 @@ LogicalResult splitInputs(ModuleOp module, MeshOp mesh, StringRef axis,
     if (fn.isExternal())
       continue;
     int64_t dim = offset;
-    if (auto config = fn->getAttrOfType<DictionaryAttr>(
-            "cleave.training_config"))
+    // Microbatches [K, B, ...]: the batch is dimension 1, in a training
+    // step and in its evaluation program (which has only its loss's keys).
+    auto config = fn->getAttrOfType<DictionaryAttr>(kTrainingConfigAttr);
+    if (!config)
+      config = fn->getAttrOfType<DictionaryAttr>(kLossAttr);
+    if (config)
       if (auto k = config.getAs<IntegerAttr>("accumulate"))
         dim += k.getInt() > 1 ? 1 : 0;
     for (unsigned i = 0; i < fn.getNumArguments(); ++i) {

@@ -25,7 +25,8 @@ LogicalResult CleavePipelineOptions::verify(
       optimizer.hasValue() || lr.hasValue() || momentum.hasValue() ||
       dampening.hasValue() || nesterov.hasValue() || weightDecay.hasValue() ||
       beta1.hasValue() || beta2.hasValue() || eps.hasValue() ||
-      gradClip.hasValue() || accumulate.hasValue() || lossScale.hasValue() ||
+      gradClip.hasValue() || gradNorm.hasValue() || accumulate.hasValue() ||
+      lossScale.hasValue() ||
       lossScaleGrowthInterval.hasValue();
   if (optimizerOptions && !train)
     return emitError("optimizer options need --train");
@@ -188,6 +189,7 @@ AddOptimizerPassOptions CleavePipelineOptions::addOptimizerOptions() const {
   options.beta2 = beta2;
   options.eps = eps;
   options.gradClip = gradClip;
+  options.gradNorm = gradNorm;
   options.lossScaleGrowthInterval = lossScaleGrowthInterval;
   return options;
 }
@@ -213,6 +215,7 @@ AutodiffPassOptions CleavePipelineOptions::autodiffOptions() const {
   options.beta2 = optimizer.beta2;
   options.eps = optimizer.eps;
   options.gradClip = optimizer.gradClip;
+  options.gradNorm = optimizer.gradNorm;
   options.lossScaleGrowthInterval = optimizer.lossScaleGrowthInterval;
   return options;
 }
@@ -267,7 +270,8 @@ static void addGradientPasses(OpPassManager &pm,
 /// the state, gradient clipping's global norm and the loss's reduction are
 /// all ordinary partitioning. Fusion runs after it, on the local program.
 static void addDistributionPasses(OpPassManager &pm,
-                                  const CleavePipelineOptions &options) {
+                                  const CleavePipelineOptions &options,
+                                  bool eval = false) {
   llvm::SmallVector<std::string> axes = options.meshAxes();
   if (axes.empty())
     return; // one device
@@ -312,7 +316,8 @@ static void addDistributionPasses(OpPassManager &pm,
   DistOptimizeCollectivesPassOptions collectives;
   collectives.gatherOnce = options.zero3GatherOnce;
   pm.addPass(createDistOptimizeCollectivesPass(collectives));
-  if (options.distExplain)
+  // --dist-explain explains the training step, not its evaluation.
+  if (options.distExplain && !eval)
     pm.addPass(createDistExplainPass());
   if (options.hasMeshAxis("pp")) {
     DistPipelineParallelPassOptions pp;
@@ -386,7 +391,7 @@ void cleave::buildCleaveEvalPipeline(OpPassManager &pm,
   addGradientPasses(pm, options, /*eval=*/true);
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
-  addDistributionPasses(pm, options);
+  addDistributionPasses(pm, options, /*eval=*/true);
   addLoweringPasses(pm, options, "cleave_eval_");
 }
 

@@ -15,6 +15,8 @@
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 
+#include "llvm/ADT/TypeSwitch.h"
+
 using namespace mlir;
 using namespace cleave;
 using namespace cleave::graph;
@@ -143,6 +145,66 @@ Value RuntimeBuilder::namedTable(ArrayRef<NamedTensor> entries) {
     return g;
   });
   return LLVM::AddressOfOp::create(b, loc, global);
+}
+
+/// The FLOPs of `op`'s matrix products (cleave_program_info.flops): 2 per
+/// multiply-add of each matmul, linear layer, expert product and
+/// attention; 0 for any other op.
+static double matrixProductFlops(Operation *op) {
+  auto shape = [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getShape();
+  };
+  auto elements = [](Value v) {
+    return double(cast<RankedTensorType>(v.getType()).getNumElements());
+  };
+  auto last = [&](Value v) {
+    ArrayRef<int64_t> s = shape(v);
+    return s.empty() ? 1.0 : double(s.back());
+  };
+  // result = the product's output, k = its contracted size.
+  auto product = [&](Value result, double k) {
+    return 2.0 * elements(result) * k;
+  };
+  // Attention: scores q k^T and output p v, rows = batch x heads x queries.
+  auto attention = [&](Value q, Value k, Value v) {
+    ArrayRef<int64_t> ks = shape(k);
+    double keys = ks.size() >= 2 ? double(ks[ks.size() - 2]) : 1.0;
+    return 2.0 * (elements(q) / last(q)) * keys * (last(q) + last(v));
+  };
+  return llvm::TypeSwitch<Operation *, double>(op)
+      .Case(
+          [&](MatmulOp m) { return product(m.getResult(), last(m.getLhs())); })
+      .Case([&](GemmOp m) {
+        ArrayRef<int64_t> l = shape(m.getLhs());
+        double k = m.getTransposeLhs() && l.size() >= 2
+                       ? double(l[l.size() - 2])
+                       : last(m.getLhs());
+        return product(m.getResult(), k);
+      })
+      .Case([&](LinearOp m) {
+        return product(m.getResult(), last(m.getInput()));
+      })
+      .Case([&](MatmulGeluGradOp m) {
+        return product(m.getResult(), last(m.getGrad()));
+      })
+      .Case([&](ExpertMatmulOp m) {
+        return product(m.getResult(), last(m.getInput()));
+      })
+      .Case([&](AttentionOp a) {
+        return attention(a.getQuery(), a.getKey(), a.getValue());
+      })
+      .Case([&](AttentionBlockOp a) {
+        return attention(a.getQuery(), a.getKey(), a.getValue());
+      })
+      // The gradients' four products, twice the forward's two (its scores
+      // recomputed inside the kernel are not counted, as model FLOPs go).
+      .Case([&](AttentionGradOp a) {
+        return 2.0 * attention(a.getQuery(), a.getKey(), a.getValue());
+      })
+      .Case([&](AttentionBlockGradOp a) {
+        return 2.0 * attention(a.getQuery(), a.getKey(), a.getValue());
+      })
+      .Default([](Operation *) { return 0.0; });
 }
 
 FailureOr<ProgramInfo> Lowering::describeProgram(func::FuncOp fn) {
@@ -282,6 +344,8 @@ FailureOr<ProgramInfo> Lowering::describeProgram(func::FuncOp fn) {
         return fn.emitOpError("cannot describe '")
                << e.name << "' to the runtime";
   info.arenaBytes = cast<IntegerAttr>(fn->getAttr(kArenaBytesAttr)).getInt();
+  for (Operation &op : fn.getBody().front())
+    info.flops += matrixProductFlops(&op);
   info.trainingConfig = fn->getAttrOfType<DictionaryAttr>(kTrainingConfigAttr);
   // A step with its loss but no update (-cleave-add-loss alone) is an
   // evaluation program; its configuration is the loss's.
@@ -362,6 +426,12 @@ void RuntimeBuilder::programInfo(const ProgramInfo &info) {
   field(constI64(0), 19);
   field(null(), 20);
   field(null(), 21);
+  // No evaluation program until -cleave-link-eval adds one.
+  field(null(), kEvalInfoField);
+  field(null(), kEvalRunField);
+  field(LLVM::ConstantOp::create(b, loc, b.getF64Type(),
+                                 b.getF64FloatAttr(info.flops)),
+        kFlopsField);
   LLVM::ReturnOp::create(b, loc, s);
 }
 

@@ -147,11 +147,13 @@ static_assert(offsetof(cleave_program_info, num_stages) ==
                   offsetof(cleave_program_info, eval) ==
                       offsetof(cleave_program_info, stage_runs) +
                           sizeof(void *) &&
-                  sizeof(cleave_program_info) ==
+                  offsetof(cleave_program_info, flops) ==
                       offsetof(cleave_program_info, eval) +
-                          2 * sizeof(void *),
-              "cleave_program_info ends {i64, i64, ptr, ptr, ptr, ptr} (ABI "
-              "5 and 7)");
+                          2 * sizeof(void *) &&
+                  sizeof(cleave_program_info) ==
+                      offsetof(cleave_program_info, flops) + sizeof(double),
+              "cleave_program_info ends {i64, i64, ptr, ptr, ptr, ptr, f64} "
+              "(ABI 5 and 7)");
 static_assert(offsetof(cleave_program_context, stage) == 2 * sizeof(void *),
               "cleave_program_context is {ptr, ptr, i64}");
 
@@ -161,12 +163,15 @@ inline LLVM::LLVMStructType programInfoType(MLIRContext *ctx) {
   Type ptr = LLVM::LLVMPointerType::get(ctx);
   return LLVM::LLVMStructType::getLiteral(
       ctx, {i32, i32, i64, i64, i64, ptr, i64, ptr, i64, ptr, ptr, ptr, i32,
-            ptr, ptr, i64, ptr, ptr, i64, i64, ptr, ptr, ptr, ptr});
+            ptr, ptr, i64, ptr, ptr, i64, i64, ptr, ptr, ptr, ptr,
+            Float64Type::get(ctx)});
 }
 
 /// The fields of cleave_program_info that -cleave-link-eval fills: the
 /// evaluation program and its run function.
 constexpr int64_t kEvalInfoField = 22, kEvalRunField = 23;
+/// The field of cleave_program_info with a run's FLOPs.
+constexpr int64_t kFlopsField = 24;
 
 /// The attribute of a pipeline stage's module (-dist-pipeline-parallel):
 /// its stage index; the lowering names the stage's symbols after it.
@@ -224,6 +229,8 @@ struct ProgramInfo {
   DictionaryAttr trainingConfig;
   StringAttr sourceModel;
   cleave_program_kind kind = CLEAVE_PROGRAM_INFERENCE;
+  /// The FLOPs of one run (cleave_program_info.flops).
+  double flops = 0;
 };
 
 /// The state of one lowering: what its patterns share and the metadata

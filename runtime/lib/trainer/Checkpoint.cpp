@@ -607,9 +607,10 @@ FILE *openFile(OpenCheckpoint &c, const std::string &path) {
   return f;
 }
 
-/// A one-device checkpoint: DIR/model.safetensors holds every global value.
-void openSingle(OpenCheckpoint &c) {
-  std::string path = checkpointPath(c.dir);
+/// A one-device checkpoint: DIR/model.safetensors (or the safetensors file
+/// `file`) holds every global value.
+void openSingle(OpenCheckpoint &c, const std::string &file = "") {
+  std::string path = file.empty() ? checkpointPath(c.dir) : file;
   FILE *f = openFile(c, path);
   std::map<std::string, Entry> entries;
   readHeader(path, f, entries, c.metadata, c.dataStart[0]);
@@ -845,6 +846,78 @@ cleave::rt::trainer::readGlobalModelParams(const std::string &dir) {
   for (int64_t i = 0; i < numModel; ++i)
     readGlobal(c, params[size_t(i)]->name, values[params[size_t(i)]->name]);
   return values;
+}
+
+std::string cleave::rt::trainer::initModelParams(const std::string &path,
+                                                 Arena &arena) {
+  const cleave_program_info &p = program();
+  OpenCheckpoint c;
+  std::string what = "--init-from " + path;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    c.dir = latestCheckpoint(path);
+    if (!holdsCheckpoint(c.dir))
+      fail(what + ": the folder holds no checkpoint (" + kIndexFile +
+           " or model.safetensors, or a history of them)");
+    if (fs::exists(fs::path(c.dir) / kIndexFile))
+      openSharded(c);
+    else
+      openSingle(c);
+  } else {
+    if (!fs::is_regular_file(path, ec))
+      fail(what + ": no such checkpoint folder or safetensors file");
+    c.dir = path;
+    openSingle(c, path);
+  }
+  // Every model parameter by name, of its dtype and global shape; the rest
+  // of the file (optimizer state, buffers) is not read.
+  std::vector<std::string> diffs;
+  int64_t numModel = 0;
+  const std::vector<const cleave_named_tensor *> &whole =
+      wholeProgramParams(&numModel);
+  std::map<std::string, bool> model;
+  for (int64_t i = 0; i < numModel; ++i) {
+    const cleave_named_tensor &param = *whole[size_t(i)];
+    model[param.name] = true;
+    cleave_tensor global = globalTensor(param);
+    auto it = c.params.find(param.name);
+    if (it == c.params.end()) {
+      diffs.push_back("parameter '" + std::string(param.name) + "' (" +
+                      describe(global) + ") is not in it");
+      continue;
+    }
+    std::vector<int64_t> shape(global.shape, global.shape + global.rank);
+    if (it->second.dtype != global.dtype ||
+        (it->second.shape != shape && !isSplitView(it->second.shape, shape)))
+      diffs.push_back("parameter '" + std::string(param.name) + "' is " +
+                      describeEntry(it->second.dtype, it->second.shape) +
+                      " there but " + describe(global) + " in this program");
+  }
+  if (!diffs.empty()) {
+    std::string message = what + " is not of this model: ";
+    for (size_t i = 0; i < diffs.size() && i < 3; ++i)
+      message += (i ? "; " : "") + diffs[i];
+    if (diffs.size() > 3)
+      message += "; and " + std::to_string(diffs.size() - 3) + " more";
+    fail(message);
+  }
+  std::vector<char> global, block;
+  for (int64_t i = 0; i < p.num_model_params; ++i) {
+    const cleave_named_tensor &param = p.params[i];
+    readGlobal(c, param.name, global);
+    block.resize(size_t(tensorBytes(param.tensor)));
+    copyBlock(param, device().coords, global.data(), block.data());
+    arena.write(param.tensor, block.data());
+  }
+  size_t others = 0;
+  for (const auto &entry : c.params)
+    others += !model.count(entry.first);
+  return std::to_string(numModel) + " model parameters from " + c.dir +
+         (others
+              ? " (" + std::to_string(others) + " other tensors not read" +
+                    (c.params.count("optimizer.step") ? ": the optimizer state)"
+                                                      : ")")
+              : "");
 }
 
 int64_t cleave::rt::trainer::loadCheckpoint(const std::string &dir,

@@ -83,6 +83,16 @@ int64_t loadCheckpoint(const std::string &dir, Arena &arena,
                        const std::string &dataOrder,
                        std::string *hyperparameters = nullptr);
 
+/// Writes the model's parameters into `arena` from `path` (the trainer's
+/// --init-from, to fine-tune saved weights): a checkpoint folder (either
+/// layout, of any mesh and optimizer, or the latest of a history) or a
+/// .safetensors file (PyTorch's state_dict saved by safetensors, say). Each
+/// model parameter is found by name and must have its dtype and global
+/// shape; other tensors (optimizer state, buffers) are not read, and the
+/// optimizer state and step counter keep their initial values. Returns a
+/// line for the banner.
+std::string initModelParams(const std::string &path, Arena &arena);
+
 /// The global value of every model parameter of the checkpoint in `dir`
 /// (either layout, checked against the program as loadCheckpoint checks
 /// it), by parameter name: what a partitioned program exports to ONNX.

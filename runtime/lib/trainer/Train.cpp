@@ -53,7 +53,7 @@ struct TrainOptions {
   bool shuffle = false;
   uint64_t seed = 0;
   int64_t steps = -1; // -1: not given
-  std::string save, resume, exportOnnx, logJson, commStats, trace;
+  std::string save, resume, initFrom, exportOnnx, logJson, commStats, trace;
   int64_t saveEvery = 0, logEvery = 1, traceSteps = 20, keepLast = 0;
   bool quiet = false;
   bool overlap = true;
@@ -139,6 +139,13 @@ training:
                       optimizer state), or the latest complete one of
                       its history (DIR/step_N), and continue after its
                       step; the losses are those of an uninterrupted run
+  --init-from PATH    start from saved weights (fine-tuning): the
+                      model's parameters, by name, from a checkpoint
+                      folder (any mesh or optimizer; the latest of a
+                      history) or a .safetensors file such as
+                      safetensors.torch.save_file(model.state_dict());
+                      the optimizer state and the step start afresh.
+                      Exclusive with --resume
   --export-onnx FILE  at the end, write the source ONNX model with the
                       trained parameter values (inline, so the file
                       stands alone; directories are created)
@@ -172,7 +179,12 @@ output:
                       {"step": k, "loss": x, "lr": l, "time": t,
                        "tokens_per_s": y, "ms": z} (l the step's
                       learning rate, t seconds since the Unix epoch when
-                      the step was reported)
+                      the step was reported); programs compiled with
+                      --grad-clip or --grad-norm add "grad_norm", the
+                      global gradient 2-norm before clipping (G above),
+                      and "tflops" (F above), this device's matrix-
+                      product FLOPs of the step (cleave_rt.h's
+                      cleave_program_info.flops) over its time
                       (loss with 9 significant digits, which round-trip
                       an f32; null with "loss_nonfinite": "nan", "inf"
                       or "-inf" when it is not finite, as JSON has no
@@ -200,7 +212,7 @@ output:
 
 progress line:
   step k/N  loss X  lr L  tokens/s Y  ms/step Z  eta Ts  mem M MiB
-  [scale S  skipped K]
+  [TFLOP/s F]  [grad norm G]  [scale S  skipped K]
 tokens are the elements of the target per step; tokens/s and ms/step
 average the steps since the previous line (a step's time runs from the
 end of the step before it to its own end on the device, which on the
@@ -406,6 +418,11 @@ TrainOptions parseArgs(int argc, char **argv) {
       o.keepLast = parseCount(flag, next(), 1);
     } else if (flag == "--resume") {
       o.resume = next();
+    } else if (flag == "--init-from") {
+      o.initFrom = next();
+      if (o.initFrom.empty())
+        fail("--init-from expects a checkpoint folder or a .safetensors "
+             "file");
     } else if (flag == "--export-onnx") {
       o.exportOnnx = next();
     } else if (flag == "--log-every") {
@@ -442,6 +459,10 @@ TrainOptions parseArgs(int argc, char **argv) {
   checkTrainingProgram();
   if (o.steps < 0 && o.resume.empty())
     fail("missing --steps N (the total number of training steps)");
+  if (!o.initFrom.empty() && !o.resume.empty())
+    fail("--init-from and --resume are exclusive: --resume continues a run "
+         "(its optimizer state and step), --init-from starts a new one from "
+         "saved weights");
   if (o.saveEvery && o.save.empty())
     fail("--save-every needs --save DIR");
   if (o.keepLast && o.save.empty())
@@ -560,16 +581,26 @@ void cleave::rt::trainer::printTrainingUsage(const char *argv0) {
               "outputs (output 0 is the loss):\n%s"
               "parameters: %lld of the model (%s = %lld B), %lld of "
               "optimizer state (%s = %lld B)\n"
-              "arena: %s\nsource model: %s\ntraining config: %s\n",
+              "arena: %s\nmatrix-product FLOPs per step: %.6g\n"
+              "source model: %s\ntraining config: %s\n",
               listTensors(p.inputs, 0, p.num_inputs).c_str(),
               listTensors(p.outputs, 0, p.num_outputs).c_str(),
               (long long)p.num_model_params, humanBytes(modelBytes).c_str(),
               (long long)modelBytes,
               (long long)(p.num_params - p.num_model_params),
               humanBytes(stateBytes).c_str(), (long long)stateBytes,
-              humanBytes(p.arena_bytes).c_str(),
+              humanBytes(p.arena_bytes).c_str(), p.flops,
               p.source_model ? p.source_model : "(none)",
               p.training_config ? p.training_config : "(none)");
+  if (const cleave_program_info *e = cleave_program.eval)
+    std::printf("evaluation program (--eval-*): arena %s, matrix-product "
+                "FLOPs per batch %.6g\n",
+                humanBytes(e->arena_bytes).c_str(), e->flops);
+  else
+    std::printf("evaluation program: none (%s)\n",
+                cleave_program.num_stages > 0
+                    ? "pipelined programs have none yet"
+                    : "compiled with --no-eval");
   if (p.mesh_rank > 0) {
     // A partitioned program: the sizes above are one device's.
     std::string mesh;
@@ -628,6 +659,9 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
       o.shuffle ? "shuffle seed " + std::to_string(o.seed) : "sequential";
   Arena arena(p.arena_bytes);
   initParams(arena);
+  std::string initialized;
+  if (!o.initFrom.empty())
+    onEveryRank([&] { initialized = initModelParams(o.initFrom, arena); });
   int64_t first = 1;
   std::string savedHyperparameters;
   if (!o.resume.empty()) {
@@ -682,6 +716,8 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
     if (!o.resume.empty())
       std::printf("resumed from %s at step %lld\n", o.resume.c_str(),
                   (long long)(first - 1));
+    if (!initialized.empty())
+      std::printf("initialized %s\n", initialized.c_str());
     std::printf("training steps %lld..%lld; arena %s on %s\n", (long long)first,
                 (long long)last, humanBytes(p.arena_bytes).c_str(),
                 cleave_rt_backend_name());
@@ -707,6 +743,14 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
   // has not moved was skipped (its gradients were not finite).
   const cleave_named_tensor *lossScale = findParam(CLEAVE_PARAM_LOSS_SCALE);
   const cleave_named_tensor *stepCounter = findParam(CLEAVE_PARAM_STEP_COUNTER);
+  // The global gradient norm before clipping, which programs compiled with
+  // --grad-clip or --grad-norm return.
+  const cleave_named_tensor *gradNormOut = nullptr;
+  for (int64_t i = 1; i < p.num_outputs; ++i)
+    if (std::strcmp(p.outputs[i].name, "grad_norm") == 0 &&
+        p.outputs[i].tensor.dtype == CLEAVE_F32 &&
+        numElements(p.outputs[i].tensor) == 1)
+      gradNormOut = &p.outputs[i];
   float scale = 0;
   int64_t skipped = 0, updates = 0;
   if (lossScale) {
@@ -737,7 +781,7 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
   // page-locked slots, two steps' worth, before the step's marker.
   struct Readback {
     int64_t updates;
-    float loss, scale;
+    float loss, scale, gradNorm;
   };
   HostBuffer readback(2 * sizeof(Readback));
   auto slotOf = [&](int64_t step) {
@@ -776,10 +820,14 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
     ++windowSteps;
 
     if (logJson) {
-      std::string scaling =
-          lossScale ? ", \"loss_scale\": " + jsonFloat(scale) +
-                          ", \"skipped\": " + (skippedStep ? "true" : "false")
-                    : "";
+      std::string scaling;
+      if (p.flops > 0 && ms > 0)
+        scaling += ", \"tflops\": " + jsonFloat(float(p.flops / ms * 1e-9));
+      if (gradNormOut)
+        scaling += ", \"grad_norm\": " + jsonFloat(slotOf(step)->gradNorm);
+      if (lossScale)
+        scaling += ", \"loss_scale\": " + jsonFloat(scale) +
+                   ", \"skipped\": " + (skippedStep ? "true" : "false");
       // JSON has no NaN: a loss that is not finite is null, and says what
       // it was.
       std::string lossJson = jsonFloat(value);
@@ -806,6 +854,10 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
                   hyper.lrAt(step),
                   avg > 0 ? double(tokensPerStep) * 1000 / avg : 0.0, avg,
                   eta / 1000, peakRssMiB());
+      if (p.flops > 0 && avg > 0)
+        std::printf("  TFLOP/s %.3g", p.flops / avg * 1e-9);
+      if (gradNormOut)
+        std::printf("  grad norm %.4g", double(slotOf(step)->gradNorm));
       if (lossScale)
         std::printf("  scale %g  skipped %lld", double(scale),
                     (long long)skipped);
@@ -882,6 +934,8 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
     cleave_program_run(arena.base(), &context);
     timeline.afterStep(step);
     arena.readAsync(lossOut.tensor, &slotOf(step)->loss);
+    if (gradNormOut)
+      arena.readAsync(gradNormOut->tensor, &slotOf(step)->gradNorm);
     if (lossScale) {
       arena.readAsync(lossScale->tensor, &slotOf(step)->scale);
       arena.readAsync(stepCounter->tensor, &slotOf(step)->updates);

@@ -199,6 +199,15 @@ CASES = [
                     "--warmup-steps", "2", "--min-lr", "0.003",
                     "--decay-steps", "6", "--weight-decay", "0.05",
                     "--no-decay-1d"]),
+    # The global gradient norm for the log (--grad-norm): each rank's sum
+    # of squares of its gradient blocks, one all-reduce of that f32 scalar
+    # over tp (the tp-split blocks' partial sums; dp's gradients are whole
+    # after their all-reduce): 2 (n-1)/n * 4 = 4 B more on tp, and the
+    # norms equal one device's.
+    Case("mlp-mesh-dp2-tp2-grad-norm", "mlp.mlir", None, 4,
+         MLP_FLAGS + ["--grad-norm"], MLP_INPUTS,
+         {"dp": {"all_reduce": 1364}, "tp": {"all_reduce": 68}},
+         compile_flags=["--mesh", "dp=2,tp=2"]),
     # Megatron tensor parallelism of a transformer block (block.mlir:
     # batch 2, sequence 4, hidden 16, 4 heads) over 2 devices, 2 heads and
     # 16 of the MLP's 32 features each. Per step, each rank sends
@@ -274,9 +283,12 @@ def write_data(case, work, rng):
     return files
 
 
-def losses(path):
+def losses(path, key="loss"):
+    """{step: value} of `key` (the loss, or "grad_norm") of a --log-json
+    file's step lines."""
     with open(path) as f:
-        return {r["step"]: float(r["loss"]) for r in map(json.loads, f)}
+        return {r["step"]: float(r[key]) for r in map(json.loads, f)
+                if key in r}
 
 
 def read_safetensors(path):
@@ -355,6 +367,12 @@ def check_case(case, compile_, work):
                                       "stats"])
     compare_losses(f"{case.name} on {n} ranks", one, mesh,
                    list(range(1, case.steps + 1)))
+    norms = losses(os.path.join(work, "one.jsonl"), "grad_norm")
+    if norms:
+        compare_losses(f"{case.name}: the global gradient norms on {n} ranks",
+                       norms, losses(os.path.join(work, "mesh.jsonl"),
+                                     "grad_norm"),
+                       list(range(1, case.steps + 1)))
 
     a = read_checkpoint(os.path.join(work, "one-ck"))
     b = read_checkpoint(os.path.join(work, "mesh-ck"))

@@ -586,7 +586,10 @@ def AddOptimizerPass : Pass<"cleave-add-optimizer", "::mlir::ModuleOp"> {
     optimizer, an update with its parameter's layer.
 
     `grad-clip` scales all gradients by min(1, clip / (norm + 1e-6)), the
-    global 2-norm, as torch.nn.utils.clip_grad_norm_. When `cleave.loss`
+    global 2-norm, as torch.nn.utils.clip_grad_norm_; the step then also
+    returns that norm (of the unscaled gradients, before clipping) as an
+    f32 scalar result `grad_norm`, as it does without clipping with
+    `grad-norm`. When `cleave.loss`
     says that the loss was scaled (`loss_scale`, `-cleave-differentiate`'s
     `loss-scale`), the updates divide the scale (`amp.loss_scale`, found by
     its role) out, and a step whose gradients hold an inf or NaN updates
@@ -632,6 +635,9 @@ def AddOptimizerPass : Pass<"cleave-add-optimizer", "::mlir::ModuleOp"> {
     Option<"eps", "eps", "double", /*default=*/"1e-8", "AdamW epsilon">,
     Option<"gradClip", "grad-clip", "double", /*default=*/"0.0",
            "Clip the global gradient 2-norm to this value (0: off)">,
+    Option<"gradNorm", "grad-norm", "bool", /*default=*/"false",
+           "Return the global gradient 2-norm as the result grad_norm "
+           "also without clipping (with grad-clip it always is)">,
     Option<"lossScaleGrowthInterval", "loss-scale-growth-interval",
            "int64_t", /*default=*/"2000",
            "With a scaled loss: finite steps after which the scale doubles">
@@ -732,6 +738,9 @@ def AutodiffPass : Pass<"cleave-autodiff", "::mlir::ModuleOp"> {
     Option<"eps", "eps", "double", /*default=*/"1e-8", "AdamW epsilon">,
     Option<"gradClip", "grad-clip", "double", /*default=*/"0.0",
            "Clip the global gradient 2-norm to this value (0: off)">,
+    Option<"gradNorm", "grad-norm", "bool", /*default=*/"false",
+           "Return the global gradient 2-norm as the result grad_norm "
+           "also without clipping (with grad-clip it always is)">,
     Option<"accumulate", "accumulate", "int64_t", /*default=*/"1",
            "Microbatches per optimizer step">,
     Option<"ignoreIndex", "ignore-index", "std::string", /*default=*/"\"\"",

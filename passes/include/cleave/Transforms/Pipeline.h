@@ -98,6 +98,11 @@ struct CleavePipelineOptions
       llvm::cl::desc("Clip the global gradient 2-norm to this value, as "
                      "clip_grad_norm_ (default off)"),
       llvm::cl::init(0.0)};
+  PassOptions::Option<bool> gradNorm{
+      *this, "grad-norm",
+      llvm::cl::desc("Compute the global gradient 2-norm (before clipping) "
+                     "every step without clipping too, for the training "
+                     "binary's log (with --grad-clip it always is)")};
   PassOptions::Option<int64_t> accumulate{
       *this, "accumulate",
       llvm::cl::desc("Microbatches per step: the program's inputs hold K "

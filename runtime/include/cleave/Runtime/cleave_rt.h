@@ -559,6 +559,13 @@ typedef struct cleave_program_info {
    * program, or cleave-compile --no-eval). NULL for any other program. */
   const struct cleave_program_info *eval;
   void (*eval_run)(char *arena, const struct cleave_program_context *context);
+  /* The floating-point operations of one cleave_program_run on this device
+   * (ABI 7): the matrix products' (matmuls, linear layers, experts, and
+   * attention's two per head, counted whole when causal; a backward's
+   * products as the compiler wrote them, attention's as twice its
+   * forward), 2 per multiply-add, as model FLOPs are counted; 0 when
+   * unknown. The trainer reports TFLOP/s from it. */
+  double flops;
 } cleave_program_info;
 
 /* What cleave_program_run needs to know about its device, set up once by

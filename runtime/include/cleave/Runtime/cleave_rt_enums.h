@@ -36,7 +36,8 @@
  * 6: the run-time hyperparameters of training programs
  *    (cleave_program_context.hyperparameters).
  * 7: a training program's evaluation program (cleave_program_info.eval,
- *    eval_run; the program kind CLEAVE_PROGRAM_EVAL). */
+ *    eval_run; the program kind CLEAVE_PROGRAM_EVAL) and the FLOPs of a
+ *    run (cleave_program_info.flops). */
 #define CLEAVE_RT_ABI_VERSION 7
 
 /* The most dimensions a cleave_tensor describes. */
