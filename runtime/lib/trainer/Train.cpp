@@ -57,6 +57,7 @@ struct TrainOptions {
   int64_t saveEvery = 0, logEvery = 1, traceSteps = 20, keepLast = 0;
   bool quiet = false;
   bool overlap = true;
+  bool nanCheck = false;
   HyperparameterFlags hyper;
 };
 
@@ -131,6 +132,11 @@ training:
   --save-every K      also after every K-th step (needs --save)
   --keep-last K       keep a history: each checkpoint goes to
                       DIR/step_N, and only the K latest are kept
+  --nan-check         stop the run at the first step whose loss is not
+                      finite (a step that dynamic loss scaling skipped
+                      does not count): exit 1, saving no checkpoint of
+                      the diverged parameters, so that the last one
+                      (--save-every) is of a finite step
   --no-overlap        wait for each step before preparing the next; by
                       default the host stages the batch of step k+1 and
                       calls its kernels while the device (GPU) still
@@ -430,6 +436,9 @@ TrainOptions parseArgs(int argc, char **argv) {
     } else if (flag == "--quiet") {
       noValue();
       o.quiet = true;
+    } else if (flag == "--nan-check") {
+      noValue();
+      o.nanCheck = true;
     } else if (flag == "--no-overlap") {
       noValue();
       o.overlap = false;
@@ -759,6 +768,9 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
   }
   std::optional<float> loss;
   int64_t done = first - 1, savedAt = -1;
+  // --nan-check: the first step whose loss was not finite, or -1.
+  int64_t nonFinite = -1;
+  float nonFiniteLoss = 0;
   double totalMs = 0, windowMs = 0;
   int64_t windowSteps = 0;
   // The directory of the last checkpoint this run wrote.
@@ -818,6 +830,10 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
     totalMs += ms;
     windowMs += ms;
     ++windowSteps;
+    if (o.nanCheck && nonFinite < 0 && !std::isfinite(value) && !skippedStep) {
+      nonFinite = step;
+      nonFiniteLoss = value;
+    }
 
     if (logJson) {
       std::string scaling;
@@ -907,13 +923,15 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
   // one of them stops all after the same step.
   const Device &dev = device();
   bool stop = false;
-  // What the ranks agreed on: a signal's number, or kLogFailed.
-  constexpr int64_t kLogFailed = 1 << 20;
+  // What the ranks agreed on: a signal's number, kLogFailed or
+  // kNonFinite.
+  constexpr int64_t kLogFailed = 1 << 20, kNonFinite = 1 << 21;
   int64_t reason = 0;
   auto stopRequested = [&] {
-    int64_t mine = interrupted        ? int64_t(interrupted)
-                   : logError.empty() ? 0
-                                      : kLogFailed;
+    int64_t mine = interrupted         ? int64_t(interrupted)
+                   : nonFinite >= 0    ? kNonFinite
+                   : !logError.empty() ? kLogFailed
+                                       : 0;
     reason =
         dev.distributed ? dev.comm->host_max(CLEAVE_COMM_WORLD, mine) : mine;
     stop = reason != 0;
@@ -951,9 +969,11 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
     if (evalNow || saveNow) {
       if (pending)
         finish();
-      if (evalNow)
+      // A diverged step's parameters are neither evaluated nor saved
+      // (--nan-check).
+      if (evalNow && nonFinite < 0)
         evaluate(step);
-      if (saveNow)
+      if (saveNow && nonFinite < 0)
         save();
       // The evaluation's and the checkpoint's time is not the next step's.
       cleave_rt_marker_free(since);
@@ -964,6 +984,23 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
     finish();
   cleave_rt_marker_free(since);
 
+  if (nonFinite >= 0) {
+    // Every rank computed the same loss, so every rank stops here.
+    if (isRankZero())
+      std::fprintf(stderr,
+                   "error: the loss of step %lld is %s (--nan-check): the run "
+                   "stopped after step %lld%s\n",
+                   (long long)nonFinite,
+                   floatText(nonFiniteLoss).c_str(), (long long)done,
+                   savedAt >= 0
+                       ? (", keeping the checkpoint of step " +
+                          std::to_string(savedAt) + " in " + savedDir)
+                             .c_str()
+                       : ", with no checkpoint of a finite step saved "
+                         "(--save-every keeps one)");
+    stopDevice();
+    return 1;
+  }
   if (!o.save.empty() && savedAt != done)
     save();
   // After the last step (or of the resumed checkpoint, with none to run),
