@@ -15,6 +15,7 @@
 #include "mlir/Transforms/Passes.h"
 
 #include <cmath>
+#include <functional>
 
 using namespace mlir;
 using namespace cleave;
@@ -395,42 +396,50 @@ void cleave::buildCleaveEvalPipeline(OpPassManager &pm,
   addLoweringPasses(pm, options, "cleave_eval_");
 }
 
-void cleave::registerCleavePipelines() {
+/// Registers a pipeline named `name` that parses and verifies the options,
+/// then has `build` (which may refuse them) add its passes.
+static void registerWithOptions(
+    StringRef name, StringRef description,
+    std::function<LogicalResult(OpPassManager &, const CleavePipelineOptions &,
+                                function_ref<LogicalResult(const Twine &)>)>
+        build) {
   registerPassPipeline(
-      "cleave-pipeline",
-      "The pipeline of cleave-compile: graph IR to runtime calls in the "
-      "LLVM dialect (the options are cleave-compile's flags)",
-      [](OpPassManager &pm, StringRef text,
-         function_ref<LogicalResult(const Twine &)> errorHandler) {
+      name, description,
+      [build](OpPassManager &pm, StringRef text,
+              function_ref<LogicalResult(const Twine &)> errorHandler) {
         CleavePipelineOptions options;
         if (failed(options.parseFromString(text)) ||
             failed(options.verify(errorHandler)))
           return failure();
-        buildCleavePipeline(pm, options);
-        return success();
+        return build(pm, options, errorHandler);
       },
       [](function_ref<void(const mlir::detail::PassOptions &)> optionsHandler) {
         optionsHandler(CleavePipelineOptions());
       });
-  registerPassPipeline(
+}
+
+void cleave::registerCleavePipelines() {
+  registerWithOptions(
+      "cleave-pipeline",
+      "The pipeline of cleave-compile: graph IR to runtime calls in the "
+      "LLVM dialect (the options are cleave-compile's flags)",
+      [](OpPassManager &pm, const CleavePipelineOptions &options,
+         function_ref<LogicalResult(const Twine &)>) {
+        buildCleavePipeline(pm, options);
+        return success();
+      });
+  registerWithOptions(
       "cleave-eval-pipeline",
       "The evaluation program of a training step (cleave-compile links it "
       "into the training binary): its forward pass and loss to runtime "
       "calls, symbols prefixed cleave_eval_ (the options are "
       "cleave-compile's flags, with train)",
-      [](OpPassManager &pm, StringRef text,
+      [](OpPassManager &pm, const CleavePipelineOptions &options,
          function_ref<LogicalResult(const Twine &)> errorHandler) {
-        CleavePipelineOptions options;
-        if (failed(options.parseFromString(text)) ||
-            failed(options.verify(errorHandler)))
-          return failure();
         if (!hasEvalProgram(options))
           return errorHandler("an evaluation program needs train, and no pp "
                               "axis in mesh");
         buildCleaveEvalPipeline(pm, options);
         return success();
-      },
-      [](function_ref<void(const mlir::detail::PassOptions &)> optionsHandler) {
-        optionsHandler(CleavePipelineOptions());
       });
 }

@@ -57,16 +57,10 @@ void checkEvalProgram(const cleave_program_info &e) {
   if (e.num_groups < 0 || (e.num_groups > 0 && !e.groups))
     fail("program metadata: the evaluation program has a bad communicator "
          "group list");
-  for (int64_t g = 0; g < e.num_groups; ++g) {
-    const cleave_group &group = e.groups[g];
-    bool ok = group.num_axes >= 1 && group.num_axes <= p.mesh_rank;
-    for (int64_t j = 0; ok && j < group.num_axes; ++j)
-      ok = group.axes[j] >= 0 && group.axes[j] < p.mesh_rank &&
-           std::count(group.axes, group.axes + j, group.axes[j]) == 0;
-    if (!ok)
+  for (int64_t g = 0; g < e.num_groups; ++g)
+    if (!namesDistinctAxes(e.groups[g], p.mesh_rank))
       fail("program metadata: the evaluation program's communicator group " +
            std::to_string(g) + " does not name distinct axes of the mesh");
-  }
   if (e.num_inputs != p.num_inputs)
     fail("program metadata: the evaluation program has " +
          std::to_string(e.num_inputs) + " inputs, the training program " +

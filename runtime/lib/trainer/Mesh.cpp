@@ -77,6 +77,16 @@ int64_t blockIndex(const cleave_named_tensor &t, int d,
 
 } // namespace
 
+bool cleave::rt::trainer::namesDistinctAxes(const cleave_group &group,
+                                            int32_t meshRank) {
+  std::set<int64_t> axes;
+  bool ok = group.num_axes >= 1 && group.num_axes <= meshRank;
+  for (int64_t j = 0; ok && j < group.num_axes; ++j)
+    ok = group.axes[j] >= 0 && group.axes[j] < meshRank &&
+         axes.insert(group.axes[j]).second;
+  return ok;
+}
+
 void cleave::rt::trainer::checkMeshMetadata() {
   const cleave_program_info &p = program();
   if (p.mesh_rank < 0 || p.mesh_rank > CLEAVE_RT_MAX_MESH_RANK)
@@ -97,13 +107,7 @@ void cleave::rt::trainer::checkMeshMetadata() {
   if (p.num_groups < 0 || (p.num_groups > 0 && (!p.groups || !p.mesh_rank)))
     fail("program metadata: bad communicator group list");
   for (int64_t g = 0; g < p.num_groups; ++g) {
-    const cleave_group &group = p.groups[g];
-    std::set<int64_t> axes;
-    bool ok = group.num_axes >= 1 && group.num_axes <= p.mesh_rank;
-    for (int64_t j = 0; ok && j < group.num_axes; ++j)
-      ok = group.axes[j] >= 0 && group.axes[j] < p.mesh_rank &&
-           axes.insert(group.axes[j]).second;
-    if (!ok)
+    if (!namesDistinctAxes(p.groups[g], p.mesh_rank))
       fail("program metadata: communicator group " + std::to_string(g) +
            " does not name distinct axes of mesh " + shapeOfMesh(p));
   }

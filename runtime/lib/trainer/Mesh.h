@@ -43,6 +43,9 @@ struct Device {
   const cleave_comm_api *comm = nullptr;
 };
 
+/// Whether `group` names between 1 and `meshRank` distinct axes of a mesh
+/// of `meshRank` axes.
+bool namesDistinctAxes(const cleave_group &group, int32_t meshRank);
 /// Checks the mesh, group and sharding metadata of the program (ABI 4).
 void checkMeshMetadata();
 
