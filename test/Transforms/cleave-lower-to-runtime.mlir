@@ -1,5 +1,6 @@
-// RUN: cleave-opt %s --cleave-plan-memory --cleave-lower-to-runtime | FileCheck %s %rt-abi
-// (%rt-abi defines the runtime's numbers by name, see lit.cfg.py.)
+// RUN: cleave-opt %s --cleave-plan-memory --cleave-lower-to-runtime=profile=false | FileCheck %s %rt-abi
+// (%rt-abi defines the runtime's numbers by name, see lit.cfg.py; the
+// profiler's marks are cleave-lower-to-runtime-profile.mlir's.)
 
 // Each op is one runtime call on constant descriptors: [offset, dtype |
 // rank << 32, shape...], CLEAVE_RT_MAX_RANK + 2 words.

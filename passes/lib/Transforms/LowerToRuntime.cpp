@@ -46,10 +46,7 @@ struct FuncPattern : OpConversionPattern<func::FuncOp> {
     auto runType = LLVM::LLVMFunctionType::get(
         LLVM::LLVMVoidType::get(state.ctx), {state.ptr, state.ptr});
     auto run = LLVM::LLVMFuncOp::create(
-        rewriter, fn.getLoc(),
-        state.symbolPrefix.empty() ? "cleave_program_run"
-                                   : state.symbolPrefix + "run",
-        runType);
+        rewriter, fn.getLoc(), state.runSymbol(), runType);
     rewriter.inlineRegionBefore(fn.getBody(), run.getBody(), run.end());
 
     Block *body = &run.getBody().front();
@@ -187,6 +184,9 @@ LogicalResult Lowering::run(func::FuncOp fn) {
   if (failed(info))
     return failure();
 
+  if (profile)
+    insertProfileMarks(*this, fn);
+
   DescriptorConverter converter(ctx);
   ConversionTarget target(*ctx);
   target.addLegalDialect<LLVM::LLVMDialect>();
@@ -205,6 +205,8 @@ LogicalResult Lowering::run(func::FuncOp fn) {
       reportedError)
     return failure();
 
+  if (profile)
+    finishProfileMarks(module.lookupSymbol<LLVM::LLVMFuncOp>(runSymbol()));
   OpBuilder b(ctx);
   RuntimeBuilder(*this, b, loc).programInfo(*info);
   for (auto param : llvm::make_early_inc_range(module.getOps<ParamOp>()))
@@ -233,6 +235,7 @@ struct LowerToRuntimePass
     Lowering lowering(module);
     if (!symbolPrefix.empty())
       lowering.symbolPrefix = symbolPrefix;
+    lowering.profile = profile;
     if (failed(lowering.run(fn)))
       signalPassFailure();
   }

@@ -365,6 +365,7 @@ static void addLoweringPasses(OpPassManager &pm,
   pm.addPass(createPlanMemoryPass());
   LowerToRuntimePassOptions lower;
   lower.symbolPrefix = symbolPrefix.str();
+  lower.profile = !options.noProfileMarks;
   pm.addPass(createLowerToRuntimePass(lower));
 }
 

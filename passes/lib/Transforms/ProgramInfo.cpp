@@ -147,10 +147,7 @@ Value RuntimeBuilder::namedTable(ArrayRef<NamedTensor> entries) {
   return LLVM::AddressOfOp::create(b, loc, global);
 }
 
-/// The FLOPs of `op`'s matrix products (cleave_program_info.flops): 2 per
-/// multiply-add of each matmul, linear layer, expert product and
-/// attention; 0 for any other op.
-static double matrixProductFlops(Operation *op) {
+double matrixProductFlops(Operation *op) {
   auto shape = [](Value v) {
     return cast<RankedTensorType>(v.getType()).getShape();
   };

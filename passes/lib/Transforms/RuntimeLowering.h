@@ -196,6 +196,21 @@ llvm::StringSet<> symbolNames(ModuleOp module);
 inline std::string stageSymbolPrefix(int64_t s) {
   return "cleave_stage" + std::to_string(s) + "_";
 }
+/// The FLOPs of `op`'s matrix products (cleave_program_info.flops): 2 per
+/// multiply-add of each matmul, linear layer, expert product and
+/// attention; 0 for any other op (ProgramInfo.cpp).
+double matrixProductFlops(Operation *op);
+
+class Lowering;
+
+/// The profiler's marks (ProfileMarks.cpp): before the conversion, a call
+/// of cleave_rt_profile_mark with the op's constant cleave_rt_kernel_info
+/// goes before each op of `fn`; after it, finishProfileMarks drops the
+/// marks of ops that lowered to no runtime call from `run` and ends each
+/// of its returns with a last mark (null).
+void insertProfileMarks(Lowering &state, func::FuncOp fn);
+void finishProfileMarks(LLVM::LLVMFuncOp run);
+
 /// The words of a cleave_sharding and of a cleave_group.
 constexpr int64_t kShardingWords =
     2 * CLEAVE_RT_MAX_RANK + CLEAVE_RT_MAX_RANK * CLEAVE_RT_MAX_MESH_RANK;
@@ -306,6 +321,10 @@ public:
   /// stage's prefix (stageSymbolPrefix), so that the stages' lowered
   /// modules can be joined.
   std::string symbolPrefix;
+  /// The run function's name: cleave_program_run, or <prefix>run.
+  std::string runSymbol() const {
+    return symbolPrefix.empty() ? "cleave_program_run" : symbolPrefix + "run";
+  }
   /// The planned offset of each argument and op result of the function.
   DenseMap<Value, int64_t> offsets;
   /// The handle of each started collective, by its (original) result.
@@ -324,6 +343,8 @@ public:
   int64_t counter = 0;
   /// Whether a pattern reported an error at its op.
   bool reportedError = false;
+  /// Whether the program calls the profiler's marks (ProfileMarks.cpp).
+  bool profile = true;
 
 private:
   /// Reads the memory plan: every value an op of `fn` uses or defines

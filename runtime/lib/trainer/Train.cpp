@@ -21,6 +21,7 @@
 #include "Mesh.h"
 #include "OnnxExport.h"
 #include "Program.h"
+#include "Profile.h"
 #include "Timeline.h"
 #include "TrainOptions.h"
 
@@ -180,6 +181,8 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
     fail("--steps " + std::to_string(last) +
          " is before the checkpoint's step " + std::to_string(first - 1) +
          " (--steps counts all steps, not the remaining ones)");
+  Profiler profiler(o.profile, o.profileStart, o.profileSteps);
+  profiler.check(first, last);
   Hyperparameters hyper =
       Hyperparameters::resolve(o.hyper, savedHyperparameters, last);
   RunRecord record{dataOrder, hyper.runTime() ? hyper.toJson() : ""};
@@ -441,10 +444,12 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
   for (int64_t step = first; step <= last && !stopRequested(); ++step) {
     staging->fill(*data, *schedule, step, arena);
     timeline.beforeStep(step);
+    profiler.beforeStep(step);
     // The step's hyperparameters go by value into the calls it makes.
     cleave_program_context context = *programContext();
     context.hyperparameters = hyper.forStep(step);
     cleave_program_run(arena.base(), &context);
+    profiler.afterStep(step);
     timeline.afterStep(step);
     arena.readAsync(lossOut.tensor, &slotOf(step)->loss);
     if (gradNormOut)
@@ -564,6 +569,7 @@ int cleave::rt::trainer::runTraining(int argc, char **argv) {
   if (!o.commStats.empty())
     writeCommStats(o.commStats, done - first + 1);
   timeline.finish(o.quiet);
+  profiler.finish(o.quiet);
   if (!o.quiet) {
     if (done >= first) {
       std::printf("trained steps %lld..%lld in %.1f s, final loss %s\n",

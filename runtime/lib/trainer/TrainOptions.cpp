@@ -172,6 +172,19 @@ output:
                       against the schedule's bubble
   --trace-steps N     the steps --trace records (default 20); the first
                       is left out of the idle figures when N > 1
+  --profile FILE      time every op of the steps --profile-start and
+                      --profile-steps choose (the host's clock on the
+                      CPU, the device's on the GPU) and write them to
+                      FILE as a Chrome trace (Perfetto or
+                      chrome://tracing): one process per rank, rows for
+                      the ops, the collectives and the steps, each op
+                      with its location, types, bytes, FLOPs and
+                      GFLOP/s; rank 0 prints its ops that took the most
+                      time, their share of the step and GFLOP/s. Off,
+                      it costs nothing measurable
+  --profile-start S   the first step --profile records (default: the
+                      run's second, as the first pays for warm-up)
+  --profile-steps N   the steps --profile records (default 3)
   --help              this message
   --version           Cleave's version and commit, the ABI, the backend
 
@@ -413,6 +426,14 @@ TrainOptions cleave::rt::trainer::parseTrainOptions(int argc, char **argv) {
         fail("--trace expects a file");
     } else if (flag == "--trace-steps") {
       o.traceSteps = parseCount(flag, next(), 1);
+    } else if (flag == "--profile") {
+      o.profile = next();
+      if (o.profile.empty())
+        fail("--profile expects a file");
+    } else if (flag == "--profile-start") {
+      o.profileStart = parseCount(flag, next(), 1);
+    } else if (flag == "--profile-steps") {
+      o.profileSteps = parseCount(flag, next(), 1);
     } else if (flag == "--no-decay-1d") {
       noValue();
       o.hyper.noDecay1d = true;

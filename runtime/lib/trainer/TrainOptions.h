@@ -29,6 +29,8 @@ struct TrainOptions {
   int64_t steps = -1; // -1: not given
   std::string save, resume, initFrom, exportOnnx, logJson, commStats, trace;
   int64_t saveEvery = 0, logEvery = 1, traceSteps = 20, keepLast = 0;
+  std::string profile;
+  int64_t profileStart = 0, profileSteps = 3; // 0: the second step
   bool quiet = false;
   bool overlap = true;
   bool nanCheck = false;

@@ -68,6 +68,8 @@ class Case:
     # The training binary's flags (hyperparameters at launch), for every
     # run of both programs.
     run_flags: list = dataclasses.field(default_factory=list)
+    # Whether the runs also write --profile traces (check_profiles).
+    profile: bool = False
 
 
 # The mlp cases' training flags and data: 16 features, 4 classes.
@@ -204,10 +206,13 @@ CASES = [
     # over tp (the tp-split blocks' partial sums; dp's gradients are whole
     # after their all-reduce): 2 (n-1)/n * 4 = 4 B more on tp, and the
     # norms equal one device's.
+    # Its steps 2 and 3 are profiled too (--profile): each rank's trace
+    # holds its ops and collectives, and the ranks' matrix products add up
+    # to one device's (dp and tp split them, none is repeated).
     Case("mlp-mesh-dp2-tp2-grad-norm", "mlp.mlir", None, 4,
          MLP_FLAGS + ["--grad-norm"], MLP_INPUTS,
          {"dp": {"all_reduce": 1364}, "tp": {"all_reduce": 68}},
-         compile_flags=["--mesh", "dp=2,tp=2"]),
+         compile_flags=["--mesh", "dp=2,tp=2"], profile=True),
     # Megatron tensor parallelism of a transformer block (block.mlir:
     # batch 2, sequence 4, hidden 16, 4 heads) over 2 devices, 2 heads and
     # 16 of the MLP's 32 features each. Per step, each rank sends
@@ -342,6 +347,42 @@ def compare_losses(what, ref, got, steps):
           f"{RTOL} of one device")
 
 
+def check_profiles(case, one_path, mesh_path, steps):
+    """The --profile traces of one device and of the mesh: every rank has
+    the steps, ops inside them, collectives on their own row, and the
+    ranks' matrix-product FLOPs of each step add up to one device's."""
+    def flops_by_rank(path):
+        trace = json.load(open(path))
+        assert trace["otherData"]["steps"] == [steps[0], steps[-1]], path
+        events = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+        result = {}
+        for e in events:
+            if e["cat"] == "step":
+                continue
+            assert e["args"]["step"] in steps, e
+            assert (e["tid"] == 1) == e["name"].startswith("dist."), e
+            per = result.setdefault(e["pid"], {s: [0.0, 0] for s in steps})
+            per[e["args"]["step"]][0] += e["args"]["flops"]
+            per[e["args"]["step"]][1] += e["tid"] == 1
+        return result
+    one, mesh = flops_by_rank(one_path), flops_by_rank(mesh_path)
+    assert sorted(one) == [0] and sorted(mesh) == list(range(case.ranks)), (
+        sorted(one), sorted(mesh))
+    for step in steps:
+        total = sum(mesh[r][step][0] for r in mesh)
+        if total != one[0][step][0] or one[0][step][0] <= 0:
+            raise AssertionError(f"{case.name}: step {step}'s FLOPs over the "
+                                 f"ranks {total}, one device "
+                                 f"{one[0][step][0]}")
+        if any(mesh[r][step][1] == 0 for r in mesh) or one[0][step][1]:
+            raise AssertionError(f"{case.name}: collectives per rank "
+                                 f"{[mesh[r][step][1] for r in mesh]}, one "
+                                 f"device {one[0][step][1]}")
+    print(f"ok {case.name}: --profile of steps {steps} on {case.ranks} ranks:"
+          f" {mesh[0][steps[0]][1]} collectives on rank 0, the ranks' "
+          f"{total:.0f} FLOPs per step equal one device's")
+
+
 def check_case(case, compile_, work):
     rng = np.random.default_rng(zlib.crc32(case.name.encode()))
     write_weights(case, work, rng)
@@ -362,9 +403,15 @@ def check_case(case, compile_, work):
         run(cmd, cwd=work)
         return losses(os.path.join(work, tag + ".jsonl"))
 
-    one = train(ref, False, "one", ["--save", "one-ck"])
+    profile = ["--profile-start", "2", "--profile-steps", "2"]
+    one = train(ref, False, "one", ["--save", "one-ck"] + (
+        ["--profile", "one-profile.json", *profile] if case.profile else []))
     mesh = train(part, True, "mesh", ["--save", "mesh-ck", "--comm-stats",
-                                      "stats"])
+                                      "stats"] + (
+        ["--profile", "mesh-profile.json", *profile] if case.profile else []))
+    if case.profile:
+        check_profiles(case, os.path.join(work, "one-profile.json"),
+                       os.path.join(work, "mesh-profile.json"), [2, 3])
     compare_losses(f"{case.name} on {n} ranks", one, mesh,
                    list(range(1, case.steps + 1)))
     norms = losses(os.path.join(work, "one.jsonl"), "grad_norm")

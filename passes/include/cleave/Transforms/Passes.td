@@ -391,7 +391,11 @@ def LowerToRuntimePass : Pass<"cleave-lower-to-runtime", "::mlir::ModuleOp"> {
            "Name the program's symbols <prefix>program, <prefix>run and "
            "<prefix>... instead of cleave_program and cleave_program_run, "
            "so that another program's module can take them in "
-           "(cleave_eval_: the evaluation program, -cleave-link-eval)">
+           "(cleave_eval_: the evaluation program, -cleave-link-eval)">,
+    Option<"profile", "profile", "bool", /*default=*/"true",
+           "Call cleave_rt_profile_mark before each op's runtime calls, "
+           "with the op's name, location, types, FLOPs and bytes (the "
+           "trainer's --profile; the runtime returns at once otherwise)">
   ];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }

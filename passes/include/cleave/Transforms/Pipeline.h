@@ -312,6 +312,12 @@ struct CleavePipelineOptions
                      "own instead of one fused linear kernel "
                      "(-cleave-fuse-linear), e.g. to compare the two")};
 
+  PassOptions::Option<bool> noProfileMarks{
+      *this, "no-profile-marks",
+      llvm::cl::desc("Leave out the profiler's marks (a call before each "
+                     "op, which returns at once unless the trainer runs "
+                     "with --profile), e.g. to measure what they cost")};
+
   PassOptions::Option<int64_t> bucketBytes{
       *this, "bucket-bytes",
       llvm::cl::desc("A partitioned program: reduce the gradients in "

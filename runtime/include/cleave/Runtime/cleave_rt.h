@@ -432,6 +432,23 @@ void cleave_rt_marker_wait(int64_t marker);
 double cleave_rt_marker_elapsed_ms(int64_t from, int64_t to);
 void cleave_rt_marker_free(int64_t marker);
 
+/* The profiler (the trainer's --profile). A compiled program calls
+ * cleave_rt_profile_mark before the runtime calls of each of its ops, with
+ * that op's constant cleave_rt_kernel_info, and once at the end of a run
+ * with NULL, so that each op's time is the time from its mark to the next.
+ * The function returns at once unless the trainer is profiling; then it
+ * records a marker (above), so that on the GPU the times are the device's.
+ * The strings are the program's constants. */
+typedef struct cleave_rt_kernel_info {
+  const char *op;     /* the op, "graph.matmul" */
+  const char *where;  /* its location: the ONNX node's name, or "" */
+  const char *shapes; /* "f32[8,64] f32[64,32] -> f32[8,32]" */
+  double flops;       /* its matrix-product FLOPs (cleave_program_info's
+                         share), 0 for other ops */
+  int64_t bytes;      /* the bytes of its operands and results */
+} cleave_rt_kernel_info;
+void cleave_rt_profile_mark(const cleave_rt_kernel_info *kernel);
+
 /* Reports a fatal error ("error: <message>") and exits with status 1. */
 #if defined(__GNUC__)
 __attribute__((noreturn, format(printf, 1, 2)))

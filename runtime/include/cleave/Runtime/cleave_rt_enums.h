@@ -37,8 +37,9 @@
  *    (cleave_program_context.hyperparameters).
  * 7: a training program's evaluation program (cleave_program_info.eval,
  *    eval_run; the program kind CLEAVE_PROGRAM_EVAL) and the FLOPs of a
- *    run (cleave_program_info.flops). */
-#define CLEAVE_RT_ABI_VERSION 7
+ *    run (cleave_program_info.flops).
+ * 8: the profiler's marks (cleave_rt_profile_mark, cleave_rt_kernel_info). */
+#define CLEAVE_RT_ABI_VERSION 8
 
 /* The most dimensions a cleave_tensor describes. */
 #define CLEAVE_RT_MAX_RANK 8
