@@ -7,12 +7,9 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
-
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -179,17 +176,7 @@ void Profiler::check(int64_t first, int64_t last) {
          std::to_string(last) + ")");
   if (!isRankZero())
     return;
-  fs::path parent = fs::path(path).parent_path();
-  std::error_code ec;
-  if (!parent.empty())
-    fs::create_directories(parent, ec);
-  // A probe, removed again: a run that fails leaves no empty trace.
-  bool existed = fs::exists(path, ec);
-  bool writable = !ec && std::ofstream(path, std::ios::app).good();
-  if (!existed)
-    fs::remove(path, ec);
-  if (!writable)
-    fail("--profile: cannot write " + path);
+  checkWritable("--profile", path);
 }
 
 void Profiler::beforeStep(int64_t step) {

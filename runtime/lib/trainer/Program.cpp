@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 
@@ -394,6 +395,20 @@ void cleave::rt::trainer::writeFileAtomically(
     ::fsync(dfd);
     ::close(dfd);
   }
+}
+
+void cleave::rt::trainer::checkWritable(const std::string &flag,
+                                        const std::string &path) {
+  fs::path parent = fs::path(path).parent_path();
+  std::error_code ec;
+  if (!parent.empty())
+    fs::create_directories(parent, ec);
+  bool existed = fs::exists(path, ec);
+  bool writable = !ec && std::ofstream(path, std::ios::app).good();
+  if (!existed)
+    fs::remove(path, ec);
+  if (!writable)
+    fail(flag + ": cannot write " + path);
 }
 
 int64_t cleave::rt::trainer::parseCount(const std::string &flag,

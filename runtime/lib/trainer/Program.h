@@ -38,6 +38,10 @@ public:
 int64_t parseCount(const std::string &flag, const std::string &text,
                    int64_t min);
 
+/// Fails naming `flag` unless a file can be written at `path` (its folder
+/// is made); the probe leaves no file behind.
+void checkWritable(const std::string &flag, const std::string &path);
+
 /// The most steps a run counts: 2^40 keeps a step's first sample index,
 /// (step - 1) x batch, within int64 for batches up to 2^23 samples.
 constexpr int64_t kMaxSteps = int64_t(1) << 40;

@@ -10,12 +10,10 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
 
-namespace fs = std::filesystem;
 
 namespace cleave::rt::trainer {
 
@@ -176,13 +174,7 @@ void RunTimeline::check() const {
          std::to_string(steps));
   if (!isRankZero())
     return;
-  fs::path parent = fs::path(path).parent_path();
-  std::error_code ec;
-  if (!parent.empty())
-    fs::create_directories(parent, ec);
-  std::ofstream out(path);
-  if (ec || !out)
-    fail("--trace: cannot write " + path);
+  checkWritable("--trace", path);
 }
 
 void RunTimeline::start() {
