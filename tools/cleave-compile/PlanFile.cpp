@@ -142,6 +142,9 @@ std::string cleave::applyPlanFile(const std::string &path,
     if (std::string err = applyPipeline(where, *plan, *layout, options);
         !err.empty())
       return err;
+  // Selective recomputation is what the fused attention does anyway.
+  if (layout->getString("recompute") == "full")
+    options.recompute = "full";
   if (std::optional<bool> sp = training->getBoolean("sequence_parallel"))
     if (*sp && axes.find("tp=") != std::string::npos)
       options.sp = true;

@@ -100,18 +100,6 @@ Value loadBalancingLoss(OpBuilder &b, Location loc, RouterTopKOp router) {
                        scalarConstant(b, loc, f32, scale));
 }
 
-/// The layer a location names (the ONNX node path of an imported op).
-std::optional<int64_t> layerInLoc(Location loc) {
-  std::optional<int64_t> found;
-  loc->walk([&](Location l) {
-    if (auto named = dyn_cast<NameLoc>(l))
-      if ((found = layerInName(named.getName().getValue())))
-        return WalkResult::interrupt();
-    return WalkResult::advance();
-  });
-  return found;
-}
-
 /// The layer of each forward op: the one its ONNX node path or the
 /// parameter it reads names, else the highest of its operands' (ops after
 /// the last layer, the final norm and the head, go with it; ops before the

@@ -40,6 +40,11 @@ LogicalResult CleavePipelineOptions::verify(
     return emitError("--beta1, --beta2 and --eps apply to --optimizer adamw");
   if (accumulate < 1)
     return emitError("--accumulate must be >= 1");
+  if (recompute != "none" && recompute != "full")
+    return emitError("--recompute must be none or full, not '" + recompute +
+                     "'");
+  if (recompute == "full" && !train)
+    return emitError("--recompute full needs --train");
   if ((routerF32.hasValue() || keepF32.hasValue()) &&
       precision == Precision::F32)
     return emitError(
@@ -360,6 +365,10 @@ static void addLoweringPasses(OpPassManager &pm,
   // Communication overlapping compute: collectives started early, waited
   // for before their first reader.
   pm.addPass(createOverlapCollectivesPass());
+  // Before the fusion, which drops the phase and layer of what it fuses;
+  // no CSE may follow, which would merge the recomputed ops back.
+  if (options.recompute == "full" && symbolPrefix.empty())
+    pm.addPass(createRecomputePass());
   if (!options.noFusion)
     pm.addPass(createFuseLinearPass());
   pm.addPass(createPlanMemoryPass());

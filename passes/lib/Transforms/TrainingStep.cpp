@@ -57,6 +57,17 @@ void cleave::copyStepAnnotations(Operation *from, Operation *to) {
       to->setAttr(name, a);
 }
 
+std::optional<int64_t> cleave::layerInLoc(Location loc) {
+  std::optional<int64_t> found;
+  loc->walk([&](Location l) {
+    if (auto named = dyn_cast<NameLoc>(l))
+      if ((found = layerInName(named.getName().getValue())))
+        return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return found;
+}
+
 std::optional<int64_t> cleave::layerInName(StringRef name) {
   static const char *kStacks[] = {"blocks", "layers", "layer", "block", "h"};
   for (size_t pos = 0; pos < name.size(); ++pos) {

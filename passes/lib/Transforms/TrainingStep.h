@@ -97,6 +97,8 @@ void copyStepAnnotations(mlir::Operation *from, mlir::Operation *to);
 /// `/blocks.3/attn/MatMul`, `layers.3`, `h.3` (the PyTorch and ONNX
 /// spellings of a stack of layers).
 std::optional<int64_t> layerInName(llvm::StringRef name);
+/// The layer a location names (the ONNX node path of an imported op).
+std::optional<int64_t> layerInLoc(mlir::Location loc);
 
 /// The layer of each parameter the step's forward ops read: its name's,
 /// else that of the (tagged) reads of it.

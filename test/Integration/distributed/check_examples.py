@@ -34,6 +34,7 @@ data, tokenized by characters) and checks:
 
 Prints one line per check; exits non-zero on the first failing case.
 """
+import copy
 import dataclasses
 import importlib.util
 import json
@@ -114,6 +115,9 @@ class Case:
     wire_bytes: dict
     mesh_flags: list = dataclasses.field(default_factory=list)
     rtol: float = RTOL
+    # The bytes of the collectives --recompute full repeats, which
+    # --dist-explain does not list: {axis: {kind: bytes}}.
+    recomputed_bytes: dict = dataclasses.field(default_factory=dict)
 
 
 ADAMW = ["--optimizer", "adamw", "--lr", "3e-3"]
@@ -155,8 +159,24 @@ def cases():
         Case("gpt-dp2-accumulate2", "gpt", "dp=2", 2,
              SGD + ["--accumulate", "2"],
              {}, {"dp": {"all_reduce": p + 4}}),
+        # The same with full recomputation (--recompute full, both
+        # programs): each microbatch's layers computed again in their
+        # backward, the same bytes sent.
+        Case("gpt-dp2-accumulate2-recompute", "gpt", "dp=2", 2,
+             SGD + ["--accumulate", "2", "--recompute", "full"],
+             {}, {"dp": {"all_reduce": p + 4}}),
         Case("gpt-tp2", "gpt", "tp=2", 2, ADAMW, GPT_TP,
              {"tp": {"all_reduce": MEGATRON_BYTES + VOCAB_BYTES}}),
+        # Full recomputation under tensor parallelism: the collectives of
+        # what a layer recomputes run again in its backward on every rank,
+        # as Megatron-LM's do. Per layer that is the attention's row-
+        # parallel all-reduce (its sum feeds ln_2, whose gradient reads its
+        # input), one b*s*h activation; the MLP's feeds only the layer's
+        # output, which is held: MEGATRON_BYTES / 4 more.
+        Case("gpt-tp2-recompute", "gpt", "tp=2", 2,
+             ADAMW + ["--recompute", "full"], GPT_TP,
+             {"tp": {"all_reduce": MEGATRON_BYTES * 5 // 4 + VOCAB_BYTES}},
+             recomputed_bytes={"tp": {"all_reduce": MEGATRON_BYTES // 4}}),
         Case("llama-tp2", "llama", "tp=2", 2, SGD, LLAMA_TP,
              {"tp": {"all_reduce": MEGATRON_BYTES + VOCAB_BYTES}}),
         # Each dp group holds half the batch; the gradients it all-reduces
@@ -421,14 +441,25 @@ def check_case(case, compile_, work):
 
     # --dist-explain's figures are the compiler's: they must be what the
     # runtime counted, on every axis.
-    told = explained_bytes(explained)
+    partitioned = explained_bytes(explained)
     runtime = counted(work, 0)
+    # --dist-explain reports the partitioner's collectives, before
+    # -cleave-recompute repeats some: the recomputed ones are the
+    # difference, the analytical figure above.
+    told = copy.deepcopy(partitioned)
+    for axis, kinds in case.recomputed_bytes.items():
+        for kind, extra in kinds.items():
+            told[axis][kind] += extra
     if told != runtime:
         raise AssertionError(f"{case.name}: --dist-explain says {told} per "
                              f"rank and step, the runtime counted {runtime}")
     print(f"ok {case.name}: --dist-explain's bytes per axis and collective "
           f"equal the runtime's count")
-    check_planner(case, compile_, told, stored)
+    # (The planner is asked for the layout without recomputation: it
+    # counts Megatron-LM's, which repeats every forward collective of a
+    # layer, where -cleave-recompute repeats only those of the values the
+    # backward reads.)
+    check_planner(case, compile_, partitioned, stored)
 
 
 def check_planner(case, compile_, told, stored):

@@ -243,6 +243,45 @@ def SplitProjectionsPass : Pass<"cleave-split-projections",
   let dependentDialects = ["::cleave::graph::GraphDialect"];
 }
 
+def RecomputePass : Pass<"cleave-recompute", "::mlir::ModuleOp"> {
+  let summary = "Recomputes each layer's forward in the backward (full "
+                "activation recomputation)";
+  let description = [{
+    In a training step whose ops carry their phase, microbatch and layer
+    (`graph.phase`, `graph.microbatch`, `graph.layer`, which
+    `-cleave-autodiff` sets), each layer's forward values that the backward
+    reads are computed again just before the first backward op that reads
+    one, from the layer's inputs, and the backward reads the recomputed
+    values. A layer's own activations then die inside the forward and only
+    its input is held for the backward: the memory of Megatron-LM's full
+    recomputation (Korthikanti et al. 2022), for one more forward of every
+    layer. Ops outside layers (embedding, LM head, loss) are kept as they
+    are. A layer with an op that cannot run twice (a collective, an op
+    with a side effect other than a parameter read) is left unchanged, with
+    a remark. The recomputed ops are backward ops, so no CSE may run
+    between this pass and the memory plan.
+
+    ```mlir
+    %h = graph.gelu %x {graph.layer = 0, graph.phase = #graph<phase forward>}
+    ...
+    %d = graph.gelu_grad %h, %dy {graph.phase = #graph<phase backward>}
+    ```
+    becomes
+    ```mlir
+    %h = graph.gelu %x {graph.layer = 0, graph.phase = #graph<phase forward>}
+    ...
+    %h2 = graph.gelu %x {graph.layer = 0, graph.phase = #graph<phase backward>}
+    %d = graph.gelu_grad %h2, %dy {graph.phase = #graph<phase backward>}
+    ```
+  }];
+  let statistics = [
+    Statistic<"numRecomputed", "recomputed-ops",
+              "Forward ops computed again in the backward">,
+    Statistic<"numLayers", "recomputed-layers",
+              "Layers (per microbatch) recomputed">
+  ];
+}
+
 def FuseLinearPass : Pass<"cleave-fuse-linear"> {
   let summary = "Fuses matmul, bias and GELU (and their gradients) into one kernel";
   let description = [{

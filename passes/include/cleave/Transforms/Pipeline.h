@@ -312,6 +312,15 @@ struct CleavePipelineOptions
                      "own instead of one fused linear kernel "
                      "(-cleave-fuse-linear), e.g. to compare the two")};
 
+  PassOptions::Option<std::string> recompute{
+      *this, "recompute",
+      llvm::cl::desc("Activation recomputation of the training step: none "
+                     "(the default) or full, each layer's forward computed "
+                     "again in its backward so that only the layers' inputs "
+                     "are held (-cleave-recompute); attention's scores are "
+                     "recomputed by its fused kernel either way"),
+      llvm::cl::init("none")};
+
   PassOptions::Option<bool> noProfileMarks{
       *this, "no-profile-marks",
       llvm::cl::desc("Leave out the profiler's marks (a call before each "
