@@ -304,7 +304,8 @@ int main(int argc, char **argv) {
             flag == "dist-explain" || flag == "sp" || flag == "cp-form" ||
             flag == "cp-layout")
           return distCategory;
-        return flag == "no-fusion" || flag == "split-projections"
+        return flag == "no-fusion" || flag == "split-projections" ||
+                       flag == "run-chunk-size"
                    ? category
                    : trainCategory;
       });

@@ -233,7 +233,8 @@ struct LowerToRuntimePass
     Lowering lowering(module);
     if (!symbolPrefix.empty())
       lowering.symbolPrefix = symbolPrefix;
-    if (failed(lowering.run(fn)))
+    if (failed(lowering.run(fn)) ||
+        failed(splitRunFunction(lowering, chunkSize)))
       signalPassFailure();
   }
 };
