@@ -2,6 +2,14 @@
 
 // RUN: cleave-compile --print-pipeline | FileCheck %s --check-prefix=PIPE
 // PIPE: cleave-raise{{.*}}canonicalize{{.*}}cse{{.*}}cleave-normalize-collectives{{.*}}cleave-overlap-collectives{{.*}}cleave-fuse-linear{{.*}}cleave-plan-memory{{.*}}cleave-lower-to-runtime
+// The run function is cut into chunks of --run-chunk-size calls (0: one
+// function).
+// RUN: cleave-compile --print-pipeline | FileCheck %s --check-prefix=CHUNKS
+// CHUNKS: cleave-lower-to-runtime{chunk-size=256
+// RUN: cleave-compile --print-pipeline --run-chunk-size 0 | FileCheck %s --check-prefix=NOCHUNKS
+// NOCHUNKS: cleave-lower-to-runtime{chunk-size=0
+// RUN: not cleave-compile %s --run-chunk-size -1 2>&1 | FileCheck %s --check-prefix=ERR-CHUNKS
+// ERR-CHUNKS: cleave-compile: error: --run-chunk-size must be >= 0
 // RUN: cleave-compile --print-pipeline --no-fusion | FileCheck %s --check-prefix=NOFUSE
 // NOFUSE-NOT: cleave-fuse-linear
 // NOFUSE: cleave-plan-memory

@@ -305,7 +305,7 @@ int main(int argc, char **argv) {
             flag == "cp-layout")
           return distCategory;
         return flag == "no-fusion" || flag == "split-projections" ||
-                       flag == "no-profile-marks"
+                       flag == "no-profile-marks" || flag == "run-chunk-size"
                    ? category
                    : trainCategory;
       });
@@ -316,7 +316,8 @@ int main(int argc, char **argv) {
       "program.\n\n"
       "  cleave-compile model.onnx -o prog\n"
       "  ./prog --input x=x.npy --output-dir out/\n\n"
-      "  cleave-compile model.onnx --train --optimizer adamw --lr 1e-3 -o train\n"
+      "  cleave-compile model.onnx --train --optimizer adamw --lr 1e-3 -o "
+      "train\n"
       "  ./train --inputs x.npy --targets labels.npy --steps 100\n\n"
       "Targets (--target): " CLEAVE_TARGETS ".\n");
 

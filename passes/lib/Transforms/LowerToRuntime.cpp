@@ -236,7 +236,8 @@ struct LowerToRuntimePass
     if (!symbolPrefix.empty())
       lowering.symbolPrefix = symbolPrefix;
     lowering.profile = profile;
-    if (failed(lowering.run(fn)))
+    if (failed(lowering.run(fn)) ||
+        failed(splitRunFunction(lowering, chunkSize)))
       signalPassFailure();
   }
 };

@@ -55,6 +55,8 @@ LogicalResult CleavePipelineOptions::verify(
     return emitError("--loss-scale-growth-interval must be >= 1");
   if (bucketBytes < 0)
     return emitError("--bucket-bytes must be >= 0");
+  if (runChunkSize < 0)
+    return emitError("--run-chunk-size must be >= 0");
   llvm::SmallVector<std::string> axes = meshAxes();
   for (StringRef axis : axes) {
     auto [name, size] = axis.split('=');
@@ -375,6 +377,7 @@ static void addLoweringPasses(OpPassManager &pm,
   LowerToRuntimePassOptions lower;
   lower.symbolPrefix = symbolPrefix.str();
   lower.profile = !options.noProfileMarks;
+  lower.chunkSize = options.runChunkSize;
   pm.addPass(createLowerToRuntimePass(lower));
 }
 

@@ -12,6 +12,7 @@
 #include "cleave/Transforms/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
@@ -50,7 +51,10 @@ struct PrintShardingRulesPass
       ShardingRule rule = ruled.getShardingRule();
       if (failed(rule.verifyAgainst(op)))
         return WalkResult::interrupt();
-      op->emitRemark("sharding rule ") << rule.str();
+      // At the op's location, without the op: Operation::emitRemark would
+      // attach it as a note, printed after verifying the whole module, once
+      // per op.
+      emitRemark(op->getLoc(), "sharding rule ") << rule.str();
       ++numRules;
       return WalkResult::advance();
     });

@@ -86,7 +86,18 @@ Value RuntimeBuilder::commEngine() {
 Value RuntimeBuilder::namedTable(ArrayRef<NamedTensor> entries) {
   if (entries.empty())
     return {};
-  auto arrayType = LLVM::LLVMArrayType::get(namedType, entries.size());
+  // Each insertvalue into a constant aggregate copies it, so one array's
+  // inserts would take time quadratic in the entries (a large program's
+  // translation to LLVM IR): a table of more than kTableRows entries is a
+  // struct of arrays of at most kTableRows, which has the array's layout.
+  constexpr size_t kTableRows = 256;
+  SmallVector<Type> parts;
+  for (size_t start = 0; start < entries.size(); start += kTableRows)
+    parts.push_back(LLVM::LLVMArrayType::get(
+        namedType, std::min(kTableRows, entries.size() - start)));
+  Type tableType = parts.size() == 1
+                       ? parts.front()
+                       : LLVM::LLVMStructType::getLiteral(state.ctx, parts);
   // Pointees first (they are globals at the module start).
   struct Ptrs {
     std::string name, data, file, sharding;
@@ -113,21 +124,25 @@ Value RuntimeBuilder::namedTable(ArrayRef<NamedTensor> entries) {
     words.push_back(*Lowering::descWords(e.offset, e.type));
   }
   auto global = atModuleStart([&] {
-    auto g = LLVM::GlobalOp::create(b, loc, arrayType, true,
-                                    LLVM::Linkage::Private,
-                                    uniqueName("cleave.tensors"), Attribute());
+    auto g =
+        LLVM::GlobalOp::create(b, loc, tableType, true, LLVM::Linkage::Private,
+                               uniqueName("cleave.tensors"), Attribute());
     b.setInsertionPointToStart(b.createBlock(&g.getInitializerRegion()));
-    Value table = LLVM::UndefOp::create(b, loc, arrayType);
+    Value table = LLVM::UndefOp::create(b, loc, tableType);
+    Value part;
     auto addr = [&](const std::string &sym) -> Value {
       if (sym.empty())
         return LLVM::ZeroOp::create(b, loc, ptr);
       return LLVM::AddressOfOp::create(b, loc, ptr, sym);
     };
     for (auto [i, e] : llvm::enumerate(entries)) {
-      int64_t idx = i;
+      int64_t row = i % kTableRows, p = i / kTableRows;
+      if (parts.size() > 1 && row == 0)
+        part = LLVM::UndefOp::create(b, loc, parts[p]);
+      Value &into = parts.size() > 1 ? part : table;
       auto insert = [&](Value v, int64_t field) {
-        table = LLVM::InsertValueOp::create(b, loc, table, v,
-                                            ArrayRef<int64_t>{idx, field});
+        into = LLVM::InsertValueOp::create(b, loc, into, v,
+                                           ArrayRef<int64_t>{row, field});
       };
       insert(addr(ptrs[i].name), 0);
       insert(LLVM::ConstantOp::create(b, loc, descType, i64Array(words[i])), 1);
@@ -140,6 +155,10 @@ Value RuntimeBuilder::namedTable(ArrayRef<NamedTensor> entries) {
                                       b.getI32IntegerAttr(e.role)),
              5);
       insert(addr(ptrs[i].sharding), 6);
+      if (parts.size() > 1 &&
+          (row == int64_t(kTableRows) - 1 || i + 1 == entries.size()))
+        table = LLVM::InsertValueOp::create(b, loc, table, part,
+                                            ArrayRef<int64_t>{p});
     }
     LLVM::ReturnOp::create(b, loc, table);
     return g;

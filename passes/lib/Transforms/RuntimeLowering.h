@@ -629,6 +629,12 @@ void addFamily(RewritePatternSet &patterns,
   patterns.add<Family<Ops>...>(converter, state);
 }
 
+/// Cuts the body of the run function that `lowering` produced into private,
+/// noinline functions of at most `chunkSize` runtime calls each, which it
+/// calls in order (SplitRunFunction.cpp); nothing for 0 or a function of
+/// no more calls, an error for a negative size.
+LogicalResult splitRunFunction(Lowering &lowering, int64_t chunkSize);
+
 /// The patterns of the graph ops (LowerGraph.cpp) and of the dist ops of a
 /// partitioned program (LowerDist.cpp).
 void populateGraphToRuntimePatterns(RewritePatternSet &patterns,

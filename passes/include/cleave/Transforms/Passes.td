@@ -421,6 +421,23 @@ def LowerToRuntimePass : Pass<"cleave-lower-to-runtime", "::mlir::ModuleOp"> {
     ```mlir
     llvm.call @cleave_rt_unary(%arena, %c3, %desc0, %desc1)
     ```
+
+    LLVM's optimizer takes time superlinear in a function's size, so a run
+    function of more than `chunk-size` calls is cut into private, noinline
+    functions `<run>.chunk.<i>` of at most that many calls each, which it
+    calls in order with its (arena, context). Each chunk builds again the
+    constants and global addresses it uses; a value of another kind that
+    crosses a cut (a started collective's handle, the entry's
+    hyperparameter pointer) is returned by the chunk that defines it and
+    passed to those that use it, so the calls and their order are the same:
+
+    ```mlir
+    llvm.func @cleave_program_run(%arena: !llvm.ptr, %context: !llvm.ptr) {
+      llvm.call @cleave_program_run.chunk.0(%arena, %context)
+      llvm.call @cleave_program_run.chunk.1(%arena, %context)
+      llvm.return
+    }
+    ```
   }];
   let options = [
     Option<"entry", "entry", "std::string", /*default=*/"\"forward\"",
@@ -434,7 +451,11 @@ def LowerToRuntimePass : Pass<"cleave-lower-to-runtime", "::mlir::ModuleOp"> {
     Option<"profile", "profile", "bool", /*default=*/"true",
            "Call cleave_rt_profile_mark before each op's runtime calls, "
            "with the op's name, location, types, FLOPs and bytes (the "
-           "trainer's --profile; the runtime returns at once otherwise)">
+           "trainer's --profile; the runtime returns at once otherwise)">,
+    Option<"chunkSize", "chunk-size", "int64_t", /*default=*/"256",
+           "Cut the run function into noinline functions of at most this "
+           "many runtime calls each, which bounds LLVM's compile time on "
+           "large programs (0: one function)">
   ];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }

@@ -335,6 +335,15 @@ struct CleavePipelineOptions
                      "one per gradient, each overlapping compute)"),
       llvm::cl::init(0)};
 
+  PassOptions::Option<int64_t> runChunkSize{
+      *this, "run-chunk-size",
+      llvm::cl::desc("Cut the program's run function into noinline "
+                     "functions of at most this many runtime calls each "
+                     "(-cleave-lower-to-runtime chunk-size), which bounds "
+                     "LLVM's compile time on large models (default 256; 0: "
+                     "one function)"),
+      llvm::cl::init(256)};
+
   /// Checks the options together (--momentum needs --optimizer sgd, ...):
   /// the first problem goes to `emitError`, whose result is returned.
   mlir::LogicalResult
