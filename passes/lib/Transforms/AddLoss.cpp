@@ -31,8 +31,10 @@ namespace {
 RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
 
 /// The number of positions of `labels` a cross-entropy averages over, as
-/// an f32 scalar: all of them, or those not equal to `ignored`, at least 1
-/// (every position ignored gives a loss of 0, not 0 / 0).
+/// an f32 scalar: all of them, or those not equal to `ignored`. With every
+/// position ignored the loss is 0 / 0, NaN, and the gradient zero, as in
+/// PyTorch (the sum's gradient kernel writes zeros for ignored positions
+/// whatever the scale).
 Value countPositions(OpBuilder &b, Location loc, Value labels,
                      IntegerAttr ignored) {
   Type f32 = b.getF32Type();
@@ -48,9 +50,7 @@ Value countPositions(OpBuilder &b, Location loc, Value labels,
       b, loc, type.clone(b.getI1Type()),
       CompareDirectionAttr::get(b.getContext(), CompareDirection::NE), labels,
       ignore);
-  Value count = sumAll(b, loc, CastOp::create(b, loc, type.clone(f32), kept));
-  return MaxOp::create(b, loc, RankedTensorType::get({}, f32), count,
-                       scalarConstant(b, loc, f32, 1.0));
+  return sumAll(b, loc, CastOp::create(b, loc, type.clone(f32), kept));
 }
 
 /// The load-balancing loss of one routed mixture, from its router's logits
