@@ -8,6 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "TrainingStep.h"
+
 #include "cleave/Dialect/Dist/IR/DistOps.h"
 #include "cleave/Dialect/Graph/IR/GraphOps.h"
 #include "cleave/Transforms/Passes.h"
@@ -126,6 +128,9 @@ struct OverlapCollectivesPass
       OpBuilder b(before);
       auto wait =
           dist::WaitOp::create(b, op->getLoc(), result.getType(), result);
+      // The wait is part of the collective's phase, microbatch and layer
+      // (-cleave-recompute reads them).
+      copyStepAnnotations(op, wait);
       result.replaceAllUsesExcept(wait.getResult(), wait);
       overlapped |= wait->getPrevNode() != op;
     }

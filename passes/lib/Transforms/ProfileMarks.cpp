@@ -69,15 +69,6 @@ std::string whereText(Location loc) {
   return "";
 }
 
-int64_t tensorBytes(Type type) {
-  auto tensor = dyn_cast<RankedTensorType>(type);
-  if (!tensor || !tensor.hasStaticShape())
-    return 0;
-  int64_t bits = tensor.getElementType().getIntOrFloatBitWidth();
-  // i1 is one byte per element in the runtime's layout.
-  return tensor.getNumElements() * std::max<int64_t>(1, bits / 8);
-}
-
 /// Builds the globals of the marks: strings once per text, one
 /// cleave_rt_kernel_info per op.
 class MarkBuilder {
@@ -98,7 +89,8 @@ public:
     std::string shapesSym = string(shapesText(op), loc);
     int64_t bytes = 0;
     for (Value v : llvm::concat<Value>(op->getOperands(), op->getResults()))
-      bytes += tensorBytes(v.getType());
+      if (isa<RankedTensorType>(v.getType()))
+        bytes += cleave::getTensorBytes(v.getType());
     double flops = matrixProductFlops(op);
 
     atGlobals();

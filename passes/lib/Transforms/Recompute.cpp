@@ -36,17 +36,8 @@ using namespace cleave::graph;
 
 namespace {
 
-/// The op whose step annotations `op` has: a wait that
-/// -cleave-overlap-collectives added has its collective's.
-Operation *annotated(Operation *op) {
-  if (auto wait = dyn_cast<dist::WaitOp>(op); wait && !phaseOf(op))
-    if (Operation *start = wait.getInput().getDefiningOp())
-      return start;
-  return op;
-}
-
 bool isForward(Operation *op) {
-  return phaseOf(annotated(op)).value_or(Phase::Backward) == Phase::Forward;
+  return phaseOf(op).value_or(Phase::Backward) == Phase::Forward;
 }
 
 /// The layer whose forward `op` is part of: the one its location or the
@@ -54,12 +45,11 @@ bool isForward(Operation *op) {
 /// alone (graph.layer of the ops after the last layer, the final norm, the
 /// LM head and the loss, which are not recomputed).
 std::optional<int64_t> ownLayer(Operation *op) {
-  Operation *source = annotated(op);
-  std::optional<int64_t> layer = layerOf(source);
+  std::optional<int64_t> layer = layerOf(op);
   if (!layer)
     return std::nullopt;
-  std::optional<int64_t> named = layerInLoc(source->getLoc());
-  if (auto read = dyn_cast<ReadParamOp>(source); read && !named)
+  std::optional<int64_t> named = layerInLoc(op->getLoc());
+  if (auto read = dyn_cast<ReadParamOp>(op); read && !named)
     named = layerInName(read.getParam());
   return named == layer ? layer : std::nullopt;
 }
@@ -146,8 +136,7 @@ struct RecomputePass : cleave::impl::RecomputePassBase<RecomputePass> {
       for (Operation &op : fn.getBody().front())
         if (isForward(&op))
           if (std::optional<int64_t> layer = ownLayer(&op))
-            layers[{microbatchOf(annotated(&op)).value_or(0), *layer}]
-                .push_back(&op);
+            layers[{microbatchOf(&op).value_or(0), *layer}].push_back(&op);
       // The layers that cannot be recomputed, and the first op in the way.
       int64_t blocked = 0;
       Operation *firstBlocker = nullptr;

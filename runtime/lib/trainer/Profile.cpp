@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -73,7 +74,7 @@ void resolve(std::vector<ProfileEvent> &events,
 }
 
 bool isCollective(const cleave_rt_kernel_info *k) {
-  return std::string(k->op).rfind("dist.", 0) == 0;
+  return std::strncmp(k->op, "dist.", 5) == 0;
 }
 
 std::string number(double v) {

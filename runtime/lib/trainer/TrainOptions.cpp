@@ -353,6 +353,13 @@ TrainOptions cleave::rt::trainer::parseTrainOptions(int argc, char **argv) {
       if (inlineValue)
         fail(flag + " takes no value");
     };
+    // A value that names something (a file): not empty.
+    auto named = [&](const char *what) {
+      std::string v = next();
+      if (v.empty())
+        fail(flag + " expects " + what);
+      return v;
+    };
     if (flag == "--inputs") {
       npy.addInputs(next());
     } else if (flag == "--targets") {
@@ -364,9 +371,7 @@ TrainOptions cleave::rt::trainer::parseTrainOptions(int argc, char **argv) {
     } else if (flag == "--tokens") {
       o.tokens = next();
     } else if (flag == "--eval-tokens") {
-      o.evalTokens = next();
-      if (o.evalTokens.empty())
-        fail("--eval-tokens expects a file");
+      o.evalTokens = named("a file");
     } else if (flag == "--eval-every") {
       o.evalEvery = parseCount(flag, next(), 1);
     } else if (flag == "--eval-steps") {
@@ -399,10 +404,7 @@ TrainOptions cleave::rt::trainer::parseTrainOptions(int argc, char **argv) {
     } else if (flag == "--resume") {
       o.resume = next();
     } else if (flag == "--init-from") {
-      o.initFrom = next();
-      if (o.initFrom.empty())
-        fail("--init-from expects a checkpoint folder or a .safetensors "
-             "file");
+      o.initFrom = named("a checkpoint folder or a .safetensors file");
     } else if (flag == "--export-onnx") {
       o.exportOnnx = next();
     } else if (flag == "--log-every") {
@@ -421,15 +423,11 @@ TrainOptions cleave::rt::trainer::parseTrainOptions(int argc, char **argv) {
     } else if (flag == "--comm-stats") {
       o.commStats = next();
     } else if (flag == "--trace") {
-      o.trace = next();
-      if (o.trace.empty())
-        fail("--trace expects a file");
+      o.trace = named("a file");
     } else if (flag == "--trace-steps") {
       o.traceSteps = parseCount(flag, next(), 1);
     } else if (flag == "--profile") {
-      o.profile = next();
-      if (o.profile.empty())
-        fail("--profile expects a file");
+      o.profile = named("a file");
     } else if (flag == "--profile-start") {
       o.profileStart = parseCount(flag, next(), 1);
     } else if (flag == "--profile-steps") {
